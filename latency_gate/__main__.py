@@ -1,0 +1,3 @@
+from latency_gate.cli import main
+
+main()
