@@ -1,0 +1,48 @@
+"""The one exception tree. The CLI and the action translate it once, at their edge."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class LatencyGateError(Exception):
+    """Base of every error latency-gate raises on purpose."""
+
+
+@dataclass(frozen=True)
+class InputProblem:
+    """One bad input: which input (as the user spelled it) and what was expected."""
+
+    name: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}"
+
+
+class ConfigError(LatencyGateError):
+    """Bad input or configuration; nothing was measured. Exit code 2."""
+
+    def __init__(self, problems: Sequence[InputProblem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__(self.render())
+
+    @classmethod
+    def single(cls, name: str, message: str) -> ConfigError:
+        return cls([InputProblem(name, message)])
+
+    def render(self) -> str:
+        if len(self.problems) == 1:
+            return f"invalid input {self.problems[0]}"
+        lines = [f"{len(self.problems)} invalid inputs:"]
+        lines += [f"  - {problem}" for problem in self.problems]
+        return "\n".join(lines)
+
+
+class GitHubError(LatencyGateError):
+    """A GitHub API call failed. Never changes the verdict; becomes a warning."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        self.status = status
+        super().__init__(message)

@@ -1,0 +1,194 @@
+"""Result models: what one run measured, as written to the JSON result file.
+
+`RunResult` is the schema-versioned document a later run can load as a baseline. Every duration
+is in seconds (floats); every offset inside a call is measured from that call's `t0`, the moment
+its first byte went to the network (or its connection attempt began, for a call that connected).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION: Literal[1] = 1
+
+
+class CallPhase(StrEnum):
+    """Which part of a run a call belongs to."""
+
+    COLD = "cold"
+    WARM = "warm"
+    CONCURRENT = "concurrent"
+
+
+class ErrorKind(StrEnum):
+    """Why a call failed. Every failed call has exactly one."""
+
+    HTTP_4XX = "http_4xx"
+    HTTP_429 = "http_429"
+    HTTP_5XX = "http_5xx"
+    REDIRECT = "redirect"
+    CONNECT_TIMEOUT = "connect_timeout"
+    READ_TIMEOUT = "read_timeout"
+    WRITE_TIMEOUT = "write_timeout"
+    TOTAL_TIMEOUT = "total_timeout"
+    CONNECTION_REFUSED = "connection_refused"
+    CONNECTION_RESET = "connection_reset"
+    CONNECTION_CLOSED = "connection_closed"
+    DNS = "dns"
+    TLS = "tls"
+    PROTOCOL = "protocol"
+    STREAM_ERROR = "stream_error"
+    STREAM_CUT = "stream_cut"
+    EMPTY_ANSWER = "empty_answer"
+    MALFORMED = "malformed"
+    INTERRUPTED = "interrupted"
+    OTHER = "other"
+
+
+class StampSource(StrEnum):
+    """Where a call's timestamps came from, best first (docs/design.md, "Clock")."""
+
+    KERNEL = "kernel"  # SO_TIMESTAMPNS receive stamps on the raw socket
+    READ_RETURN = "read-return"  # time.time_ns() when the socket read returned
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CallTimings(_Frozen):
+    """Phase boundaries of one call, seconds from the call's t0; None when the phase did not happen.
+
+    `dns`, `connect` and `tls` are durations (only on a call that opened a connection);
+    the rest are offsets from t0, in the order the bytes arrive.
+    """
+
+    dns: float | None = None
+    connect: float | None = None
+    tls: float | None = None
+    request_sent: float | None = None
+    headers: float | None = None
+    first_byte: float | None = None
+    first_token: float | None = None
+    last_token: float | None = None
+    last_byte: float | None = None
+
+
+class Sample(_Frozen):
+    """One HTTP call as the probe saw it."""
+
+    phase: CallPhase
+    index: int = Field(ge=0, description="position within its phase, from 0")
+    started_at: float = Field(description="wall-clock start, seconds since the epoch")
+    ok: bool
+    latency: float | None = Field(
+        default=None, description="seconds from t0 to the last byte of the answer"
+    )
+    status: int | None = None
+    error: ErrorKind | None = None
+    error_detail: str | None = Field(
+        default=None, description="short, redacted description; untrusted text"
+    )
+    retry_after: str | None = None
+    timings: CallTimings = CallTimings()
+    bytes_received: int = 0
+    tokens: int | None = None
+    tokens_source: Literal["usage", "deltas"] | None = None
+    token_events: int = Field(default=0, description="content deltas seen in a stream")
+    token_reads: int = Field(
+        default=0, description="socket reads that delivered at least one content delta"
+    )
+    new_connection: bool = False
+    retries: int = Field(
+        default=0, description="retries on a fresh connection after a stale pooled one"
+    )
+    stamp_source: StampSource = StampSource.READ_RETURN
+
+
+class PhaseStats(_Frozen):
+    """Median and p95 of one phase boundary over the successful calls of one call phase."""
+
+    n: int
+    p50: float | None
+    p95: float | None
+
+
+class Numbers(_Frozen):
+    """The five numbers (plus first-token p95 for streams). Seconds, and a fraction."""
+
+    cold_start: float | None
+    warm_p50: float | None
+    warm_p95: float | None
+    concurrent_p95: float | None
+    error_rate: float
+    ttft_p95: float | None = None
+
+
+class Check(_Frozen):
+    """One number held against its budget. `passed` is None when the number is not gated."""
+
+    number: str
+    value: float | None
+    limit: float | None
+    passed: bool | None
+    note: str = ""
+
+
+class Verdict(_Frozen):
+    """PASS or FAIL for a run, no gray zone."""
+
+    passed: bool
+    checks: tuple[Check, ...]
+    reasons: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return "PASS" if self.passed else "FAIL"
+
+
+class Floor(_Frozen):
+    """The gate's own measurement floor, measured against a loopback echo before probing."""
+
+    sequential_p50: float
+    concurrent_p95: float
+    concurrency: int
+    stamp_source: StampSource
+
+
+class Finding(_Frozen):
+    """Something in the samples that explains the numbers, with its evidence."""
+
+    code: str
+    title: str
+    evidence: str
+    hint: str
+
+
+class RunResult(_Frozen):
+    """Everything one probe of one target measured. The JSON result file."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    tool_version: str
+    target: str = Field(description="the target's name")
+    config: dict[str, object] = Field(description="the probe settings, secrets redacted")
+    started_at: float
+    finished_at: float
+    stamp_source: StampSource
+    floor: Floor | None = None
+    samples: tuple[Sample, ...]
+    numbers: Numbers
+    phases: dict[str, dict[str, PhaseStats]] = Field(
+        default_factory=dict,
+        description="per call phase (cold/warm/concurrent), per boundary: median and p95",
+    )
+    excluded_from_latency: int = Field(
+        description="failed calls left out of the latency percentiles"
+    )
+    percentile_method: str = "linear interpolation between closest ranks (numpy default)"
+    verdict: Verdict
+    findings: tuple[Finding, ...] = ()
+    interrupted: bool = False
+    warnings: tuple[str, ...] = ()
