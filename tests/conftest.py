@@ -1,0 +1,174 @@
+"""Shared fixtures: real parts the tests need from the machine (a Docker engine, a real LLM server).
+
+A fixture whose part is missing skips its tests with the reason, so a developer can run the suite
+anywhere. CI starts every part in `.ci/run` and sets LATENCY_GATE_REQUIRE_DOCKER=1 and
+LATENCY_GATE_REQUIRE_LLM=1: there a missing part fails the tests instead, so a broken setup can
+never pass as a run that quietly skipped them.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# The stand-in for python:3.12-slim, built by tests/container/build-standin.sh.
+DEFAULT_BASE_IMAGE = "localhost/latency-gate-base:py3"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+LLM_HEALTH_TIMEOUT = 60.0
+
+
+def _unavailable(reason: str, require_var: str) -> NoReturn:
+    """Skip, or fail when the environment says the part must be there."""
+    if os.environ.get(require_var) == "1":
+        pytest.fail(f"{reason} ({require_var}=1 says it must be available)", pytrace=False)
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass(frozen=True)
+class DockerEnv:
+    """A reachable Docker engine and the base image to build the action's image on."""
+
+    docker: str
+    base_image: str
+    env: dict[str, str]
+
+    def run(
+        self, *args: str, timeout: float = 300.0, check: bool = True
+    ) -> subprocess.CompletedProcess[str]:
+        """Run `docker ARGS`, capturing text output; bounded by `timeout` seconds."""
+        return subprocess.run(
+            [self.docker, *args],
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=check,
+        )
+
+
+@pytest.fixture(scope="session")
+def docker_env() -> DockerEnv:
+    """The Docker engine from DOCKER_HOST (or the default socket) with the stand-in base image.
+
+    Skips when there is none (fails under LATENCY_GATE_REQUIRE_DOCKER=1). The base image is
+    LATENCY_GATE_BASE_IMAGE, default localhost/latency-gate-base:py3.
+    """
+    require = "LATENCY_GATE_REQUIRE_DOCKER"
+    docker = shutil.which("docker")
+    if docker is None:
+        _unavailable("no docker client on PATH", require)
+    env = dict(os.environ)
+    try:
+        probe = subprocess.run(
+            [docker, "version", "--format", "{{.Server.Version}}"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        _unavailable("the Docker engine did not answer within 20 s", require)
+    if probe.returncode != 0:
+        where = env.get("DOCKER_HOST", "the default socket")
+        _unavailable(f"no Docker engine reachable at {where}: {probe.stderr.strip()}", require)
+    base_image = env.get("LATENCY_GATE_BASE_IMAGE", DEFAULT_BASE_IMAGE)
+    found = subprocess.run(
+        [docker, "image", "inspect", base_image],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
+    if found.returncode != 0:
+        _unavailable(
+            f"base image {base_image} is missing: build it with tests/container/build-standin.sh",
+            require,
+        )
+    return DockerEnv(docker=docker, base_image=base_image, env=env)
+
+
+def llm_model_path() -> Path | None:
+    """The GGUF model from LATENCY_GATE_TEST_MODEL, or the one .ci/run caches in the repo."""
+    configured = os.environ.get("LATENCY_GATE_TEST_MODEL")
+    path = Path(configured) if configured else REPO_ROOT / ".cache" / "models" / MODEL_FILE
+    return path if path.is_file() else None
+
+
+@pytest.fixture(scope="session")
+def llama_server() -> Iterator[str]:
+    """A real llama.cpp server (PyPI xllamacpp) with SmolLM2-135M on 127.0.0.1; yields its base URL.
+
+    Two slots and two threads, as on CI's two cores: a third concurrent request queues. Serves
+    /v1/chat/completions with and without streaming. Skips when xllamacpp or the model is
+    missing (fails under LATENCY_GATE_REQUIRE_LLM=1); fetch the model with
+    `.ci/fetch-model.sh .cache/models`.
+    """
+    require = "LATENCY_GATE_REQUIRE_LLM"
+    try:
+        import xllamacpp
+    except ImportError:
+        _unavailable("xllamacpp is not installed (pip install -e '.[llm]')", require)
+    model = llm_model_path()
+    if model is None:
+        _unavailable(
+            "no LLM model: set LATENCY_GATE_TEST_MODEL or run .ci/fetch-model.sh .cache/models",
+            require,
+        )
+
+    port = free_port()
+    params = xllamacpp.CommonParams()
+    params.model.path = str(model)
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.n_ctx = 2048
+    params.n_parallel = 2
+    params.cpuparams.n_threads = 2
+    server = xllamacpp.Server(params)
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(base_url, LLM_HEALTH_TIMEOUT)
+        yield base_url
+    finally:
+        # The server stops in its destructor (it joins its main loop there).
+        del server
+        gc.collect()
+
+
+def _wait_healthy(base_url: str, timeout: float) -> None:
+    """Poll /health until it answers 200, for at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last = "no answer"
+    while time.monotonic() < deadline:
+        try:
+            response = httpx.get(f"{base_url}/health", timeout=2.0)
+        except httpx.HTTPError as exc:
+            last = repr(exc)
+        else:
+            if response.status_code == 200:
+                return
+            last = f"HTTP {response.status_code}"
+        time.sleep(0.1)
+    pytest.fail(f"llama.cpp server at {base_url} not healthy after {timeout:.0f} s: {last}")
