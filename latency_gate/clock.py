@@ -427,9 +427,35 @@ class StampingStream(httpcore.AsyncNetworkStream):
         """Whether a read would return at once; on an idle connection that means it was closed."""
         if self._raw.closed:
             return True
-        if self._tls is not None and (self._tls.incoming.pending or self._tls.ssl_object.pending()):
+        if self._tls is None:
+            return _socket_readable(self._raw.sock)
+        if self._tls.ssl_object.pending():
             return True
-        return _socket_readable(self._raw.sock)
+        if not _socket_readable(self._raw.sock) and not self._tls.incoming.pending:
+            return False
+        return self._tls_has_more_than_housekeeping(self._tls)
+
+    def _tls_has_more_than_housekeeping(self, tls: _TLSState) -> bool:
+        # A TLS 1.3 server sends session tickets after the handshake: they make the socket
+        # readable on a connection that is perfectly usable. Feed what is there to the TLS
+        # layer; only end-of-stream or application data means the connection is done for.
+        while True:
+            try:
+                raw = self._raw.sock.recv(_RAW_READ_SIZE)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                return True
+            if not raw:
+                return True
+            tls.incoming.write(raw)
+        try:
+            tls.ssl_object.read(_RAW_READ_SIZE)
+        except ssl.SSLWantReadError:
+            return False
+        except ssl.SSLError:
+            return True
+        return True  # data nobody asked for (or EOF): the connection cannot be reused
 
 
 def _is_ip_literal(host: str) -> bool:
@@ -549,7 +575,7 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         loop = asyncio.get_running_loop()
         with _map_errors({TimeoutError: httpcore.ConnectTimeout, OSError: httpcore.ConnectError}):
             async with asyncio.timeout(timeout):
-                started = now_ns()
+                started = connect_start = now_ns()
                 if stamps is not None and stamps.start_ns is None:
                     stamps.start_ns = started
                 if _is_ip_literal(host):
@@ -563,8 +589,9 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
                     if stamps is not None:
                         stamps.dns_end_ns = now_ns()
                     addresses = [(info[0], info[4]) for info in infos]
+                    connect_start = now_ns()
                 if stamps is not None:
-                    stamps.connect_start_ns = now_ns()
+                    stamps.connect_start_ns = connect_start
                 sock = await self._connect_any(addresses, local_address, socket_options)
                 if stamps is not None:
                     stamps.connect_end_ns = now_ns()
