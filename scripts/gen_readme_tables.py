@@ -1,0 +1,115 @@
+"""Write the README's tables of action inputs and outputs from action.yml.
+
+    python scripts/gen_readme_tables.py           # rewrite README.md in place
+    python scripts/gen_readme_tables.py --check   # exit 1 if README.md is out of step
+
+The tables go between `<!-- inputs:start -->` / `<!-- inputs:end -->` and
+`<!-- outputs:start -->` / `<!-- outputs:end -->`; the rest of README.md is left alone.
+tests/test_action_yml.py runs the same functions, so a changed action.yml fails the tests until
+this script has been run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def load_action(path: Path) -> dict[str, Any]:
+    """action.yml as a mapping."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} is not a YAML mapping")  # noqa: TRY004 - bad file, not bad type
+    return data
+
+
+def _cell(text: str) -> str:
+    """One table cell: folded onto one line, pipes escaped so they do not split the cell."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code that survives backticks in the text and shows an empty string as `""`."""
+    if text == "":
+        return '`""`'
+    fence = "``" if "`" in text else "`"
+    pad = " " if "`" in text else ""
+    return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
+
+
+def render_inputs(action: Mapping[str, Any]) -> str:
+    """The Markdown table of inputs, in action.yml's order."""
+    lines = ["| input | default | description |", "| --- | --- | --- |"]
+    for name, spec in (action.get("inputs") or {}).items():
+        default = str(spec.get("default", ""))
+        lines.append(f"| `{name}` | {_code(default)} | {_cell(str(spec.get('description', '')))} |")
+    return "\n".join(lines)
+
+
+def render_outputs(action: Mapping[str, Any]) -> str:
+    """The Markdown table of outputs, in action.yml's order."""
+    lines = ["| output | description |", "| --- | --- |"]
+    for name, spec in (action.get("outputs") or {}).items():
+        lines.append(f"| `{name}` | {_cell(str(spec.get('description', '')))} |")
+    return "\n".join(lines)
+
+
+def replace_between(text: str, marker: str, content: str) -> str:
+    """Put `content` between `<!-- MARKER:start -->` and `<!-- MARKER:end -->` in `text`.
+
+    Raises ValueError when the pair of markers is missing or appears more than once.
+    """
+    pattern = re.compile(
+        rf"(<!-- {marker}:start -->)(.*?)(<!-- {marker}:end -->)",
+        flags=re.DOTALL,
+    )
+    found = pattern.findall(text)
+    if len(found) != 1:
+        raise ValueError(
+            f"README.md needs exactly one <!-- {marker}:start --> ... <!-- {marker}:end --> "
+            f"pair, found {len(found)}"
+        )
+    return pattern.sub(lambda m: f"{m[1]}\n{content}\n{m[3]}", text)
+
+
+def update_readme(readme: str, action: Mapping[str, Any]) -> str:
+    """The README text with both tables regenerated from `action`."""
+    text = replace_between(readme, "inputs", render_inputs(action))
+    return replace_between(text, "outputs", render_outputs(action))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report whether it is stale")
+    parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
+    parser.add_argument("--action", type=Path, default=REPO_ROOT / "action.yml")
+    args = parser.parse_args(argv)
+
+    readme: Path = args.readme
+    current = readme.read_text(encoding="utf-8")
+    try:
+        updated = update_readme(current, load_action(args.action))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if updated == current:
+        print(f"{readme.name}: tables up to date")
+        return 0
+    if args.check:
+        print(f"{readme.name}: tables differ from action.yml; run {Path(__file__).name}")
+        return 1
+    readme.write_text(updated, encoding="utf-8")
+    print(f"{readme.name}: tables rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
