@@ -1,0 +1,319 @@
+"""The GitHub Action: the only module that reads os.environ for the action.
+
+`main(environ)` reads the INPUT_* variables (hyphens kept, as the runner passes them, or the
+underscore spelling), masks every secret before printing anything else, probes, writes the job
+summary, outputs, annotations, JSON result and sticky PR comment, and returns the exit code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TextIO
+from urllib.parse import parse_qsl, urlsplit
+
+from latency_gate import github, report
+from latency_gate.config import HARMLESS_HEADERS, TARGET_KEYS, Target, build_target
+from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.models import RunResult
+from latency_gate.probe import probe
+from latency_gate.progress import progress_printer
+from latency_gate.signals import run_with_signals
+
+EXIT_PASS, EXIT_BREACH, EXIT_BAD_INPUT, EXIT_BUG = 0, 1, 2, 3
+
+CommentMode = Literal["auto", "always", "on-failure", "never"]
+COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")
+
+# Inputs the action reads besides the target settings.
+ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token")
+DEFAULT_REPORT_DIR = "latency-gate-report"
+
+NUMBER_LABELS = {
+    "cold_start": "cold start",
+    "warm_p50": "warm p50",
+    "warm_p95": "warm p95",
+    "concurrent_p95": "concurrent p95",
+    "error_rate": "error rate",
+    "ttft_p95": "first-token p95",
+}
+
+
+def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
+    """Every INPUT_* variable by its kebab-case name; empty values are left out (not given).
+
+    The runner upper-cases the name and keeps hyphens (`INPUT_MAX-WARM-P95`); the underscore
+    spelling (`INPUT_MAX_WARM_P95`) is accepted too, and the hyphen spelling wins.
+    """
+    inputs: dict[str, str] = {}
+    hyphenated: set[str] = set()
+    for name, value in environ.items():
+        if not name.startswith("INPUT_") or not value.strip():
+            continue
+        raw = name[len("INPUT_") :]
+        key = raw.lower().replace("_", "-")
+        if "-" in raw or key not in hyphenated:
+            inputs[key] = value
+            if "-" in raw:
+                hyphenated.add(key)
+    return inputs
+
+
+def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
+    """Every secret among the raw inputs, found before validation so nothing can print first."""
+    values = [inputs.get("api-key", ""), inputs.get("github-token", "")]
+    for line in inputs.get("headers", "").splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() not in HARMLESS_HEADERS:
+            values.append(value.strip())
+    url = inputs.get("url", "")
+    try:
+        parts = urlsplit(url)
+        values.append(parts.password or "")
+        values += [v for _, v in parse_qsl(parts.query)]
+    except ValueError:
+        pass
+    if inputs.get("body") and not inputs["body"].startswith("@"):
+        values.append(inputs["body"])
+    return [v for v in values if len(v.strip()) >= 4]
+
+
+@dataclass(frozen=True)
+class ActionSettings:
+    """What the action was asked to do, validated."""
+
+    target: Target
+    comment: CommentMode
+    summary: bool
+    json_path: Path
+    fail_on_breach: bool
+    github_token: str
+
+
+def parse_settings(inputs: Mapping[str, str], workspace: Path) -> ActionSettings:
+    """Validate every input at once; ConfigError names each bad one by its input name."""
+    problems: list[InputProblem] = []
+    known = set(TARGET_KEYS) | set(ACTION_KEYS) | {"targets", "baseline", "max-regression"}
+    problems += [InputProblem(k, "unknown input") for k in sorted(set(inputs) - known)]
+    for key in ("targets", "baseline", "max-regression"):
+        if key in inputs:
+            problems.append(InputProblem(key, "not supported by this version of latency-gate"))
+
+    comment = inputs.get("comment", "auto").strip().lower()
+    if comment not in COMMENT_MODES:
+        problems.append(
+            InputProblem("comment", f"expected one of {', '.join(COMMENT_MODES)}; got {comment!r}")
+        )
+    flags: dict[str, bool] = {}
+    for key, default in (("summary", True), ("fail-on-breach", True)):
+        text = inputs.get(key, str(default)).strip().lower()
+        if text not in {"true", "false"}:
+            problems.append(InputProblem(key, f"expected true or false, got {text!r}"))
+        flags[key] = text == "true"
+
+    raw: dict[str, str | list[str] | None] = {
+        k: v for k, v in inputs.items() if k in TARGET_KEYS and k != "headers"
+    }
+    raw["headers"] = inputs.get("headers", "").splitlines()
+    target: Target | None = None
+    try:
+        target = build_target(raw, base_dir=workspace)
+    except ConfigError as exc:
+        problems += exc.problems
+    if problems or target is None:
+        raise ConfigError(problems)
+
+    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
+    return ActionSettings(
+        target=target,
+        comment=comment,  # type: ignore[arg-type]
+        summary=flags["summary"],
+        json_path=json_path,
+        fail_on_breach=flags["fail-on-breach"],
+        github_token=inputs.get("github-token", ""),
+    )
+
+
+def main(environ: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
+    """Run the action with the given environment; returns the exit code."""
+    env = os.environ if environ is None else environ
+    stream = out or sys.stdout
+    try:
+        return _main(env, stream)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
+        message = (
+            "latency-gate failed: this is a bug in latency-gate, not in your endpoint. "
+            f"Please report it on the project's issue tracker. {type(exc).__name__}: {exc}"
+        )
+        print(
+            github.annotation("error", _scrub(message, env), title="latency-gate bug"), file=stream
+        )
+        return EXIT_BUG
+
+
+def _scrub(text: str, env: Mapping[str, str]) -> str:
+    for secret in secrets_in_inputs(read_inputs(env)):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _main(env: Mapping[str, str], out: TextIO) -> int:
+    inputs = read_inputs(env)
+    for secret in secrets_in_inputs(inputs):
+        print(github.add_mask(secret), file=out)
+    workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
+    summary_path = _optional_path(env.get("GITHUB_STEP_SUMMARY"))
+    output_path = _optional_path(env.get("GITHUB_OUTPUT"))
+
+    try:
+        settings = parse_settings(inputs, workspace)
+    except ConfigError as exc:
+        text = str(exc)
+        print(github.annotation("error", text, title="latency-gate: invalid input"), file=out)
+        if summary_path is not None:
+            _safe_summary(
+                summary_path,
+                "## ❌ latency-gate: invalid input\n\nNothing was measured.\n\n"
+                f"```text\n{text}\n```\n\nSee the action's inputs in the README.\n",
+                out,
+            )
+        return EXIT_BAD_INPUT
+
+    print(f"latency-gate: probing {settings.target.display_url}", file=out)
+    result = run_with_signals(
+        probe(settings.target, progress=progress_printer(settings.target.name, out, live=False))
+    )
+    print(report.render_terminal([result]), file=out)
+
+    json_path = (
+        settings.json_path if settings.json_path.is_absolute() else workspace / settings.json_path
+    )
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    (json_path.parent / "report.md").write_text(report.render_markdown([result]), encoding="utf-8")
+
+    for check in result.verdict.checks:
+        if check.passed is False:
+            label = NUMBER_LABELS.get(check.number, check.number)
+            actual = "no data" if check.value is None else _show(check.number, check.value)
+            budget = _show(check.number, check.limit) if check.limit is not None else "—"
+            print(
+                github.annotation(
+                    "error",
+                    f"{label} is {actual}, over its budget of {budget} ({result.target})",
+                    title=f"latency-gate: {label} over budget",
+                ),
+                file=out,
+            )
+    for warning in result.warnings:
+        print(github.annotation("warning", warning, title="latency-gate"), file=out)
+
+    if settings.summary and summary_path is not None:
+        _safe_summary(summary_path, report.render_summary([result]), out)
+
+    comment_url = _comment(settings, result, env, out)
+
+    if output_path is not None:
+        github.write_outputs(output_path, _outputs(result, json_path, workspace, comment_url))
+    if result.verdict.passed or not settings.fail_on_breach:
+        if not result.verdict.passed:
+            print("latency-gate: budget breached, but fail-on-breach is false", file=out)
+        return EXIT_PASS
+    return EXIT_BREACH
+
+
+def _show(number: str, value: float) -> str:
+    return report.fmt_percent(value) if number == "error_rate" else report.fmt_duration(value)
+
+
+def _outputs(
+    result: RunResult, json_path: Path, workspace: Path, comment_url: str | None
+) -> dict[str, str]:
+    numbers = result.numbers
+    try:
+        report_path = str(json_path.relative_to(workspace))
+    except ValueError:
+        report_path = str(json_path)
+
+    def seconds(value: float | None) -> str:
+        return "" if value is None else f"{value:.6f}"
+
+    return {
+        "passed": "true" if result.verdict.passed else "false",
+        "verdict": result.verdict.label,
+        "cold-start": seconds(numbers.cold_start),
+        "warm-p50": seconds(numbers.warm_p50),
+        "warm-p95": seconds(numbers.warm_p95),
+        "concurrent-p95": seconds(numbers.concurrent_p95),
+        "error-rate": f"{numbers.error_rate:.6f}",
+        "report-path": report_path,
+        "comment-url": comment_url or "",
+    }
+
+
+def _comment(
+    settings: ActionSettings, result: RunResult, env: Mapping[str, str], out: TextIO
+) -> str | None:
+    """Create or update the sticky PR comment as the `comment` mode says; never raises."""
+    if settings.comment == "never":
+        return None
+    event_name = env.get("GITHUB_EVENT_NAME", "")
+    event = _load_event(env.get("GITHUB_EVENT_PATH"))
+    pr_number = github.pull_request_number(event_name, event)
+    if pr_number is None:
+        note = f"not a pull request event ({event_name or 'unknown'}): no PR comment"
+        if settings.comment == "always":
+            print(github.annotation("warning", note, title="latency-gate"), file=out)
+        else:
+            print(f"latency-gate: {note}", file=out)
+        return None
+    if settings.comment == "on-failure" and result.verdict.passed:
+        print("latency-gate: the budget held, so no PR comment (comment: on-failure)", file=out)
+        return None
+    repository = env.get("GITHUB_REPOSITORY", "")
+    marker = github.comment_marker(
+        env.get("GITHUB_WORKFLOW", ""), env.get("GITHUB_JOB", ""), [result.target]
+    )
+    body = report.render_comment([result], marker=marker)
+    with github.GitHubClient(
+        api_url=env.get("GITHUB_API_URL") or "https://api.github.com",
+        token=settings.github_token,
+        repository=repository,
+    ) as client:
+        outcome = client.upsert_comment(pr_number, marker, body)
+    if outcome.warning:
+        print(
+            github.annotation("warning", outcome.warning, title="latency-gate: PR comment"),
+            file=out,
+        )
+    else:
+        print(f"latency-gate: PR comment {outcome.action}: {outcome.url}", file=out)
+    return outcome.url
+
+
+def _load_event(path: str | None) -> Mapping[str, object]:
+    if not path:
+        return {}
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _optional_path(value: str | None) -> Path | None:
+    return Path(value) if value else None
+
+
+def _safe_summary(path: Path, markdown: str, out: TextIO) -> None:
+    try:
+        github.write_step_summary(path, markdown)
+    except (OSError, ValueError) as exc:
+        print(github.annotation("warning", f"could not write the job summary: {exc}"), file=out)
+
+
+__all__: Sequence[str] = ("main", "parse_settings", "read_inputs", "secrets_in_inputs")

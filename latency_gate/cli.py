@@ -1,0 +1,242 @@
+"""The command line: parse, call the library, print, pick the exit code. Nothing more."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from latency_gate import __version__, report
+from latency_gate.config import Target, build_target
+from latency_gate.errors import ConfigError, LatencyGateError
+from latency_gate.models import RunResult
+from latency_gate.probe import probe
+from latency_gate.progress import ProgressPrinter, progress_printer
+from latency_gate.signals import run_with_signals
+
+EXIT_PASS = 0
+EXIT_BREACH = 1
+EXIT_BAD_INPUT = 2
+EXIT_BUG = 3
+
+BUG_MESSAGE = (
+    "latency-gate failed: this is a bug in latency-gate, not in your endpoint. "
+    "Please report it on the project's issue tracker with this message."
+)
+
+T = TypeVar("T")
+
+# How each canonical setting is spelled on the command line, for error messages.
+CLI_SPELLING = {
+    "url": "URL",
+    "headers": "-H/--header",
+    "body": "-d/--body",
+    "method": "-X/--method",
+}
+
+
+def cli_spelling(key: str) -> str:
+    return CLI_SPELLING.get(key, f"--{key}")
+
+
+class _Group(click.Group):
+    """Translates the exception tree once: bad input exits 2, anything unexpected exits 3."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except LatencyGateError as exc:
+            click.echo(f"Error: {exc}", err=True)
+            ctx.exit(EXIT_BAD_INPUT)
+        except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
+            click.echo(f"{BUG_MESSAGE}\n{type(exc).__name__}: {exc}", err=True)
+            ctx.exit(EXIT_BUG)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="latency-gate")
+def main() -> None:
+    """Measure the latency users feel and fail when it breaks the budget."""
+
+
+def _endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("-X", "--method", help="HTTP method [default: POST with a body, else GET]."),
+        click.option(
+            "-H", "--header", "headers", multiple=True, help="'Name: value' (repeatable)."
+        ),
+        click.option("-d", "--body", help="Request body: text, JSON, or @file."),
+        click.option(
+            "--api-key",
+            envvar="LATENCY_GATE_API_KEY",
+            show_envvar=True,
+            help="Sent as a Bearer token (x-api-key for anthropic).",
+        ),
+        click.option("--model", help="Model name for the chat body built from --prompt."),
+        click.option("--prompt", help="Build a chat request body with this prompt."),
+        click.option(
+            "--format",
+            help="openai-chat, openai-responses, anthropic or raw [default: auto-detected].",
+        ),
+        click.option("--stream/--no-stream", default=None, help="Ask for a streamed answer (SSE)."),
+        click.option("--timeout", help="Per-call timeout, e.g. 30s [default: 30s]."),
+        click.option("--ca-bundle", help="PEM file of CA certificates to trust."),
+        click.option("--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."),
+        click.option(
+            "--follow-redirects", is_flag=True, default=None, help="Follow 3xx redirects."
+        ),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+@main.command("probe")
+@click.argument("url", required=False)
+@_endpoint_options
+@click.option("--idle", help="Seconds to wait before the cold call, e.g. 60s [default: 0].")
+@click.option("--warm-calls", help="Sequential warm calls [default: 20].")
+@click.option("--concurrency", help="Calls started together [default: 10].")
+@click.option(
+    "--fresh-connections",
+    is_flag=True,
+    default=None,
+    help="Open the burst's connections inside the burst (measures handshakes too).",
+)
+@click.option("--max-cold-start", help="Budget for cold start [default: not gated].")
+@click.option("--max-warm-p50", help="Budget for warm p50 [default: not gated].")
+@click.option("--max-warm-p95", help="Budget for warm p95 [default: 3s].")
+@click.option("--max-concurrent-p95", help="Budget for concurrent p95 [default: 3s].")
+@click.option("--max-error-rate", help="Budget for the error rate [default: 0.01].")
+@click.option("--max-ttft-p95", help="Budget for first-token p95 [default: not gated].")
+@click.option("--name", help="A name for the target in reports [default: endpoint].")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON result.")
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+)
+@click.option("--no-floor", is_flag=True, help="Skip measuring the gate's own floor.")
+def probe_command(
+    url: str | None,
+    headers: tuple[str, ...],
+    json_path: str | None,
+    markdown_path: str | None,
+    no_floor: bool,
+    **options: str | bool | None,
+) -> None:
+    """Probe URL: cold start, warm p50/p95, concurrent p95, error rate; exit 1 on a breach."""
+    raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
+    for key, value in options.items():
+        if value is not None:
+            raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
+    target = build_target(raw, cli_spelling, base_dir=Path.cwd())
+    _check_writable({"--json": json_path, "--markdown": markdown_path})
+    result = run_with_signals(probe(target, progress=_progress(target), measure_floor=not no_floor))
+    _write_reports([result], json_path, markdown_path)
+    click.echo(report.render_terminal([result], color=_color()))
+    sys.exit(EXIT_PASS if result.verdict.passed else EXIT_BREACH)
+
+
+@main.command("demo")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="latency-gate-demo",
+    show_default=True,
+    help="Folder for the JSON and Markdown reports.",
+)
+def demo_command(out: str) -> None:
+    """Probe three embedded loopback endpoints: local model, free server, paid production."""
+    from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    results: list[RunResult] = []
+    specs = demo.classic_three()
+    with demo.serve_in_thread(*specs) as servers:
+        for spec, server in zip(specs, servers, strict=True):
+            target = build_target({"name": spec.name, "url": server.url, "prompt": "Hello"})
+            click.echo(f"probing {spec.name} ({spec.description})", err=True)
+            result = run_with_signals(probe(target, progress=_progress(target)))
+            results.append(result)
+            (folder / f"{spec.name}.json").write_text(result.model_dump_json(indent=2) + "\n")
+            click.echo(report.render_terminal([result], color=_color()))
+    (folder / "report.md").write_text(report.render_markdown(results))
+    click.echo(report.render_terminal(results, color=_color()))
+    click.echo(f"reports written to {folder}/ (report.md and one JSON file per environment)")
+
+
+@main.command("demo-server")
+@click.option(
+    "--preset",
+    type=click.Choice(["local", "free", "paid", "echo"]),
+    default="local",
+    show_default=True,
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3600.0,
+    show_default=True,
+    help="Stop by itself after this many seconds.",
+)
+def demo_server_command(preset: str, port: int, duration: float) -> None:
+    """Serve one demo endpoint on 127.0.0.1 in the foreground (for workflows and benchmarks)."""
+    from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
+
+    spec = demo.preset(preset)
+
+    async def serve() -> None:
+        async with demo.DemoServer(spec, port=port) as server:
+            click.echo(f"serving {preset} at {server.url} for {duration:g} s", err=True)
+            await asyncio.sleep(duration)
+
+    with contextlib.suppress(asyncio.CancelledError):
+        run_with_signals(serve())
+
+
+def _check_writable(paths: Mapping[str, str | None]) -> None:
+    problems = []
+    for option, path in paths.items():
+        if path is None:
+            continue
+        parent = Path(path).expanduser().resolve().parent
+        if not parent.is_dir():
+            problems.append((option, f"folder {str(parent)!r} does not exist"))
+    if problems:
+        from latency_gate.errors import InputProblem  # noqa: PLC0415
+
+        raise ConfigError([InputProblem(o, m) for o, m in problems])
+
+
+def _write_reports(
+    results: Sequence[RunResult], json_path: str | None, markdown_path: str | None
+) -> None:
+    if json_path is not None:
+        document = results[0] if len(results) == 1 else None
+        text = document.model_dump_json(indent=2) if document else _many_json(results)
+        Path(json_path).write_text(text + "\n", encoding="utf-8")
+    if markdown_path is not None:
+        Path(markdown_path).write_text(report.render_markdown(results), encoding="utf-8")
+
+
+def _many_json(results: Sequence[RunResult]) -> str:
+    return "[" + ",".join(r.model_dump_json(indent=2) for r in results) + "]"
+
+
+def _color() -> bool:
+    return sys.stdout.isatty()
+
+
+def _progress(target: Target) -> ProgressPrinter:
+    return progress_printer(target.name, sys.stderr, live=sys.stderr.isatty())
