@@ -413,7 +413,7 @@ def _chat_chunk(tally: _Tally, obj: dict[str, Any]) -> int:
     tally.usage(obj.get("usage"), "completion_tokens")
     found = 0
     for choice in _dicts(obj.get("choices")):
-        if choice.get("index", 0) != 0:
+        if choice.get("index") not in (0, None):
             continue  # n > 1: follow the first answer only
         delta = choice.get("delta")
         if isinstance(delta, dict):
