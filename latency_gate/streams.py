@@ -337,9 +337,8 @@ class StreamParser:
 
     def _read_document(self) -> None:
         tally = self._tally
-        raw = bytes(self._document.kept)
         try:
-            text = raw.decode("utf-8")
+            text = self._document.kept.decode("utf-8")
         except UnicodeDecodeError as exc:
             tally.bad(f"the body is not valid UTF-8 ({exc.reason})")
             return
