@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import ssl
+import struct
 import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -47,6 +48,11 @@ async def _respond(path: str, writer: asyncio.StreamWriter) -> bool:
         writer.write(b"body")
         await writer.drain()
         return True
+    if path == "/reset":  # the connection is reset instead of answered
+        sock = writer.get_extra_info("socket")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+        return False
     if path == "/hang":  # never answers
         await asyncio.sleep(30)
     writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
@@ -240,6 +246,25 @@ async def test_preconnected_connection_is_handed_out_untimed(server: LoopbackSer
     assert stamps.start_ns == stamps.first_write_ns
 
 
+async def test_preconnected_connection_closed_by_server_is_skipped(
+    server: LoopbackServer,
+) -> None:
+    """A connection opened ahead that the server closed meanwhile is not handed out."""
+    backend = clock.StampingBackend()
+    await backend.preconnect(
+        "127.0.0.1", server.port, 1, ssl_context=None, server_hostname=None, timeout=5.0
+    )
+    server.writers[0].close()
+    await asyncio.sleep(0.1)
+    async with _client(backend) as client:
+        stamps = clock.begin_call()
+        response = await client.get(server.url("/"))
+    assert response.text == "ok"
+    assert server.connections == 2
+    assert stamps.preconnected is False
+    assert stamps.new_connection is True
+
+
 async def test_preconnect_burst_gets_one_connection_per_client(server: LoopbackServer) -> None:
     """Ten one-connection clients on one backend each take a connection opened ahead."""
     backend = clock.StampingBackend()
@@ -378,6 +403,14 @@ async def test_closed_port_is_a_connect_error() -> None:
         clock.begin_call()
         with pytest.raises(httpx.ConnectError):
             await client.get(f"http://127.0.0.1:{port}/")
+
+
+async def test_reset_connection_is_a_read_error(server: LoopbackServer) -> None:
+    """A server that resets the connection instead of answering raises httpx.ReadError."""
+    async with _client(clock.StampingBackend()) as client:
+        clock.begin_call()
+        with pytest.raises(httpx.ReadError):
+            await client.get(server.url("/reset"))
 
 
 async def test_silent_server_is_a_read_timeout(server: LoopbackServer) -> None:
