@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import pathlib
 import socket
 import ssl
 import struct
@@ -452,3 +453,32 @@ async def test_no_call_means_no_stamps(server: LoopbackServer) -> None:
     assert response.text == "ok"
     stamps = clock.begin_call()
     assert clock.current_call() is stamps
+
+
+async def test_unix_socket_connection_is_stamped(tmp_path: pathlib.Path) -> None:
+    """A Unix-socket connection is stamped as a new connection and its reads are stamped."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    path = str(tmp_path / "http.sock")
+    unix_server = await asyncio.start_unix_server(answer, path)
+    try:
+        stamps = clock.begin_call()
+        stream = await clock.StampingBackend().connect_unix_socket(path, timeout=5.0)
+        try:
+            await stream.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", timeout=5.0)
+            data = await stream.read(1024, timeout=5.0)
+        finally:
+            await stream.aclose()
+    finally:
+        unix_server.close()
+        await unix_server.wait_closed()
+    assert data.endswith(b"ok")
+    assert stamps.new_connection is True
+    assert stamps.start_ns == stamps.connect_start_ns
+    assert stamps.last_read_ns is not None
+    assert stamps.reads == 1
