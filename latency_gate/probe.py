@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import urlsplit
 
+import httpcore
 import httpx
 
 from latency_gate import __version__, clock, stats
@@ -230,7 +231,7 @@ async def burst(target: Target, context: ssl.SSLContext, kernel_stamps: bool) ->
         if not target.fresh_connections:
             parts = urlsplit(target.url)
             https = parts.scheme == "https"
-            with contextlib.suppress(OSError, httpx.TransportError, TimeoutError):
+            with contextlib.suppress(OSError, httpcore.NetworkError, httpcore.TimeoutException):
                 # A failed pre-connect is not a measurement: the calls will meet the same
                 # trouble on their own connections and report it.
                 await backend.preconnect(

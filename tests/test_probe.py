@@ -1,0 +1,240 @@
+"""The engine against real loopback servers: timing, cold start, queues, streams and errors.
+
+Bounds are generous on purpose (the machine is shared and noisy); precise figures live in the
+benchmark (bench/, docs/benchmarks.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import pytest
+
+from latency_gate.config import Target, build_target
+from latency_gate.demo import DemoServer, EndpointSpec, Fault
+from latency_gate.models import CallPhase, ErrorKind, RunResult, StampSource
+from latency_gate.probe import Progress, probe
+
+
+def _target(url: str, **raw: str) -> Target:
+    settings: dict[str, str | list[str] | None] = {
+        "url": url,
+        "warm-calls": "5",
+        "concurrency": "5",
+        "timeout": "5s",
+    }
+    settings.update(raw)
+    return build_target(settings)
+
+
+async def _probe(spec: EndpointSpec, **raw: str) -> tuple[RunResult, DemoServer]:
+    async with DemoServer(spec) as server:
+        settings: Mapping[str, str] = raw
+        if spec.stream_format != "raw" and "body" not in raw:
+            settings = {"prompt": "hello", **raw}
+        result = await probe(_target(server.url, **settings), measure_floor=False)
+    return result, server
+
+
+async def test_fifty_ms_server_measures_fifty_to_eighty_ms() -> None:
+    """A 50 ms server's warm p50 lands within 50-80 ms."""
+    result, _ = await _probe(EndpointSpec(latency=0.05, tokens=1, token_interval=0))
+    assert result.numbers.warm_p50 is not None
+    assert 0.050 <= result.numbers.warm_p50 <= 0.080
+    assert result.verdict.passed
+    assert result.numbers.error_rate == 0.0
+
+
+async def test_kernel_receive_stamps_are_used_on_linux() -> None:
+    """On Linux every call is stamped with the kernel's receive time."""
+    result, _ = await _probe(EndpointSpec(latency=0.01, tokens=1, token_interval=0))
+    assert result.stamp_source is StampSource.KERNEL
+    assert {s.stamp_source for s in result.samples} == {StampSource.KERNEL}
+
+
+async def test_first_call_penalty_shows_in_cold_start_only() -> None:
+    """A 1 s first-call penalty is the cold start and leaves the warm numbers alone."""
+    result, _ = await _probe(EndpointSpec(latency=0.03, cold_start=1.0, tokens=1, token_interval=0))
+    assert result.numbers.cold_start is not None
+    assert 1.0 <= result.numbers.cold_start <= 1.3
+    assert result.numbers.warm_p95 is not None
+    assert result.numbers.warm_p95 < 0.2
+    assert [f.code for f in result.findings] == ["cold-start"]
+
+
+async def test_one_at_a_time_server_makes_concurrent_p95_several_times_warm_p50() -> None:
+    """Parallelism 1: the burst queues, concurrent p95 is several times warm p50."""
+    result, server = await _probe(
+        EndpointSpec(latency=0.06, parallelism=1, tokens=1, token_interval=0)
+    )
+    warm, burst = result.numbers.warm_p50, result.numbers.concurrent_p95
+    assert warm is not None
+    assert burst is not None
+    assert burst >= 3.5 * warm
+    waits = sorted(r.queued for r in server.records[-5:])
+    assert waits[-1] >= 3 * 0.06
+    assert "serialized" in [f.code for f in result.findings]
+
+
+async def test_parallel_server_has_no_queue_finding() -> None:
+    """A server that serves the burst in parallel shows no queue."""
+    result, server = await _probe(EndpointSpec(latency=0.06, tokens=1, token_interval=0))
+    assert result.findings == ()
+    assert server.max_in_flight == 5
+    assert result.numbers.concurrent_p95 is not None
+    assert result.numbers.concurrent_p95 < 0.2
+
+
+async def test_injected_500s_and_429s_give_error_rate_and_kinds() -> None:
+    """Every 4th call a 500, every 4th (offset 1) a 429 with Retry-After: 6 of 11 calls fail."""
+    faults = (
+        Fault(kind="status", status=500, every=4, offset=0),
+        Fault(kind="status", status=429, every=4, offset=1, retry_after="7"),
+    )
+    result, _ = await _probe(
+        EndpointSpec(latency=0.01, tokens=1, token_interval=0, faults=faults, stream_format="raw")
+    )
+    kinds = [s.error for s in result.samples if not s.ok]
+    assert kinds.count(ErrorKind.HTTP_5XX) + kinds.count(ErrorKind.HTTP_429) == len(kinds)
+    assert len(kinds) == 6
+    assert result.numbers.error_rate == pytest.approx(6 / 11)
+    assert result.excluded_from_latency == 6
+    assert not result.verdict.passed
+    limited = [s for s in result.samples if s.error is ErrorKind.HTTP_429]
+    assert {s.retry_after for s in limited} == {"7"}
+    assert "rate-limited" in [f.code for f in result.findings]
+
+
+async def test_hanging_server_gives_read_timeouts_within_the_timeout() -> None:
+    """A server that never answers: every call a timeout, no data, FAIL, in bounded time."""
+    spec = EndpointSpec(stream_format="raw", faults=(Fault(kind="hang"),))
+    async with DemoServer(spec) as server:
+        target = _target(server.url, timeout="300ms", **{"warm-calls": "2", "concurrency": "2"})
+        result = await asyncio.wait_for(probe(target, measure_floor=False), timeout=10)
+    assert {s.error for s in result.samples} <= {ErrorKind.READ_TIMEOUT, ErrorKind.TOTAL_TIMEOUT}
+    assert len(result.samples) == 5
+    assert not result.verdict.passed
+    assert result.verdict.reasons[0].startswith("no data")
+
+
+async def test_refused_connection_is_an_error_not_bad_input() -> None:
+    """An unreachable but well-formed URL is a run where every call failed."""
+    async with DemoServer(EndpointSpec(stream_format="raw")) as server:
+        url = server.url
+    result = await probe(_target(url), measure_floor=False)
+    assert {s.error for s in result.samples} == {ErrorKind.CONNECTION_REFUSED}
+    assert result.numbers.error_rate == 1.0
+    assert not result.verdict.passed
+
+
+async def test_first_token_is_the_first_content_not_the_role_chunk() -> None:
+    """A role chunk 300 ms before the first content: first token at about 300 ms."""
+    spec = EndpointSpec(latency=0.0, first_token_delay=0.3, tokens=3, token_interval=0.01)
+    result, _ = await _probe(spec, stream="true")
+    warm = [s for s in result.samples if s.phase is CallPhase.WARM]
+    for sample in warm:
+        assert sample.timings.first_byte is not None
+        assert sample.timings.first_token is not None
+        assert sample.timings.first_byte < 0.1
+        assert 0.29 <= sample.timings.first_token <= 0.4
+        assert sample.tokens == 3
+    assert result.numbers.ttft_p95 is not None
+    assert 0.29 <= result.numbers.ttft_p95 <= 0.4
+
+
+async def test_cut_stream_is_an_error() -> None:
+    """A stream cut in the middle of its body counts as an error of kind stream_cut."""
+    spec = EndpointSpec(latency=0.0, tokens=5, faults=(Fault(kind="cut", every=2),))
+    result, _ = await _probe(spec, stream="true")
+    cut = [s for s in result.samples if not s.ok]
+    assert cut
+    assert {s.error for s in cut} == {ErrorKind.STREAM_CUT}
+
+
+async def test_buffered_stream_is_named() -> None:
+    """A stream held until complete: first token at the end, the buffered finding fires."""
+    spec = EndpointSpec(latency=0.02, tokens=20, token_interval=0.01, buffered=True)
+    result, _ = await _probe(spec, stream="true")
+    assert "buffered-stream" in [f.code for f in result.findings]
+
+
+async def test_honest_stream_is_not_called_buffered() -> None:
+    """The same stream sent as it is made raises no finding."""
+    spec = EndpointSpec(latency=0.02, tokens=20, token_interval=0.01)
+    result, _ = await _probe(spec, stream="true")
+    assert result.findings == ()
+
+
+async def test_stale_pooled_connection_is_retried_and_counted() -> None:
+    """llama.cpp's close after each stream: no failed call, and the retries are counted."""
+    spec = EndpointSpec(latency=0.0, tokens=3, close_after_stream=True)
+    result, _ = await _probe(spec, stream="true")
+    assert result.numbers.error_rate == 0.0
+    warm = [s for s in result.samples if s.phase is CallPhase.WARM]
+    assert all(s.new_connection for s in warm)
+
+
+async def test_progress_reports_every_stage_in_order() -> None:
+    """The progress callback sees floor, cold, warm, concurrent and done, in that order."""
+    stages: list[str] = []
+
+    def record(event: Progress) -> None:
+        if not stages or stages[-1] != event.stage:
+            stages.append(event.stage)
+
+    async with DemoServer(EndpointSpec(latency=0.0, stream_format="raw", tokens=1)) as server:
+        result = await probe(_target(server.url), progress=record)
+    assert stages == ["floor", "cold", "warm", "concurrent", "done"]
+    assert result.floor is not None
+    assert result.floor.concurrent_p95 < 0.05
+
+
+async def test_idle_wait_uses_the_injected_sleep() -> None:
+    """--idle waits through the given sleep before the cold call."""
+    slept: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    async with DemoServer(EndpointSpec(latency=0.0, stream_format="raw", tokens=1)) as server:
+        target = _target(server.url, idle="90s")
+        await probe(target, measure_floor=False, sleep=fake_sleep)
+    assert slept == [90.0]
+
+
+async def test_cancelled_run_returns_the_calls_so_far_marked_interrupted() -> None:
+    """A cancelled run (SIGTERM) still returns its samples, interrupted, and FAIL."""
+    async with DemoServer(EndpointSpec(latency=0.05, stream_format="raw", tokens=1)) as server:
+        target = _target(server.url, **{"warm-calls": "100"})
+        task = asyncio.create_task(probe(target, measure_floor=False))
+        await asyncio.sleep(0.6)
+        task.cancel()
+        result = await task
+    assert result.interrupted
+    assert 3 <= len(result.samples) < 101
+    assert not result.verdict.passed
+    assert "the run was interrupted" in result.verdict.reasons
+
+
+async def test_secret_echoed_by_the_server_is_scrubbed_from_details() -> None:
+    """An error body that echoes the API key does not carry it into the result."""
+    fault = Fault(kind="status", status=401, body="bad key sk-canary-4242 for you")
+    spec = EndpointSpec(stream_format="raw", faults=(fault,))
+    async with DemoServer(spec) as server:
+        target = _target(server.url, **{"api-key": "sk-canary-4242"})
+        result = await probe(target, measure_floor=False)
+    assert "sk-canary-4242" not in result.model_dump_json()
+    assert result.samples[0].error_detail == "HTTP 401: bad key *** for you"
+
+
+async def test_connection_closed_before_the_answer_is_retried_once_on_a_new_one() -> None:
+    """A kept-alive connection closed before any byte: one retry, counted, and the call is ok."""
+    fault = Fault(kind="close_before_response", every=4, offset=2)
+    spec = EndpointSpec(latency=0.0, stream_format="raw", tokens=1, faults=(fault,))
+    result, server = await _probe(spec, **{"warm-calls": "6", "concurrency": "1"})
+    retried = [s for s in result.samples if s.retries]
+    assert retried
+    assert all(s.ok and s.retries == 1 and s.new_connection for s in retried)
+    assert result.numbers.error_rate == 0.0
+    assert len(server.records) == len(result.samples) + len(retried)
