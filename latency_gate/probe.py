@@ -78,8 +78,8 @@ def ssl_context_for(target: Target) -> ssl.SSLContext:
         context.verify_mode = ssl.CERT_NONE
         return context
     if target.ca_bundle is not None:
-        return ssl.create_default_context(cafile=target.ca_bundle)
-    return httpx.create_ssl_context()
+        return clock.make_ssl_context(target.ca_bundle)
+    return clock.make_ssl_context(True)
 
 
 async def probe(
@@ -211,7 +211,10 @@ async def _client(
         follow_redirects=target.follow_redirects,
         trust_env=False,
     ) as client:
-        yield client, backend
+        try:
+            yield client, backend
+        finally:
+            await backend.aclose()
 
 
 async def burst(target: Target, context: ssl.SSLContext, kernel_stamps: bool) -> list[Sample]:
@@ -260,8 +263,8 @@ async def burst(target: Target, context: ssl.SSLContext, kernel_stamps: bool) ->
                 gc.enable()
     finally:
         for client in clients:
-            with contextlib.suppress(Exception):
-                await client.aclose()
+            await client.aclose()
+        await backend.aclose()
 
 
 async def call(client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int) -> Sample:
