@@ -188,6 +188,7 @@ class GitHubClient:
         self._max_retries = max_retries
         self._retries_left = max_retries
         self._deadline = 0.0
+        self._last_problem = ""  # the failure that led to the latest retry, for the final warning
         self._request_timeout = request_timeout
         self._backoff_base = backoff_base
         self._max_backoff = max_backoff
@@ -233,6 +234,7 @@ class GitHubClient:
         started = self._monotonic()
         self._deadline = started + max(0.0, self._budget - self._spent)
         self._retries_left = self._max_retries
+        self._last_problem = ""
         if marker not in body:
             body = f"{marker}\n{body}"
         try:
@@ -316,10 +318,11 @@ class GitHubClient:
         while True:
             remaining = self._deadline - self._monotonic()
             if remaining <= 0:
-                raise _Failure(
+                gave_up = (
                     f"Gave up trying to {what}: the {self._budget:g} s allowed for GitHub API "
                     "calls ran out. The verdict is not affected."
                 )
+                raise _Failure(f"{self._last_problem} {gave_up}".lstrip())
             try:
                 response = self._http.request(
                     method, url, json=payload, timeout=min(self._request_timeout, remaining)
@@ -428,6 +431,7 @@ class GitHubClient:
                 "not affected."
             )
         self._retries_left -= 1
+        self._last_problem = failure.warning
         self._sleep(delay)
 
     def _redact(self, text: str) -> str:

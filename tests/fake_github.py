@@ -19,7 +19,6 @@ import functools
 import json
 import re
 import threading
-from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -65,6 +64,7 @@ class RecordedRequest:
 @dataclass(frozen=True)
 class _Fault:
     status: int | None  # None: hang until stop()
+    method: str | None = None  # None: whatever the next request is
     retry_after: str | None = None
     body: dict[str, Any] | None = None
     headers: Mapping[str, str] = field(default_factory=dict)
@@ -190,7 +190,7 @@ class FakeGitHub:
         self.violations: list[str] = []
         self._openapi = _openapi(str(spec_path))
         self._lock = threading.Lock()
-        self._faults: deque[_Fault] = deque()
+        self._faults: list[_Fault] = []
         self._next_id = 1_000_000_001
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -203,7 +203,7 @@ class FakeGitHub:
         server.fake = self
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, name="fake-github", daemon=True
+            target=server.serve_forever, args=(0.05,), name="fake-github", daemon=True
         )
         self._thread.start()
 
@@ -250,17 +250,22 @@ class FakeGitHub:
         count: int = 1,
         retry_after: str | None = None,
         body: dict[str, Any] | None = None,
+        *,
         headers: Mapping[str, str] | None = None,
+        method: str | None = None,
     ) -> None:
-        """Answer the next `count` requests with `status`, GitHub's basic-error shape by default."""
-        with self._lock:
-            for _ in range(count):
-                self._faults.append(_Fault(status, retry_after, body, dict(headers or {})))
+        """Answer the next `count` requests (of `method`, if given) with `status`.
 
-    def hang_next(self, count: int = 1) -> None:
-        """Accept the next `count` requests and never answer them (until `stop`)."""
+        The body is GitHub's basic-error shape unless `body` is given.
+        """
+        fault = _Fault(status, method, retry_after, body, dict(headers or {}))
         with self._lock:
-            self._faults.extend(_Fault(None) for _ in range(count))
+            self._faults.extend([fault] * count)
+
+    def hang_next(self, count: int = 1, method: str | None = None) -> None:
+        """Accept the next `count` requests (of `method`, if given); answer none until `stop`."""
+        with self._lock:
+            self._faults.extend([_Fault(None, method)] * count)
 
     def all_comments(self) -> Iterator[dict[str, Any]]:
         with self._lock:
@@ -272,7 +277,9 @@ class FakeGitHub:
     def _serve(self, request: RecordedRequest) -> _Reply | None:
         with self._lock:
             self.requests.append(request)
-            fault = self._faults.popleft() if self._faults else None
+            fault = next((f for f in self._faults if f.method in (None, request.method)), None)
+            if fault is not None:
+                self._faults.remove(fault)
         self._check_request(request)
         if fault is not None:
             if fault.status is None:
