@@ -283,13 +283,14 @@ class TargetView:
 
     @property
     def phase_counts(self) -> str:
-        """ "1 cold, 20 warm, 10 concurrent" (successful of calls where some failed)."""
+        """Successful calls per phase: "1 cold, 20 warm, 10 concurrent"; "19 of 20 warm" when
+        some failed."""
         parts = []
         for phase in CallPhase:
             calls, ok = self.calls.get(phase.value, (0, 0))
             if calls:
                 parts.append(
-                    f"{ok} {phase.value}" if ok == calls else f"{ok} of {calls} {phase.value}"
+                    f"{ok:,} {phase.value}" if ok == calls else f"{ok:,} of {calls:,} {phase.value}"
                 )
         return ", ".join(parts) or "no calls"
 
@@ -592,14 +593,28 @@ def _paint(text: str, word: str, color: bool) -> str:
     return f"{_ANSI[word]}{text}{_RESET}" if color and word in _ANSI else text
 
 
-def _terminal_cell(row: Row | None, several: bool) -> str:
+def _terminal_cell(row: Row | None) -> str:
+    """A side-by-side cell: the value, and for a gated number its result and budget."""
     if row is None:
-        return ""
-    if not several:
-        return row.value_text
+        return "—"
     if row.passed is None:
         return row.value_text
     return f"{row.value_text} {row.word} (≤ {row.limit_text})"
+
+
+def _terminal_notes(view: TargetView, prefix: str) -> list[str]:
+    result = view.result
+    lines = []
+    if result.interrupted:
+        lines.append(
+            f"{prefix}interrupted: the numbers cover only the {view.total_calls:,} calls "
+            "made before it stopped"
+        )
+    excluded = result.excluded_from_latency
+    if excluded:
+        plural = "s" if excluded != 1 else ""
+        lines.append(f"{prefix}{excluded:,} failed call{plural} left out of the percentiles")
+    return lines
 
 
 def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str:
@@ -611,88 +626,56 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     if not results:
         raise ValueError("no results to report")
     views = [target_view(result, 0.0) for result in results]
-    several = len(views) > 1
     passed = all(view.result.verdict.passed for view in views)
     word = "PASS" if passed else "FAIL"
     lines: list[str] = []
-    if several:
-        failed = [view for view in views if not view.result.verdict.passed]
-        head = (
-            f"all {len(views)} targets within budget"
-            if passed
-            else f"{len(failed)} of {len(views)} targets over budget"
-        )
+    table: list[list[tuple[str, str]]] = []  # cells as (text, the word that colors it)
+    if len(views) > 1:
+        names = [clean_text(view.result.target, 40) for view in views]
+        failed = sum(not view.result.verdict.passed for view in views)
+        head = f"{failed} of {len(views)} targets over budget" if failed else "all within budget"
         lines.append(f"{_paint(word, word, color)}: {head}")
-        for view in views:
-            lines += _terminal_problems(view, prefix=f"  {clean_text(view.result.target, 40)}: ")
-    else:
-        view = views[0]
-        breaches = [row.breach for row in view.breaches]
-        lines.append(
-            f"{_paint(word, word, color)}: "
-            + ("; ".join(breaches) if breaches else _pass_or_no_data(view))
-        )
-        lines += _terminal_problems(view, prefix="  ", include_breaches=False)
-    lines.append("")
-
-    numbers = _union_labels(views)
-    by_number = [{row.number: row for row in view.rows} for view in views]
-    table: list[list[tuple[str, str]]] = []  # (text, word to paint it with)
-    if several:
-        table.append([("number", "")] + [(clean_text(v.result.target, 40), "") for v in views])
-        for number in numbers:
-            line = [(NUMBER_LABELS.get(number, number.replace("_", " ")), "")]
+        for name, view in zip(names, views, strict=True):
+            problems = [clean_text(r) for r in view.reasons] + [r.breach for r in view.breaches]
+            if problems:
+                lines.append(f"  {name}: " + "; ".join(problems))
+            lines += _terminal_notes(view, f"  {name}: ")
+        table.append([("number", "")] + [(name, "") for name in names])
+        by_number = [{row.number: row for row in view.rows} for view in views]
+        for number in _union_labels(views):
+            label = NUMBER_LABELS.get(number, number.replace("_", " "))
+            cells = [(label, "")]
             for rows in by_number:
                 row = rows.get(number)
-                line.append((_terminal_cell(row, True), row.word if row else ""))
-            table.append(line)
+                cells.append((_terminal_cell(row), row.word if row else ""))
+            table.append(cells)
+        counts = "; ".join(
+            f"{name}: {view.phase_counts}" for name, view in zip(names, views, strict=True)
+        )
     else:
+        view = views[0]
+        reasons = [clean_text(reason) for reason in view.reasons]
+        breaches = [row.breach for row in view.breaches]
+        head = "; ".join(breaches or reasons) or "every gated number within budget"
+        lines.append(f"{_paint(word, word, color)}: {head}")
+        if breaches:
+            lines += [f"  {reason}" for reason in reasons]
+        lines += _terminal_notes(view, "  ")
         table.append([("number", ""), ("value", ""), ("budget", ""), ("result", "")])
-        for row in views[0].rows:
-            table.append(
-                [(row.label, ""), (row.value_text, ""), (row.limit_text, ""), (row.word, row.word)]
-            )
-    widths = [max(len(line[i][0]) for line in table) for i in range(len(table[0]))]
-    for line in table:
-        cells = [
-            _paint(text.ljust(width) if i < len(line) - 1 else text, word, color)
-            for i, ((text, word), width) in enumerate(zip(line, widths, strict=True))
+        table += [
+            [(row.label, ""), (row.value_text, ""), (row.limit_text, ""), (row.word, row.word)]
+            for row in view.rows
         ]
-        lines.append("  ".join(cells).rstrip())
-    counts = "; ".join(
-        f"{clean_text(view.result.target, 40) + ': ' if several else ''}{view.phase_counts}"
-        for view in views
-    )
+        counts = view.phase_counts
+    lines.append("")
+    widths = [max(len(cells[i][0]) for cells in table) for i in range(len(table[0]))]
+    for cells in table:
+        # Pad before painting: escape codes take no room on screen.
+        padded = [
+            _paint(text if i == len(cells) - 1 else text.ljust(width), word, color)
+            for i, ((text, word), width) in enumerate(zip(cells, widths, strict=True))
+        ]
+        lines.append("  ".join(padded).rstrip())
     lines.append("")
     lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
     return "\n".join(lines) + "\n"
-
-
-def _pass_or_no_data(view: TargetView) -> str:
-    if view.result.verdict.passed:
-        return "every gated number within budget"
-    return "; ".join(view.result.verdict.reasons) or "over budget"
-
-
-def _terminal_problems(
-    view: TargetView, prefix: str, *, include_breaches: bool = True
-) -> list[str]:
-    result = view.result
-    lines: list[str] = []
-    if include_breaches and not result.verdict.passed:
-        problems = [row.breach for row in view.breaches]
-        no_data = [r for r in result.verdict.reasons if r.startswith("no data")]
-        lines.append(prefix + "; ".join(no_data + problems or ["over budget"]))
-    if not include_breaches and view.breaches:
-        lines += [
-            prefix + clean_text(reason)
-            for reason in result.verdict.reasons
-            if reason.startswith("no data")
-        ]
-    if result.interrupted:
-        lines.append(prefix + "interrupted: the numbers cover only the calls made before it")
-    if view.result.excluded_from_latency:
-        lines.append(
-            prefix + f"{result.excluded_from_latency} failed calls left out of the percentiles"
-        )
-    return lines

@@ -1,0 +1,648 @@
+"""Reports: the filters, the escaping of untrusted text, the size limits, and golden files.
+
+Golden files live in tests/golden/ (summary_*.md, comment_*.md, terminal_*.txt), one per
+scenario below. After an intended change to a template, regenerate them and read the diff:
+
+    UPDATE_GOLDEN=1 python -m pytest tests/test_report.py -q
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import jinja2
+import pytest
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+from result_factory import (
+    URL,
+    failed_sample,
+    healthy_samples,
+    make_result,
+    ok_sample,
+    samples_for,
+)
+
+from latency_gate.config import Budget
+from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult
+from latency_gate.report import (
+    clean_text,
+    environment,
+    fmt_duration,
+    fmt_percent,
+    md_escape,
+    render_comment,
+    render_markdown,
+    render_summary,
+    render_terminal,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
+ZWJ = "\u200d"
+MIB = 1_048_576
+
+HOSTILE_DETAIL = "bad | gateway `rm -rf` <script>alert(1)</script>\n@octocat see #123 *now*"
+HOSTILE_NAME = "prod|<b>x</b> @team #7"
+FAKE_MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
+# Substrings that must never reach Markdown raw from untrusted text.
+RAW_FORBIDDEN = (
+    "<script>",
+    "<b>",
+    "<!-- latency-gate:comment:x",
+    FAKE_MARKER,
+    "@octocat",
+    "@team",
+    "#123",
+    "#7",
+    "`rm -rf`",
+)
+
+
+# --- scenarios ---------------------------------------------------------------------------------
+
+
+def scenario_pass() -> list[RunResult]:
+    return [make_result()]
+
+
+def scenario_fail() -> list[RunResult]:
+    return [make_result(passed=False)]
+
+
+def scenario_errors() -> list[RunResult]:
+    samples = [
+        *healthy_samples(),
+        failed_sample(
+            CallPhase.WARM, 20, ErrorKind.HTTP_5XX, "503 upstream connect error", status=503
+        ),
+        failed_sample(CallPhase.WARM, 21, ErrorKind.HTTP_5XX, "502 bad gateway", status=502),
+        failed_sample(CallPhase.CONCURRENT, 10, ErrorKind.HTTP_429, "429 slow down", status=429),
+        failed_sample(CallPhase.CONCURRENT, 11, ErrorKind.READ_TIMEOUT, None),
+    ]
+    finding = Finding(
+        code="rate_limited",
+        title="Rate limited",
+        evidence="1 of 35 calls got 429 with Retry-After: 2",
+        hint="raise the rate limit or lower the concurrency",
+    )
+    return [make_result(samples=samples, findings=[finding])]
+
+
+def scenario_hostile() -> list[RunResult]:
+    samples = [
+        *healthy_samples(),
+        failed_sample(CallPhase.WARM, 20, ErrorKind.HTTP_5XX, HOSTILE_DETAIL, status=500),
+        failed_sample(CallPhase.WARM, 21, ErrorKind.STREAM_ERROR, FAKE_MARKER, status=200),
+    ]
+    finding = Finding(
+        code="buffered_stream",
+        title="Buffered | stream <i>",
+        evidence=HOSTILE_DETAIL,
+        hint="ask @octocat about #123",
+    )
+    return [
+        make_result(
+            HOSTILE_NAME,
+            samples=samples,
+            url="http://127.0.0.1:8000/v1/<script>|`x`",
+            headers=[("User-Agent", "@octocat #123 | <!-- latency-gate:comment:x -->")],
+            findings=[finding],
+            warnings=[f"server said: {HOSTILE_DETAIL}"],
+            budget=Budget(max_error_rate=0.5),
+        )
+    ]
+
+
+def scenario_several() -> list[RunResult]:
+    return [
+        make_result("local", stream=True, budget=Budget(max_ttft_p95=1.0)),
+        make_result("free", passed=False),
+        make_result("paid", budget=Budget(max_cold_start=1.0, max_warm_p50=0.5)),
+    ]
+
+
+def scenario_interrupted() -> list[RunResult]:
+    samples = [
+        *samples_for(cold=0.42, warm=[0.1 + 0.01 * i for i in range(7)], concurrent=[]),
+        failed_sample(CallPhase.WARM, 7, ErrorKind.INTERRUPTED, "cancelled by SIGTERM"),
+    ]
+    return [make_result(samples=samples, interrupted=True, budget=Budget(max_error_rate=0.2))]
+
+
+def scenario_nodata() -> list[RunResult]:
+    samples = [
+        failed_sample(phase, i, ErrorKind.CONNECTION_REFUSED, "[Errno 111] Connection refused")
+        for phase, count in ((CallPhase.COLD, 1), (CallPhase.WARM, 3), (CallPhase.CONCURRENT, 2))
+        for i in range(count)
+    ]
+    return [make_result(samples=samples, floor=None)]
+
+
+SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
+    "pass": scenario_pass,
+    "fail": scenario_fail,
+    "errors": scenario_errors,
+    "hostile": scenario_hostile,
+    "several": scenario_several,
+    "interrupted": scenario_interrupted,
+    "nodata": scenario_nodata,
+}
+TERMINAL_SCENARIOS = ("pass", "fail", "several", "nodata", "interrupted")
+
+
+def check_golden(name: str, actual: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        GOLDEN.mkdir(exist_ok=True)
+        path.write_text(actual, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}: run with UPDATE_GOLDEN=1"
+    assert actual == path.read_text(encoding="utf-8")
+
+
+# --- Markdown helpers --------------------------------------------------------------------------
+
+
+def parse(markdown: str) -> list[Token]:
+    return MarkdownIt("gfm-like", {"linkify": False}).parse(markdown)
+
+
+def inline_text(token: Token) -> str:
+    """What a reader sees in an inline token, without formatting marks."""
+    return "".join(child.content for child in token.children or [] if child.type == "text")
+
+
+def tables(markdown: str) -> list[list[list[str]]]:
+    """Every table as rows of cell texts (header row first)."""
+    found: list[list[list[str]]] = []
+    in_cell = False
+    for token in parse(markdown):
+        if token.type == "table_open":
+            found.append([])
+        elif token.type == "tr_open":
+            found[-1].append([])
+        elif token.type in {"th_open", "td_open"}:
+            in_cell = True
+        elif token.type in {"th_close", "td_close"}:
+            in_cell = False
+        elif token.type == "inline" and in_cell:
+            found[-1][-1].append(inline_text(token))
+    return found
+
+
+def visible(text: str) -> str:
+    return text.replace(ZWJ, "")
+
+
+# --- filters -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (None, "—"),
+        (math.nan, "—"),
+        (0.0, "0.0 ms"),
+        (0.0004, "0.4 ms"),
+        (0.00004, "0.0 ms"),
+        (0.00094, "0.9 ms"),
+        (0.00096, "1 ms"),
+        (0.0123, "12 ms"),
+        (0.85, "850 ms"),
+        (0.9994, "999 ms"),
+        (0.9996, "1.00 s"),
+        (1.234, "1.23 s"),
+        (9.994, "9.99 s"),
+        (9.996, "10.0 s"),
+        (12.34, "12.3 s"),
+        (99.96, "100 s"),
+        (123.4, "123 s"),
+    ],
+)
+def test_fmt_duration(seconds: float | None, expected: str) -> None:
+    """Durations: one decimal under 1 ms, whole ms under 1 s, then 3 significant digits."""
+    assert fmt_duration(seconds) == expected
+
+
+@pytest.mark.parametrize(
+    ("fraction", "expected"),
+    [(None, "—"), (0.0, "0.0 %"), (0.032, "3.2 %"), (0.0104, "1.0 %"), (1.0, "100.0 %")],
+)
+def test_fmt_percent(fraction: float | None, expected: str) -> None:
+    """Fractions show as percentages with one decimal and a space before the sign."""
+    assert fmt_percent(fraction) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain text 42", "plain text 42"),
+        ("a|b", "a\\|b"),
+        ("`code`", "\\`code\\`"),
+        ("*b* _i_ ~s~", "\\*b\\* \\_i\\_ \\~s\\~"),
+        ("[x](http://e)", "\\[x\\](http://e)"),
+        ("back\\slash", "back\\\\slash"),
+        ("<script>", "&lt;script&gt;"),
+        (
+            "<!-- latency-gate:comment:x -->",
+            "&lt;!-- latency-gate:comment:x --&gt;",
+        ),
+        ("&#35;1 &lt;", f"&amp;#{ZWJ}35;1 &amp;lt;"),
+        ("@octocat", f"@{ZWJ}octocat"),
+        ("see #123", f"see #{ZWJ}123"),
+        ("one\ntwo\r\nthree\t four", "one two three four"),
+        ("\x1b[31mred\x07", "\\[31mred"),
+        ("a\u202eb\u200bc", "abc"),
+        ("  padded  ", "padded"),
+    ],
+)
+def test_md_escape(text: str, expected: str) -> None:
+    """Untrusted text: Markdown escaped, HTML as entities, mentions broken, one clean line."""
+    assert md_escape(text) == expected
+
+
+def test_md_escape_caps_length() -> None:
+    """Text past 300 characters is cut there and ends with an ellipsis."""
+    assert md_escape("x" * 301) == "x" * 300 + "…"
+    assert md_escape("x" * 300) == "x" * 300
+
+
+def test_md_escape_caps_before_escaping() -> None:
+    """The cap counts the text's own characters, so an escape is never cut in half."""
+    assert md_escape("<" * 301) == "&lt;" * 300 + "…"
+
+
+def test_clean_text_keeps_unicode() -> None:
+    """Letters, emoji and accents pass through; only control and format characters go."""
+    assert clean_text("héllo ✅ 東京") == "héllo ✅ 東京"
+
+
+def test_environment_is_strict() -> None:
+    """A misspelt variable in a template is an error, not a blank."""
+    with pytest.raises(jinja2.UndefinedError):
+        environment().from_string("{{ missing }}").render()
+
+
+def test_environment_does_not_html_escape() -> None:
+    """Autoescape is off: Markdown is not HTML, escaping is the md filter's job."""
+    template = environment().from_string("{{ text }} {{ text | md }}")
+    assert template.render(text="a<b") == "a<b a&lt;b"
+
+
+def test_environment_filters() -> None:
+    """The templates' filters are registered under their names."""
+    template = environment().from_string("{{ a | duration }} {{ b | percent }} {{ c | md }}")
+    assert template.render(a=0.85, b=0.5, c=None) == "850 ms 50.0 % —"
+
+
+# --- golden files ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_summary_golden(scenario: str) -> None:
+    """The job summary of each scenario matches its golden file."""
+    check_golden(f"summary_{scenario}.md", render_summary(SCENARIOS[scenario]()))
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_comment_golden(scenario: str) -> None:
+    """The PR comment of each scenario matches its golden file."""
+    check_golden(f"comment_{scenario}.md", render_comment(SCENARIOS[scenario](), marker=MARKER))
+
+
+@pytest.mark.parametrize("scenario", TERMINAL_SCENARIOS)
+def test_terminal_golden(scenario: str) -> None:
+    """The terminal report of each scenario matches its golden file."""
+    check_golden(f"terminal_{scenario}.txt", render_terminal(SCENARIOS[scenario]()))
+
+
+def test_markdown_file_is_the_summary() -> None:
+    """The --markdown report reads the same as the job summary."""
+    results = scenario_errors()
+    assert render_markdown(results) == render_summary(results)
+
+
+# --- content -----------------------------------------------------------------------------------
+
+
+def test_summary_headline_names_breaches() -> None:
+    """A failed run opens with FAIL and each breached number with value and budget."""
+    lines = render_summary(scenario_fail()).splitlines()
+    assert lines[:5] == [
+        "## ❌ latency-gate: FAIL",
+        "",
+        "- warm p95 3.90 s, over its 3.00 s budget",
+        "- concurrent p95 4.91 s, over its 3.00 s budget",
+        "",
+    ]
+
+
+def test_summary_says_no_data() -> None:
+    """A run where every call failed says "no data" in its headline list."""
+    summary = render_summary(scenario_nodata())
+    assert "- no data: no call succeeded, so no latency could be measured\n" in summary
+
+
+def test_summary_counts_left_out_calls() -> None:
+    """The summary says how many failed calls were left out of the percentiles, and the method."""
+    summary = render_summary(scenario_errors())
+    assert (
+        "n: 1 cold, 20 of 22 warm, 10 of 12 concurrent calls; 4 failed calls left out of the "
+        "percentiles. Percentiles: linear interpolation between closest ranks (numpy default)."
+    ) in summary
+
+
+def test_summary_numbers_table() -> None:
+    """The numbers table has each number, its value, budget, mark and n."""
+    first = tables(render_summary(scenario_pass()))[0]
+    assert first == [
+        ["number", "value", "budget", "result", "n"],
+        ["cold start", "420 ms", "—", "reported", "1"],
+        ["warm p50", "148 ms", "—", "reported", "20"],
+        ["warm p95", "190 ms", "3.00 s", "✅ PASS", "20"],
+        ["concurrent p95", "236 ms", "3.00 s", "✅ PASS", "10"],
+        ["error rate", "0.0 %", "1.0 %", "✅ PASS", "31"],
+    ]
+
+
+def test_summary_errors_by_kind() -> None:
+    """Errors are grouped by kind, most frequent first, with the first example detail."""
+    errors = next(t for t in tables(render_summary(scenario_errors())) if t[0][0] == "kind")
+    assert errors == [
+        ["kind", "calls", "example"],
+        ["http_5xx", "2", "503 upstream connect error"],
+        ["http_429", "1", "429 slow down"],
+        ["read_timeout", "1", "—"],
+    ]
+
+
+def test_summary_first_token_row_when_streaming() -> None:
+    """A streamed target gets a first-token p95 row, gated when its budget is set."""
+    several = tables(render_summary(scenario_several()))[0]
+    assert ["first-token p95", "158 ms ✅ ≤ 1.00 s", "—", "—"] in several
+
+
+def test_several_targets_side_by_side() -> None:
+    """Several targets: one column per target, in the order given, with a verdict row."""
+    several = tables(render_summary(scenario_several()))[0]
+    assert several[0] == ["number", "local", "free", "paid"]
+    assert several[1] == ["verdict", "✅ PASS", "❌ FAIL", "✅ PASS"]
+
+
+def test_summary_floor_and_stamp_source() -> None:
+    """The measurement floor and where the timestamps came from are stated."""
+    summary = render_summary(scenario_pass())
+    assert (
+        "- Measurement floor: 0.4 ms at p95 under 10 concurrent calls "
+        "(0.2 ms at p50 one at a time).\n"
+        "- Timestamps from the kernel's receive timestamps (SO_TIMESTAMPNS).\n"
+    ) in summary
+
+
+def test_summary_interrupted() -> None:
+    """An interrupted run says so plainly, with the number of calls it covers."""
+    summary = render_summary(scenario_interrupted())
+    assert (
+        "> **Interrupted**: the run was stopped before it finished; the numbers cover only "
+        "the 9 calls made before that.\n"
+    ) in summary
+
+
+def test_summary_phase_chart_in_code_block() -> None:
+    """Where the time went is drawn as a text bar per call phase inside a code block."""
+    fences = [t for t in parse(render_summary(scenario_pass())) if t.type == "fence"]
+    assert len(fences) == 1
+    lines = fences[0].content.splitlines()
+    assert [line.split()[0] for line in lines[:3]] == ["cold", "warm", "concurrent"]
+    assert lines[1].endswith(" 148 ms")
+    assert lines[3].startswith("░ connect")
+
+
+def test_summary_raw_samples_folded() -> None:
+    """Raw samples sit in a <details> block with one row per call."""
+    summary = render_summary(scenario_pass())
+    assert "<details>\n<summary>Raw samples (31 calls)</summary>\n" in summary
+    samples = tables(summary)[-1]
+    assert samples[0] == ["phase", "#", "status", "latency", "TTFB", "first token", "error"]
+    assert len(samples) == 32
+
+
+def test_comment_starts_with_marker() -> None:
+    """The comment's first line is the hidden marker, exactly."""
+    assert render_comment(scenario_pass(), marker=MARKER).split("\n", 1)[0] == MARKER
+
+
+def test_comment_is_compact() -> None:
+    """The comment has no raw samples, no settings, no links."""
+    comment = render_comment(scenario_errors(), marker=MARKER)
+    assert "<details>" not in comment
+    assert "Settings" not in comment
+    assert not [t for t in parse(comment) if t.type == "inline" and "link_open" in _types(t)]
+
+
+def _types(token: Token) -> list[str]:
+    return [child.type for child in token.children or []]
+
+
+def test_comment_lists_finding_titles() -> None:
+    """Findings appear in the comment by title only."""
+    comment = render_comment(scenario_errors(), marker=MARKER)
+    assert "**Findings**\n\n- Rate limited\n" in comment
+    assert "raise the rate limit" not in comment
+
+
+def test_comment_refuses_a_bad_marker() -> None:
+    """A marker that is not one HTML comment is refused, so the comment cannot be found again."""
+    with pytest.raises(ValueError, match="one HTML comment"):
+        render_comment(scenario_pass(), marker="latency-gate")
+
+
+def test_no_results_is_an_error() -> None:
+    """Rendering nothing is a bug in the caller, not an empty report."""
+    with pytest.raises(ValueError, match="no results"):
+        render_summary([])
+
+
+# --- untrusted text ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("render", ["summary", "comment"])
+def test_hostile_text_never_raw(render: str) -> None:
+    """Untrusted strings reach neither the summary nor the comment raw."""
+    results = scenario_hostile()
+    text = (
+        render_summary(results)
+        if render == "summary"
+        else render_comment(results, marker="<!-- latency-gate:comment:real -->")
+    )
+    for needle in RAW_FORBIDDEN:
+        assert needle not in text
+
+
+@pytest.mark.parametrize("render", ["summary", "comment"])
+def test_hostile_text_makes_no_html(render: str) -> None:
+    """Only our own HTML (details, summary, the marker) survives parsing; none from the input."""
+    results = scenario_hostile()
+    text = (
+        render_summary(results)
+        if render == "summary"
+        else render_comment(results, marker="<!-- latency-gate:comment:real -->")
+    )
+    html = [token.content.strip() for token in parse(text) if token.type == "html_block"] + [
+        child.content
+        for token in parse(text)
+        if token.type == "inline"
+        for child in token.children or []
+        if child.type == "html_inline"
+    ]
+    allowed = {
+        "<!-- latency-gate:comment:real -->",
+        "<details>\n<summary>Raw samples (33 calls)</summary>",
+        "</details>",
+    }
+    assert set(html) <= allowed
+
+
+def test_hostile_text_keeps_tables_intact() -> None:
+    """A hostile error detail stays in its own cell: same cell count, text shown as sent."""
+    summary = render_summary(scenario_hostile())
+    errors = next(t for t in tables(summary) if t[0][0] == "kind")
+    assert [visible(cell) for cell in errors[1]] == ["http_5xx", "1", clean_text(HOSTILE_DETAIL)]
+    assert errors[2] == ["stream_error", "1", FAKE_MARKER]
+    samples = tables(summary)[-1]
+    assert all(len(row) == 7 for row in samples)
+    assert visible(samples[-2][-1]) == "http_5xx: " + clean_text(HOSTILE_DETAIL)
+
+
+def test_hostile_target_name_in_column_header() -> None:
+    """A hostile target name stays one header cell in the side-by-side table."""
+    results = [*scenario_hostile(), make_result("second")]
+    header = tables(render_summary(results))[0][0]
+    assert [visible(cell) for cell in header] == ["number", HOSTILE_NAME, "second"]
+
+
+def test_hostile_settings_are_escaped() -> None:
+    """The URL and a harmless header's value are shown escaped in the settings table."""
+    settings = next(t for t in tables(render_summary(scenario_hostile())) if t[0][0] == "setting")
+    assert ["url", "http://127.0.0.1:8000/v1/<script>|`x`"] in [
+        [visible(c) for c in row] for row in settings
+    ]
+    assert [
+        "headers",
+        "User-Agent: @octocat #123 | <!-- latency-gate:comment:x -->",
+    ] in [[visible(c) for c in row] for row in settings]
+
+
+def test_terminal_strips_control_characters() -> None:
+    """A target name with terminal escape codes prints without them."""
+    results = [make_result("evil\x1b[2J\nname"), make_result("b")]
+    assert "\x1b" not in render_terminal(results)
+    assert "evil[2J name" in render_terminal(results)
+
+
+# --- size limits -------------------------------------------------------------------------------
+
+
+def _many_samples(count: int) -> RunResult:
+    warm = [0.1 + (i % 97) * 0.001 for i in range(count - 11)]
+    samples = samples_for(cold=0.4, warm=warm, concurrent=[0.2] * 10, stream=True)
+    detail = "upstream request timeout after waiting in queue"
+    failures = [
+        failed_sample(CallPhase.WARM, len(warm) + i, ErrorKind.HTTP_5XX, detail, status=504)
+        for i in range(200)
+    ]
+    return make_result(samples=[*samples, *failures], stream=True)
+
+
+@pytest.fixture(scope="module")
+def big_result() -> RunResult:
+    return _many_samples(20_000)
+
+
+def test_big_summary_fits_under_one_mib(big_result: RunResult) -> None:
+    """20,000 samples: the summary stays under 1 MiB, cutting raw samples with a note."""
+    assert len(render_summary([big_result], limit=10**9).encode()) > MIB  # would not fit whole
+    summary = render_summary([big_result])
+    assert len(summary.encode()) <= 1_000_000
+    assert "raw samples cut to fit GitHub's 1 MiB summary limit: the first " in summary
+    assert "Where the time went" in summary
+
+
+def test_big_summary_keeps_as_many_samples_as_fit(big_result: RunResult) -> None:
+    """Cutting keeps most of the raw samples rather than dropping them all."""
+    samples = tables(render_summary([big_result]))[-1]
+    assert 10_000 < len(samples) - 1 < 20_210
+
+
+def test_big_comment_fits(big_result: RunResult) -> None:
+    """The comment for 20,000 samples stays under 65,000 characters."""
+    assert len(render_comment([big_result], marker=MARKER)) < 65_000
+
+
+def test_tight_limit_cuts_whole_sections() -> None:
+    """When samples alone are not enough, whole sections go and the note names them."""
+    summary = render_summary(scenario_errors(), limit=2_500)
+    assert len(summary.encode()) <= 2_500
+    assert "_Note: raw samples cut to fit GitHub's 1 MiB summary limit; " in summary
+    assert "_Note: settings" in summary
+    assert summary.startswith("## ✅ latency-gate: PASS") is False
+    assert summary.startswith("## ❌ latency-gate: FAIL")
+
+
+def test_tiny_limit_truncates_with_note() -> None:
+    """A limit too small even for the numbers cuts the tail and says so."""
+    summary = render_summary(scenario_pass(), limit=300)
+    assert len(summary.encode()) <= 300
+    assert summary.startswith("## ✅ latency-gate: PASS\n")
+    assert summary.endswith(
+        "_… the rest of this report was cut to fit GitHub's 1 MiB summary limit._\n"
+    )
+
+
+def test_comment_with_many_targets_fits() -> None:
+    """Even 60 targets side by side give a comment under the limit."""
+    results = [make_result(f"target-{i}") for i in range(60)]
+    comment = render_comment(results, marker=MARKER, limit=20_000)
+    assert len(comment.encode()) <= 20_000
+    assert comment.startswith(MARKER + "\n")
+
+
+# --- terminal ----------------------------------------------------------------------------------
+
+
+def test_terminal_verdict_first() -> None:
+    """The terminal report's first line is the verdict and the breached numbers."""
+    first = render_terminal(scenario_fail()).splitlines()[0]
+    assert first == (
+        "FAIL: warm p95 3.90 s, over its 3.00 s budget; "
+        "concurrent p95 4.91 s, over its 3.00 s budget"
+    )
+
+
+def test_terminal_color() -> None:
+    """With color, PASS is green and FAIL red; without, there is no escape code at all."""
+    colored = render_terminal(scenario_fail(), color=True)
+    assert colored.startswith("\x1b[31mFAIL\x1b[0m: ")
+    assert "\x1b[32mPASS\x1b[0m" in colored
+    assert "\x1b" not in render_terminal(scenario_fail())
+
+
+def test_terminal_single_target_columns() -> None:
+    """One target: number, value, budget, result; "—" where a number is not gated."""
+    lines = render_terminal(scenario_pass()).splitlines()
+    assert lines[2].split() == ["number", "value", "budget", "result"]
+    assert lines[3].split() == ["cold", "start", "420", "ms", "—", "—"]
+
+
+def test_factory_sample_is_successful() -> None:
+    """The factory's ok_sample is a successful call with a 200 status (helper sanity)."""
+    sample = ok_sample(CallPhase.WARM, 0, 0.1)
+    assert (sample.ok, sample.status, sample.latency) == (True, 200, 0.1)
+
+
+def test_factory_default_url() -> None:
+    """The factory's results carry the redacted URL in their config."""
+    assert make_result().config["url"] == URL
