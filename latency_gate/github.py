@@ -250,6 +250,17 @@ class GitHubClient:
                 "No usable GitHub token (empty, or with spaces or control characters): "
                 "pass `github-token: ${{ github.token }}` to the action."
             )
+        api = urlsplit(self._api_url)
+        if api.scheme not in ("http", "https") or not api.hostname:
+            raise _Failure(
+                "The GitHub API URL is not an http(s) URL with a host: check GITHUB_API_URL."
+            )
+        owner, _, name = self._repository.partition("/")
+        if not owner or not name or "/" in name:
+            raise _Failure(
+                f"The repository {self._repository!r} is not of the form owner/name: check "
+                "GITHUB_REPOSITORY."
+            )
         repo = "/".join(quote(part, safe="") for part in self._repository.split("/", 1))
         while True:
             comment_id = self._find_comment(repo, pr_number, marker)
@@ -333,6 +344,8 @@ class GitHubClient:
                     f"{min(self._request_timeout, remaining):.3g} s.",
                     retryable=True,
                 )
+            except httpx.InvalidURL:
+                raise _Failure(f"Could not {what}: the request URL is not valid.") from None
             except httpx.TransportError as exc:
                 failure = _Failure(
                     f"Could not {what}: connection to {self._origin} failed "

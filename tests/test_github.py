@@ -502,6 +502,31 @@ def test_token_never_appears_in_a_warning(
     assert "***" in outcome.warning
 
 
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"api_url": ""}, "not an http(s) URL: check GITHUB_API_URL"),
+        ({"api_url": "ftp://api.github.com"}, "not an http(s) URL: check GITHUB_API_URL"),
+        ({"repository": "octo-repo"}, "not of the form owner/name: check GITHUB_REPOSITORY"),
+        ({"repository": "a/b/c"}, "not of the form owner/name: check GITHUB_REPOSITORY"),
+    ],
+)
+def test_bad_settings_fail_at_once_without_retrying(
+    github: FakeGitHub,
+    make_client: ClientFactory,
+    clock: FakeClock,
+    overrides: dict[str, str],
+    expected: str,
+) -> None:
+    """A malformed API URL or repository is reported, not retried as a network fault."""
+    outcome = make_client(**overrides).upsert_comment(PR, MARKER, "PASS")
+    assert outcome.action == "failed"
+    assert outcome.warning is not None
+    assert expected in outcome.warning
+    assert clock.sleeps == []
+    assert github.requests == []
+
+
 def test_token_with_a_line_break_is_refused_without_sending(
     github: FakeGitHub, make_client: ClientFactory
 ) -> None:
