@@ -505,8 +505,11 @@ def test_token_never_appears_in_a_warning(
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({"api_url": ""}, "not an http(s) URL: check GITHUB_API_URL"),
-        ({"api_url": "ftp://api.github.com"}, "not an http(s) URL: check GITHUB_API_URL"),
+        ({"api_url": ""}, "not an http(s) URL with a host: check GITHUB_API_URL"),
+        (
+            {"api_url": "ftp://api.github.com"},
+            "not an http(s) URL with a host: check GITHUB_API_URL",
+        ),
         ({"repository": "octo-repo"}, "not of the form owner/name: check GITHUB_REPOSITORY"),
         ({"repository": "a/b/c"}, "not of the form owner/name: check GITHUB_REPOSITORY"),
     ],
