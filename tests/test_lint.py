@@ -17,6 +17,15 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob(".github/workflows/*.yml"))
 DOCKERFILES = ["Dockerfile", "tests/container/Dockerfile.standin"]
+# Where the project keeps shell: not a tree-wide glob, which would wander into caches.
+SHELL_SCRIPTS = [
+    ".ci/run",
+    *sorted(
+        str(p.relative_to(REPO_ROOT))
+        for pattern in (".ci/*.sh", "tests/**/*.sh", "scripts/*.sh", "bench/*.sh")
+        for p in REPO_ROOT.glob(pattern)
+    ),
+]
 
 
 def _tool(name: str) -> str:
@@ -49,6 +58,11 @@ def _assert_clean(result: subprocess.CompletedProcess[str]) -> None:
 def test_hadolint(dockerfile: str) -> None:
     """hadolint finds nothing in the Dockerfiles."""
     _assert_clean(_run(_tool("hadolint"), dockerfile))
+
+
+def test_shellcheck() -> None:
+    """shellcheck finds nothing in .ci/run and the shell helpers (Debian's shellcheck, apt)."""
+    _assert_clean(_run(_tool("shellcheck"), *SHELL_SCRIPTS))
 
 
 def test_action_yml_schema() -> None:

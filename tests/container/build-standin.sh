@@ -55,6 +55,10 @@ for var in HTTP_PROXY HTTPS_PROXY NO_PROXY http_proxy https_proxy no_proxy; do
     fi
 done
 
-docker build --network host --build-arg "MINBASE=$minbase" "${proxy_args[@]}" \
-    -t "$tag" "$context"
+# The build's apt and pip chatter goes to a log, shown only when the build fails.
+if ! docker build --network host --build-arg "MINBASE=$minbase" "${proxy_args[@]}" \
+    -t "$tag" "$context" >"$cache/build.log" 2>&1; then
+    tail -n 40 "$cache/build.log" >&2
+    exit 1
+fi
 echo "built $tag"
