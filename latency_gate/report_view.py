@@ -1,0 +1,328 @@
+"""What the report templates show: each RunResult turned into rows, counts, groups and a chart.
+
+Pure functions of the results; the templates decide layout, these decide content. Strings here
+that came from an endpoint or a user stay raw: the templates escape them with the md filter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from latency_gate.formatting import fmt_duration, fmt_value
+from latency_gate.models import CallPhase, ErrorKind, PhaseStats, RunResult, Sample, StampSource
+
+NUMBER_LABELS = {
+    "cold_start": "cold start",
+    "warm_p50": "warm p50",
+    "warm_p95": "warm p95",
+    "concurrent_p95": "concurrent p95",
+    "error_rate": "error rate",
+    "ttft_p95": "first-token p95",
+}
+_FIVE = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "error_rate")
+
+BOUNDARY_LABELS = {
+    "dns": "DNS",
+    "connect": "TCP connect",
+    "tls": "TLS",
+    "request_sent": "request sent",
+    "headers": "response headers (TTFB)",
+    "first_byte": "first body byte",
+    "first_token": "first token",
+    "last_byte": "last byte",
+}
+
+# The chart's segments: glyph, legend, and the boundary that ends the segment.
+CHART_SEGMENTS = (
+    ("░", "connect", "connect"),
+    ("▒", "TLS", "tls"),
+    ("█", "waiting for headers", "headers"),
+    ("▓", "headers → first byte", "first_byte"),
+    ("▄", "first byte → first token", "first_token"),
+    ("─", "rest of the body", "last_byte"),
+)
+CHART_WIDTH = 48
+
+STAMP_SOURCES = {
+    StampSource.KERNEL: "the kernel's receive timestamps (SO_TIMESTAMPNS)",
+    StampSource.READ_RETURN: "the moment each socket read returned (portable fallback)",
+}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One number against its budget, as a report row."""
+
+    number: str
+    value: float | None
+    limit: float | None
+    passed: bool | None
+    note: str
+    n: int
+
+    @property
+    def label(self) -> str:
+        return NUMBER_LABELS.get(self.number, self.number.replace("_", " "))
+
+    @property
+    def value_text(self) -> str:
+        return fmt_value(self.value, self.number)
+
+    @property
+    def limit_text(self) -> str:
+        return fmt_value(self.limit, self.number)
+
+    @property
+    def word(self) -> str:
+        """PASS, FAIL, or "—" for a number that is reported, not gated."""
+        return {True: "PASS", False: "FAIL", None: "—"}[self.passed]
+
+    @property
+    def mark(self) -> str:
+        return {True: "✅ PASS", False: "❌ FAIL", None: "reported"}[self.passed]
+
+    @property
+    def breach(self) -> str:
+        """What went wrong, for a failed row: "warm p95 3.41 s, over its 3.00 s budget"."""
+        if self.value is None:
+            return f"{self.label}: no data"
+        return f"{self.label} {self.value_text}, over its {self.limit_text} budget"
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    kind: str
+    count: int
+    example: str | None
+
+
+@dataclass(frozen=True)
+class BoundaryRow:
+    label: str
+    cells: tuple[PhaseStats | None, ...]
+
+
+@dataclass(frozen=True)
+class TargetView:
+    """One RunResult prepared for the templates: rows, counts, groups, chart."""
+
+    result: RunResult
+    rows: tuple[Row, ...]
+    calls: Mapping[str, tuple[int, int]]  # call phase -> (calls, successful)
+    retries: int
+    errors: tuple[ErrorGroup, ...]
+    phase_columns: tuple[str, ...]
+    boundary_rows: tuple[BoundaryRow, ...]
+    chart: tuple[str, ...]
+    settings: tuple[tuple[str, str], ...]
+    started: str
+    duration: float
+
+    @property
+    def breaches(self) -> tuple[Row, ...]:
+        return tuple(row for row in self.rows if row.passed is False)
+
+    @property
+    def reasons(self) -> tuple[str, ...]:
+        """Verdict reasons a reader needs beside the breached rows: "no data", or every reason
+        when a failed verdict has no breached row to explain it. Untrusted: escape them."""
+        verdict = self.result.verdict
+        no_data = tuple(r for r in verdict.reasons if r.startswith("no data"))
+        if not verdict.passed and not no_data and not self.breaches:
+            return verdict.reasons
+        return no_data
+
+    @property
+    def total_calls(self) -> int:
+        return len(self.result.samples)
+
+    @property
+    def phase_counts(self) -> str:
+        """Successful calls per phase: "1 cold, 20 warm, 10 concurrent"; "19 of 20 warm" when
+        some failed."""
+        parts = []
+        for phase in CallPhase:
+            calls, ok = self.calls.get(phase.value, (0, 0))
+            if calls:
+                parts.append(
+                    f"{ok:,} {phase.value}" if ok == calls else f"{ok:,} of {calls:,} {phase.value}"
+                )
+        return ", ".join(parts) or "no calls"
+
+
+def _rows(result: RunResult) -> tuple[Row, ...]:
+    ok = [s for s in result.samples if s.ok]
+    n = {
+        "cold_start": sum(s.phase is CallPhase.COLD for s in ok),
+        "warm_p50": sum(s.phase is CallPhase.WARM for s in ok),
+        "warm_p95": sum(s.phase is CallPhase.WARM for s in ok),
+        "concurrent_p95": sum(s.phase is CallPhase.CONCURRENT for s in ok),
+        "error_rate": len(result.samples),
+        "ttft_p95": sum(
+            s.phase is not CallPhase.COLD and s.timings.first_token is not None for s in ok
+        ),
+    }
+    checks = {check.number: check for check in result.verdict.checks}
+    numbers = result.numbers.model_dump()
+    wanted = list(_FIVE)
+    if "ttft_p95" in checks or result.numbers.ttft_p95 is not None:
+        wanted.append("ttft_p95")
+    wanted += [number for number in checks if number not in wanted]
+    rows = []
+    for number in wanted:
+        check = checks.get(number)
+        rows.append(
+            Row(
+                number=number,
+                value=check.value if check else numbers.get(number),
+                limit=check.limit if check else None,
+                passed=check.passed if check else None,
+                note=check.note if check else "",
+                n=n.get(number, len(ok)),
+            )
+        )
+    return tuple(rows)
+
+
+def _errors(samples: Sequence[Sample]) -> tuple[ErrorGroup, ...]:
+    counts: dict[ErrorKind, int] = {}
+    examples: dict[ErrorKind, str | None] = {}
+    for sample in samples:
+        if sample.ok:
+            continue
+        kind = sample.error or ErrorKind.OTHER
+        counts[kind] = counts.get(kind, 0) + 1
+        if examples.get(kind) is None:
+            examples[kind] = sample.error_detail or None
+    order = list(ErrorKind)
+    ranked = sorted(counts, key=lambda kind: (-counts[kind], order.index(kind)))
+    return tuple(ErrorGroup(kind.value, counts[kind], examples[kind]) for kind in ranked)
+
+
+def _phase_table(result: RunResult) -> tuple[tuple[str, ...], tuple[BoundaryRow, ...]]:
+    columns = tuple(p.value for p in CallPhase if result.phases.get(p.value))
+    rows = []
+    for boundary, label in BOUNDARY_LABELS.items():
+        cells = tuple(result.phases[column].get(boundary) for column in columns)
+        if any(cell is not None and cell.n for cell in cells):
+            rows.append(BoundaryRow(label, cells))
+    return columns, tuple(rows)
+
+
+def _chart_points(stats: Mapping[str, PhaseStats]) -> list[float]:
+    """Where each chart segment ends, from the p50 of each boundary, never going back."""
+
+    def p50(boundary: str) -> float | None:
+        cell = stats.get(boundary)
+        return cell.p50 if cell is not None and cell.n else None
+
+    # dns, connect and tls are durations; the other boundaries are offsets from the call's t0.
+    connect = (p50("dns") or 0.0) + (p50("connect") or 0.0)
+    ends = {
+        "connect": connect,
+        "tls": connect + (p50("tls") or 0.0),
+        "headers": p50("headers"),
+        "first_byte": p50("first_byte"),
+        "first_token": p50("first_token"),
+        "last_byte": p50("last_byte"),
+    }
+    points: list[float] = []
+    previous = 0.0
+    for _glyph, _legend, boundary in CHART_SEGMENTS:
+        end = ends[boundary]
+        previous = max(previous, end) if end is not None else previous
+        points.append(previous)
+    return points
+
+
+def chart_scale(results: Sequence[RunResult]) -> float:
+    """Seconds per character, shared by every target's chart so bars compare."""
+    longest = max(
+        (
+            _chart_points(stats)[-1]
+            for result in results
+            for stats in result.phases.values()
+            if stats
+        ),
+        default=0.0,
+    )
+    return longest / CHART_WIDTH if longest > 0 else 0.0
+
+
+def _chart(result: RunResult, scale: float) -> tuple[str, ...]:
+    if scale <= 0:
+        return ()
+    lines = []
+    for phase in CallPhase:
+        stats = result.phases.get(phase.value)
+        if not stats:
+            continue
+        points = _chart_points(stats)
+        bar = ""
+        drawn = 0
+        for (glyph, _legend, _boundary), end in zip(CHART_SEGMENTS, points, strict=True):
+            # Round the running end, not each segment, so the bar's length matches its total.
+            upto = round(end / scale)
+            bar += glyph * (upto - drawn)
+            drawn = max(drawn, upto)
+        lines.append(f"{phase.value:<11} {bar:<{CHART_WIDTH}} {fmt_duration(points[-1])}")
+    return tuple(lines)
+
+
+def _setting_text(value: object) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return "; ".join(_setting_text(item) for item in value) or "—"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {_setting_text(item)}" for key, item in value.items()) or "—"
+    return str(value)
+
+
+_DURATION_SETTINGS = frozenset({"timeout", "idle"})
+
+
+def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
+    # The budget has its own table; the name is the section's heading.
+    return tuple(
+        (
+            key.replace("_", " "),
+            fmt_duration(value)
+            if key in _DURATION_SETTINGS and isinstance(value, int | float)
+            else _setting_text(value),
+        )
+        for key, value in config.items()
+        if key not in {"budget", "name"}
+    )
+
+
+def target_view(result: RunResult, scale: float) -> TargetView:
+    calls: dict[str, tuple[int, int]] = {}
+    for sample in result.samples:
+        total, ok = calls.get(sample.phase.value, (0, 0))
+        calls[sample.phase.value] = (total + 1, ok + sample.ok)
+    columns, boundary_rows = _phase_table(result)
+    return TargetView(
+        result=result,
+        rows=_rows(result),
+        calls=calls,
+        retries=sum(s.retries for s in result.samples),
+        errors=_errors(result.samples),
+        phase_columns=columns,
+        boundary_rows=boundary_rows,
+        chart=_chart(result, scale),
+        settings=_settings(result.config),
+        started=datetime.fromtimestamp(result.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        duration=max(0.0, result.finished_at - result.started_at),
+    )
+
+
+def union_numbers(views: Sequence[TargetView]) -> list[str]:
+    numbers: list[str] = []
+    for view in views:
+        numbers += [row.number for row in view.rows if row.number not in numbers]
+    return numbers
