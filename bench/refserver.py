@@ -357,7 +357,12 @@ class Server:
                 ),
                 record,
             )
-            conn._pump_big()
+            if size == 0:
+                record.last_ns = time.time_ns()
+                conn.write(b"0\r\n\r\n", record)
+                conn.finish_when_flushed()
+            else:
+                conn._pump_big()
         else:
             body = b"not found"
             record.send_ns = record.last_ns = time.time_ns()
