@@ -245,7 +245,11 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     if len(views) > 1:
         names = [clean_text(view.result.target, 40) for view in views]
         failed = sum(not view.result.verdict.passed for view in views)
-        head = f"{failed} of {len(views)} targets over budget" if failed else "all within budget"
+        head = (
+            f"{failed} of {len(views)} targets over budget"
+            if failed
+            else f"all {len(views)} targets within budget"
+        )
         lines.append(f"{_paint(word, word, color)}: {head}")
         for name, view in zip(names, views, strict=True):
             problems = [clean_text(r) for r in view.reasons] + [r.breach for r in view.breaches]
