@@ -632,3 +632,27 @@ def test_terminal_single_target_columns() -> None:
     lines = render_terminal(scenario_pass()).splitlines()
     assert lines[2].split() == ["number", "value", "budget", "result"]
     assert lines[3].split() == ["cold", "start", "420", "ms", "—", "—"]
+
+
+def test_terminal_several_targets_pass() -> None:
+    """Several passing targets: one PASS line naming how many, then a column per target."""
+    lines = render_terminal([make_result("a"), make_result("b")]).splitlines()
+    assert lines[0] == "PASS: all 2 targets within budget"
+    assert lines[2].split() == ["number", "a", "b"]
+
+
+def test_terminal_several_targets_interrupted() -> None:
+    """An interrupted target among several is named in the notes under the verdict."""
+    results = [make_result("a"), *scenario_interrupted()]
+    assert (
+        "  local: interrupted: the numbers cover only the 9 calls made before it stopped"
+        in render_terminal(results).splitlines()
+    )
+
+
+def test_summary_sections_per_target_in_order() -> None:
+    """Several targets: one section per target, in the order given."""
+    headings = [
+        line for line in render_summary(scenario_several()).splitlines() if line.startswith("### ")
+    ]
+    assert headings == ["### local", "### free", "### paid"]
