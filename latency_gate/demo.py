@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import http
 import json
 import logging
@@ -103,6 +104,9 @@ class Fault(_Frozen):
     - invalid_utf8: bytes that are not UTF-8 inside a content delta (or the document).
     - redirect: 302 to /elsewhere. error_event: a 200 stream with the format's error event
       mid-stream and no end marker (a 200 error document otherwise).
+
+    hang and close_before_response act as soon as the request is read; every other fault acts
+    when the answer would start: after the cold start, the queue and the service latency.
     """
 
     kind: FaultKind
@@ -493,7 +497,7 @@ class _Request:
             return "keep-alive" not in tokens
         return "close" in tokens
 
-    @property
+    @functools.cached_property
     def stream(self) -> bool:
         """`"stream": true` in a JSON body; without a stream field, an Accept of event-stream."""
         with contextlib.suppress(ValueError):
@@ -631,8 +635,9 @@ class _Sink:
         self._held = bytearray()
         self._token_held = False
 
-    async def raw(self, data: bytes) -> None:
+    async def raw(self, data: bytes, *, token: bool = False) -> None:
         self._held += data
+        self._token_held = self._token_held or token
         if not self.holding:
             await self.flush()
 
@@ -980,11 +985,12 @@ class DemoServer:
         ]
         record.status = 200
         sink = _Sink(writer, record, chunked=False)
-        sink._token_held = spec.tokens > 0
+        has_tokens = spec.tokens > 0
         if kind == "cut":
-            await sink.raw(self._head(200, headers, keep=keep) + body[: len(body) // 2])
+            head = self._head(200, headers, keep=keep)
+            await sink.raw(head + body[: len(body) // 2], token=has_tokens)
             return False
-        await sink.raw(self._head(200, headers, keep=keep) + body)
+        await sink.raw(self._head(200, headers, keep=keep) + body, token=has_tokens)
         return keep
 
     async def _drip(
@@ -1060,7 +1066,7 @@ def classic_three() -> list[EndpointSpec]:
     The whole demo of the three takes about 35 s probed one after another.
     """
     local = EndpointSpec(
-        name="local", latency=0.04, jitter=0.25, seed=11, tokens=24, token_interval=0.0015
+        name="local", latency=0.035, jitter=0.25, seed=11, tokens=16, token_interval=0.001
     )
     free = EndpointSpec(
         name="free",

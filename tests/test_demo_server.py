@@ -613,6 +613,24 @@ async def test_stop_closes_everything_and_leaves_no_tasks() -> None:
     assert asyncio.all_tasks() == {asyncio.current_task()}
 
 
+async def test_stop_ends_requests_waiting_for_a_slot() -> None:
+    """Stop cancels a request in service and one queued behind it, quickly and cleanly."""
+    server = DemoServer(EndpointSpec(latency=5.0, parallelism=1))
+    await server.start()
+    async with httpx.AsyncClient(timeout=10.0) as burst_client:
+        calls = [asyncio.create_task(burst_client.get(server.url)) for _ in range(2)]
+        async with asyncio.timeout(2.0):
+            while len(server.records) < 2:
+                await asyncio.sleep(0.01)
+        start = time.perf_counter()
+        await server.stop()
+        stopped_in = time.perf_counter() - start
+        outcomes = await asyncio.gather(*calls, return_exceptions=True)
+    assert stopped_in < 1.0
+    assert [type(o) for o in outcomes] == [httpx.RemoteProtocolError] * 2
+    assert asyncio.all_tasks() == {asyncio.current_task()}
+
+
 def test_serve_in_thread_serves_sync_code() -> None:
     """Servers on their own thread answer a sync client and are gone after the block."""
     specs = (EndpointSpec(name="a", tokens=1), EndpointSpec(name="b", stream_format="raw"))
