@@ -7,7 +7,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
@@ -29,7 +29,11 @@ BUG_MESSAGE = (
     "Please report it on the project's issue tracker with this message."
 )
 
-T = TypeVar("T")
+DEMO_DESCRIPTIONS = {
+    "local": "a local model, fast and streaming honestly",
+    "free": "a free server with a cold start, serving one request at a time",
+    "paid": "a paid production endpoint, fast but with its stream buffered by a layer in front",
+}
 
 # How each canonical setting is spelled on the command line, for error messages.
 CLI_SPELLING = {
@@ -164,8 +168,10 @@ def demo_command(out: str) -> None:
     specs = demo.classic_three()
     with demo.serve_in_thread(*specs) as servers:
         for spec, server in zip(specs, servers, strict=True):
-            target = build_target({"name": spec.name, "url": server.url, "prompt": "Hello"})
-            click.echo(f"probing {spec.name} ({spec.description})", err=True)
+            target = build_target(
+                {"name": spec.name, "url": server.url, "prompt": "Hello", "stream": "true"}
+            )
+            click.echo(f"probing {spec.name}: {DEMO_DESCRIPTIONS[spec.name]}", err=True)
             result = run_with_signals(probe(target, progress=_progress(target)))
             results.append(result)
             (folder / f"{spec.name}.json").write_text(result.model_dump_json(indent=2) + "\n")
@@ -194,7 +200,9 @@ def demo_server_command(preset: str, port: int, duration: float) -> None:
     """Serve one demo endpoint on 127.0.0.1 in the foreground (for workflows and benchmarks)."""
     from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
 
-    spec = demo.preset(preset)
+    presets = {spec.name: spec for spec in demo.classic_three()}
+    presets["echo"] = demo.EndpointSpec(name="echo", latency=0.0, tokens=1, token_interval=0.0)
+    spec = presets[preset]
 
     async def serve() -> None:
         async with demo.DemoServer(spec, port=port) as server:
