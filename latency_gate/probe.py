@@ -368,11 +368,28 @@ async def _attempt(client: httpx.AsyncClient, target: Target, stamps: clock.Call
         async with asyncio.timeout(target.timeout):
             await _exchange(client, target, stamps, attempt)
     except TimeoutError:
-        attempt.error = ErrorKind.TOTAL_TIMEOUT
-        attempt.detail = f"no complete answer within the {target.timeout:g} s timeout"
+        attempt.error, attempt.detail = _timed_out(attempt, stamps, target.timeout)
     except httpx.HTTPError as exc:
         attempt.error, attempt.detail = classify(exc)
     return attempt
+
+
+def _timed_out(
+    attempt: _Attempt, stamps: clock.CallStamps, timeout: float
+) -> tuple[ErrorKind, str]:
+    """Name a call the --timeout ended by where it stood, as httpx's own timeouts would.
+
+    The per-call deadline and httpx's connect and read timeouts are the same length, and the
+    per-call one starts first, so it is the one that fires: without this a server that never
+    accepts and one that accepts and never answers would both read "total timeout".
+    """
+    if stamps.connect_start_ns is not None and stamps.connect_end_ns is None:
+        return ErrorKind.CONNECT_TIMEOUT, f"timed out while connecting ({timeout:g} s)"
+    if stamps.tls_start_ns is not None and stamps.tls_end_ns is None:
+        return ErrorKind.CONNECT_TIMEOUT, f"timed out in the TLS handshake ({timeout:g} s)"
+    if attempt.status is None and stamps.bytes_read == 0:
+        return ErrorKind.READ_TIMEOUT, f"no answer within the {timeout:g} s timeout"
+    return ErrorKind.TOTAL_TIMEOUT, f"no complete answer within the {timeout:g} s timeout"
 
 
 async def _exchange(
