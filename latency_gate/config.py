@@ -97,6 +97,7 @@ class Target(_Frozen):
     ca_bundle: str | None = None
     insecure: bool = False
     budget: Budget = Budget()
+    cost: str | None = Field(default=None, description="a note on its price, from a targets file")
 
     def request_headers(self) -> list[tuple[str, str]]:
         """Headers to send, auth included. Values are secrets: never log this list."""
@@ -156,9 +157,13 @@ class Target(_Frozen):
     def comparable(self) -> dict[str, object]:
         """The settings that decide whether two runs measured the same thing (for baselines)."""
         data = self.redacted()
-        for key in ("budget", "name", "idle"):
+        for key in NOT_COMPARED:
             data.pop(key, None)
         return data
+
+
+# Settings that do not change what a run measures: a baseline with other values still compares.
+NOT_COMPARED = ("budget", "name", "idle", "cost")
 
 
 def redact_url(url: str) -> str:

@@ -167,6 +167,53 @@ class Finding(_Frozen):
     hint: str
 
 
+class NumberDelta(_Frozen):
+    """One number of a run against the same number of its baseline run.
+
+    `p_value` is the one-sided test's (None when it could not be run, e.g. one call each);
+    `regressed` is True only when the number is worse by more than every given limit and the
+    test says the difference is beyond noise.
+    """
+
+    number: str
+    base: float | None
+    head: float | None
+    p_value: float | None = None
+    regressed: bool = False
+    note: str = ""
+
+    @property
+    def delta(self) -> float | None:
+        return None if self.base is None or self.head is None else self.head - self.base
+
+    @property
+    def relative(self) -> float | None:
+        if self.base is None or self.head is None or self.base <= 0:
+            return None
+        return self.head / self.base - 1
+
+
+class BaselineCheck(_Frozen):
+    """How a run compared with an earlier run of the same target (`--baseline`).
+
+    status: "compared" (deltas hold every number), "missing" (no baseline file was found) or
+    "no-match" (the file holds no run of this target). The last two never pass silently: the
+    reports say so.
+    """
+
+    status: Literal["compared", "missing", "no-match"]
+    source: str = Field(description="where the baseline came from, as the user gave it")
+    test: str = ""
+    max_relative: float | None = None
+    max_absolute: float | None = None
+    deltas: tuple[NumberDelta, ...] = ()
+    message: str = ""
+
+    @property
+    def regressions(self) -> tuple[NumberDelta, ...]:
+        return tuple(d for d in self.deltas if d.regressed)
+
+
 class RunResult(_Frozen):
     """Everything one probe of one target measured. The JSON result file."""
 
@@ -192,3 +239,12 @@ class RunResult(_Frozen):
     findings: tuple[Finding, ...] = ()
     interrupted: bool = False
     warnings: tuple[str, ...] = ()
+    label: str | None = Field(
+        default=None, description="where it ran (runner, region), to tell merged runs apart"
+    )
+    baseline: BaselineCheck | None = None
+
+    @property
+    def display_name(self) -> str:
+        """The target's name, with the run's label when it has one: "paid (eu-west)"."""
+        return self.target if self.label is None else f"{self.target} ({self.label})"

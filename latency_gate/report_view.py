@@ -287,7 +287,8 @@ _DURATION_SETTINGS = frozenset({"timeout", "idle"})
 
 
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
-    # The budget has its own table; the name is the section's heading.
+    # The budget has its own table; the name is the section's heading; the cost note is shown
+    # beside the comparison of targets.
     return tuple(
         (
             key.replace("_", " "),
@@ -296,7 +297,7 @@ def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
             else _setting_text(value),
         )
         for key, value in config.items()
-        if key not in {"budget", "name"}
+        if key not in {"budget", "name", "cost"}
     )
 
 
