@@ -21,11 +21,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import gzip
 import http
 import json
 import logging
 import random
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -63,6 +65,7 @@ FaultKind = Literal[
     "invalid_utf8",
     "redirect",
     "error_event",
+    "bad_gzip",
 ]
 
 PATHS: dict[str, str] = {
@@ -104,6 +107,7 @@ class Fault(_Frozen):
     - invalid_utf8: bytes that are not UTF-8 inside a content delta (or the document).
     - redirect: 302 to /elsewhere. error_event: a 200 stream with the format's error event
       mid-stream and no end marker (a 200 error document otherwise).
+    - bad_gzip: a document labelled Content-Encoding: gzip that is not gzip (streams: as usual).
 
     hang and close_before_response act as soon as the request is read; every other fault acts
     when the answer would start: after the cold start, the queue and the service latency.
@@ -147,6 +151,7 @@ class EndpointSpec(_Frozen):
     keep_alive: bool = True
     close_after_stream: bool = False
     http10: bool = False
+    gzip: bool = False  # non-streamed documents go out gzip-compressed (Content-Encoding: gzip)
     faults: tuple[Fault, ...] = ()
 
     @property
@@ -671,9 +676,17 @@ class _Sink:
 class DemoServer:
     """Serves one `EndpointSpec` on loopback; `records` holds what happened, request by request."""
 
-    def __init__(self, spec: EndpointSpec, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        spec: EndpointSpec,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.spec = spec
         self.host = host
+        self.ssl_context = ssl_context  # serve HTTPS with this context (tests' TLS faults)
         self.records: list[RequestRecord] = []
         self.max_in_flight = 0
         self.connections = 0  # connections accepted so far
@@ -696,7 +709,8 @@ class DemoServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     @property
     def url(self) -> str:
@@ -704,7 +718,7 @@ class DemoServer:
 
     async def start(self) -> None:
         self._server = await asyncio.start_server(
-            self._accept, self.host, self._port, limit=MAX_LINE
+            self._accept, self.host, self._port, limit=MAX_LINE, ssl=self.ssl_context
         )
         self._port = self._server.sockets[0].getsockname()[1]
 
@@ -978,11 +992,12 @@ class DemoServer:
             body = shape.document("".join(words)).replace(_PLACEHOLDER.encode(), INVALID_UTF8)
         if kind == "malformed_sse":
             body = body[: len(body) // 2]  # a JSON document that stops half way
-        headers = [
-            ("X-Demo-Request", str(record.index)),
-            ("Content-Type", shape.document_type),
-            ("Content-Length", str(len(body))),
-        ]
+        headers = [("X-Demo-Request", str(record.index)), ("Content-Type", shape.document_type)]
+        if spec.gzip and kind != "bad_gzip":
+            body = gzip.compress(body)
+        if spec.gzip or kind == "bad_gzip":
+            headers.append(("Content-Encoding", "gzip"))
+        headers.append(("Content-Length", str(len(body))))
         record.status = 200
         sink = _Sink(writer, record, chunked=False)
         has_tokens = spec.tokens > 0
@@ -1024,10 +1039,12 @@ class DemoServer:
 
 
 @contextlib.contextmanager
-def serve_in_thread(*specs: EndpointSpec) -> Iterator[list[DemoServer]]:
+def serve_in_thread(
+    *specs: EndpointSpec, ssl_context: ssl.SSLContext | None = None
+) -> Iterator[list[DemoServer]]:
     """Run the servers on their own event loop in a daemon thread (for sync code: CLI tests,
-    the `demo` command); on exit, stop them and join the thread."""
-    servers = [DemoServer(spec) for spec in specs]
+    the `demo` command); on exit, stop them and join the thread. `ssl_context` serves HTTPS."""
+    servers = [DemoServer(spec, ssl_context=ssl_context) for spec in specs]
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="latency-gate-demo", daemon=True)
     thread.start()
