@@ -16,7 +16,7 @@ def _numbers(**kw: float | None) -> Numbers:
         "error_rate": 0.0,
     }
     base.update(kw)
-    return Numbers(**base)  # type: ignore[arg-type]
+    return Numbers(**base)
 
 
 def test_default_budget_passes_a_fast_clean_run() -> None:

@@ -1,4 +1,4 @@
-"""The probe against a real llama.cpp server: stream handling proven on a server nobody here wrote."""
+"""The probe against a real llama.cpp server: streams proven on a server nobody here wrote."""
 
 from __future__ import annotations
 

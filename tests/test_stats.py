@@ -19,7 +19,7 @@ def _sample(phase: CallPhase, latency: float | None, *, index: int = 0, **kw: ob
         ok=ok,
         latency=latency,
         error=None if ok else ErrorKind.HTTP_5XX,
-        timings=CallTimings(last_byte=latency, **kw),  # type: ignore[arg-type]
+        timings=CallTimings(last_byte=latency, **kw),
     )
 
 
