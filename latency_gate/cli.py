@@ -188,6 +188,12 @@ def demo_command(out: str) -> None:
     default="local",
     show_default=True,
 )
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0 lets a container reach it).",
+)
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
 @click.option(
     "--duration",
@@ -196,7 +202,7 @@ def demo_command(out: str) -> None:
     show_default=True,
     help="Stop by itself after this many seconds.",
 )
-def demo_server_command(preset: str, port: int, duration: float) -> None:
+def demo_server_command(preset: str, host: str, port: int, duration: float) -> None:
     """Serve one demo endpoint on 127.0.0.1 in the foreground (for workflows and benchmarks)."""
     from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
 
@@ -205,7 +211,7 @@ def demo_server_command(preset: str, port: int, duration: float) -> None:
     spec = presets[preset]
 
     async def serve() -> None:
-        async with demo.DemoServer(spec, port=port) as server:
+        async with demo.DemoServer(spec, host=host, port=port) as server:
             click.echo(f"serving {preset} at {server.url} for {duration:g} s", err=True)
             await asyncio.sleep(duration)
 
