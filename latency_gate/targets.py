@@ -1,0 +1,345 @@
+"""Targets files: several endpoints to probe one after another and report side by side.
+
+A targets file is YAML (`.yml`, `.yaml`), TOML (`.toml`) or JSON (`.json`):
+
+    defaults:                # optional: settings every target shares
+      timeout: 30s
+      max-warm-p95: 2s
+    targets:                 # required: cheapest first, dearest last
+      - name: local
+        url: http://127.0.0.1:8080/v1/chat/completions
+        prompt: Say hello
+        cost: free, on our own GPU
+      - name: paid
+        url: https://api.example.com/v1/chat/completions
+        api-key: ${PAID_API_KEY}
+        max-warm-p95: 1s     # a per-target budget override
+
+Each target takes the same kebab-case settings as the CLI options and action inputs (TARGET_KEYS)
+plus `cost`, a free-text note on its price. Values may be strings, numbers or booleans; `headers`
+a list of "Name: value" strings or a mapping; `body` text or a JSON object. `${NAME}` in a string
+is replaced by the environment variable NAME, so keys stay out of the file.
+
+Every target is validated by `config.build_target`, the one parser; a bad value is reported with
+the file's name and the line of the offending key. Precedence, lowest first: the settings given
+beside the file (CLI options, action inputs), the file's `defaults`, the target's own settings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from latency_gate.config import TARGET_KEYS, Target, build_target
+from latency_gate.errors import ConfigError, InputProblem
+
+__all__ = ["MAX_TARGETS", "load_targets", "parse_targets"]
+
+MAX_TARGETS = 50
+TOP_LEVEL_KEYS = ("defaults", "targets")
+COST_KEY = "cost"
+
+Raw = dict[str, str | list[str] | None]
+PathKey = tuple[str | int, ...]
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_SUFFIXES = {".yml": "yaml", ".yaml": "yaml", ".toml": "toml", ".json": "json"}
+
+
+def load_targets(
+    path: Path,
+    *,
+    given: Mapping[str, str | list[str] | None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Target]:
+    """Read and validate a targets file; the targets in the file's order (cheapest first).
+
+    `given` holds settings from beside the file (CLI options, action inputs), used where the
+    file says nothing. Raises ConfigError naming the file and line of every bad setting.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError.single("targets", f"cannot read {str(path)!r}: {reason}") from None
+    return parse_targets(
+        text,
+        name=path.name,
+        suffix=path.suffix.lower(),
+        base_dir=path.parent,
+        given=given,
+        environ=os.environ if environ is None else environ,
+    )
+
+
+def parse_targets(
+    text: str,
+    *,
+    name: str,
+    suffix: str,
+    base_dir: Path | None = None,
+    given: Mapping[str, str | list[str] | None] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> list[Target]:
+    """`load_targets` on text already read; `name` is the file's name for messages."""
+    kind = _SUFFIXES.get(suffix)
+    if kind is None:
+        raise ConfigError.single(
+            "targets", f"{name}: expected a .yml, .yaml, .toml or .json file, got {suffix!r}"
+        )
+    data, lines = _decode(text, kind, name)
+    return _build(
+        data,
+        lines=lines,
+        name=name,
+        base_dir=base_dir,
+        given=dict(given or {}),
+        environ=environ or {},
+    )
+
+
+# --- decoding, with the line of every key ---------------------------------------------------
+
+
+def _decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
+    try:
+        if kind == "yaml":
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text)
+            return data, _yaml_lines(node) if node is not None else {}
+        if kind == "toml":
+            return tomllib.loads(text), _toml_lines(text)
+        data = json.loads(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise ConfigError.single(where, f"not valid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError.single(name, f"not valid YAML: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        # The message carries "(at line N, column M)".
+        raise ConfigError.single(name, f"not valid TOML: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError.single(f"{name}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    # JSON is (nearly always) valid YAML too, and YAML's nodes carry line marks.
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return data, {}
+    return data, _yaml_lines(node) if node is not None else {}
+
+
+def _yaml_lines(node: yaml.Node, at: PathKey = ()) -> dict[PathKey, int]:
+    """Line (from 1) of every mapping key and sequence item, by its path in the document."""
+    lines: dict[PathKey, int] = {at: node.start_mark.line + 1}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            lines.update(_yaml_lines(value_node, (*at, key)))
+            lines[(*at, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines.update(_yaml_lines(item, (*at, index)))
+    return lines
+
+
+_TOML_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"' -]+?)\s*\]\]?\s*(?:#.*)?$")
+_TOML_KEY = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_-]+))\s*=""")
+
+
+def _toml_lines(text: str) -> dict[PathKey, int]:
+    """Lines of `[table]` / `[[array]]` headers and their `key =` lines, by a line scan.
+
+    Good enough for the shapes a targets file takes; a key written in an inline table is found
+    at its table's line instead (the lookup walks up the path).
+    """
+    lines: dict[PathKey, int] = {}
+    counts: dict[tuple[str, ...], int] = {}
+    table: PathKey = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TOML_TABLE.match(line)
+        if header:
+            parts = tuple(p.strip().strip("\"'") for p in header[2].split("."))
+            if header[1] == "[[":
+                index = counts.get(parts, 0)
+                counts[parts] = index + 1
+                table = (*parts, index)
+            else:
+                table = parts
+            lines.setdefault(table, number)
+            continue
+        key = _TOML_KEY.match(line)
+        if key:
+            lines.setdefault((*table, key[1] or key[2] or key[3]), number)
+    return lines
+
+
+def _line(lines: Mapping[PathKey, int], path: PathKey) -> int | None:
+    """The line of `path`, or of its nearest enclosing item that has one."""
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
+
+
+# --- building -------------------------------------------------------------------------------
+
+
+def _build(
+    data: Any,
+    *,
+    lines: Mapping[PathKey, int],
+    name: str,
+    base_dir: Path | None,
+    given: Raw,
+    environ: Mapping[str, str],
+) -> list[Target]:
+    def where(path: PathKey) -> str:
+        line = _line(lines, path)
+        return f"{name}:{line}" if line is not None else name
+
+    def problem(path: PathKey, label: str, message: str) -> InputProblem:
+        return InputProblem(f"{where(path)}: {label}", message)
+
+    if not isinstance(data, dict):
+        raise ConfigError(
+            [problem((), "file", "expected a mapping with `targets:` (and optional `defaults:`)")]
+        )
+    problems = [
+        problem((key,), str(key), f"unknown section; expected {' or '.join(TOP_LEVEL_KEYS)}")
+        for key in data
+        if key not in TOP_LEVEL_KEYS
+    ]
+
+    defaults: Raw = {}
+    raw_defaults = data.get("defaults", {})
+    if not isinstance(raw_defaults, dict):
+        problems.append(problem(("defaults",), "defaults", "expected a mapping of settings"))
+    else:
+        for key, value in raw_defaults.items():
+            path: PathKey = ("defaults", key)
+            if key == COST_KEY:
+                problems.append(problem(path, f"defaults.{key}", "a cost belongs to each target"))
+                continue
+            try:
+                defaults[str(key)] = _raw_value(str(key), value, environ)
+            except ValueError as exc:
+                problems.append(problem(path, f"defaults.{key}", str(exc)))
+
+    entries = data.get("targets")
+    if not isinstance(entries, list) or not entries:
+        problems.append(
+            problem(("targets",), "targets", "expected a list of targets, cheapest first")
+        )
+        raise ConfigError(problems)
+    if len(entries) > MAX_TARGETS:
+        problems.append(
+            problem(("targets",), "targets", f"at most {MAX_TARGETS} targets, got {len(entries)}")
+        )
+
+    targets: list[Target] = []
+    seen: dict[str, int] = {}
+    for index, entry in enumerate(entries):
+        at: PathKey = ("targets", index)
+        if not isinstance(entry, dict):
+            problems.append(problem(at, f"targets[{index}]", "expected a mapping of settings"))
+            continue
+        label = f"target {entry.get('name')!r}" if entry.get("name") else f"targets[{index}]"
+        raw: Raw = {}
+        entry_problems: list[InputProblem] = []
+        cost: str | None = None
+        for key, value in entry.items():
+            try:
+                if key == COST_KEY:
+                    cost = _scalar(value, environ).strip() or None
+                else:
+                    raw[str(key)] = _raw_value(str(key), value, environ)
+            except ValueError as exc:
+                entry_problems.append(problem((*at, key), f"{label}, {key}", str(exc)))
+        if "name" not in raw:
+            entry_problems.append(problem(at, label, "needs a `name`, shown as its column"))
+
+        def spelled(
+            key: str, at: PathKey = at, label: str = label, entry: dict[Any, Any] = entry
+        ) -> str:
+            # Name the setting where it was written: this target, the defaults, or beside the file.
+            if key in entry or (key not in defaults and key not in given):
+                return f"{where((*at, key))}: {label}, {key}"
+            if key in defaults:
+                return f"{where(('defaults', key))}: defaults.{key} (for {label})"
+            return f"{key} (for {label})"
+
+        try:
+            merged_defaults = {**given, **defaults}
+            target = build_target(raw, spelled, base_dir=base_dir, defaults=merged_defaults)
+        except ConfigError as exc:
+            entry_problems += exc.problems
+        else:
+            if not entry_problems:
+                targets.append(target.model_copy(update={"cost": cost}))
+        problems += entry_problems
+        target_name = str(raw.get("name") or "").strip()
+        if target_name:
+            if target_name in seen:
+                problems.append(
+                    problem(
+                        (*at, "name"),
+                        f"{label}, name",
+                        f"the name is already used by targets[{seen[target_name]}]; "
+                        "each column needs its own",
+                    )
+                )
+            seen.setdefault(target_name, index)
+    if problems:
+        raise ConfigError(problems)
+    return targets
+
+
+def _scalar(value: Any, environ: Mapping[str, str]) -> str:
+    """A YAML/TOML/JSON scalar as the string the CLI would have been given."""
+    if value is None:
+        return ""  # null: not set, so a budget is not gated and a model is not sent
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    if isinstance(value, str):
+        return _expand(value, environ)
+    raise ValueError(f"expected a single value, got a {type(value).__name__}")
+
+
+def _raw_value(key: str, value: Any, environ: Mapping[str, str]) -> str | list[str] | None:
+    if key == "headers":
+        if isinstance(value, dict):
+            return [f"{k}: {_scalar(v, environ)}" for k, v in value.items()]
+        if isinstance(value, list):
+            return [_scalar(item, environ) for item in value]
+        return [_scalar(value, environ)]
+    if key == "body" and isinstance(value, dict | list):
+        return _expand(json.dumps(value), environ)
+    if key not in TARGET_KEYS:
+        # build_target reports it as unknown, with its line; its value does not matter.
+        return "" if isinstance(value, dict | list) else _scalar(value, environ)
+    return _scalar(value, environ)
+
+
+def _expand(text: str, environ: Mapping[str, str]) -> str:
+    """Replace `${NAME}` with the environment variable NAME; a missing one is an error."""
+    missing = [m for m in _ENV_REF.findall(text) if m not in environ]
+    if missing:
+        names = ", ".join(sorted(set(missing)))
+        raise ValueError(f"environment variable {names} is not set")
+    return _ENV_REF.sub(lambda m: environ[m[1]], text)
+
+
+def cost_notes(targets: Sequence[Target]) -> dict[str, str]:
+    """Target name to its cost note, for the targets that have one."""
+    return {t.name: t.cost for t in targets if t.cost}
