@@ -271,9 +271,9 @@ def _comment(
         else:
             print(f"latency-gate: {note}", file=out)
         return None
-    if settings.comment == "on-failure" and result.verdict.passed:
-        print("latency-gate: the budget held, so no PR comment (comment: on-failure)", file=out)
-        return None
+    # on-failure starts a comment only on a failure, but keeps one that an earlier failing
+    # run left up to date on every run: otherwise it would go on showing a stale FAIL.
+    create = not (settings.comment == "on-failure" and result.verdict.passed)
     repository = env.get("GITHUB_REPOSITORY", "")
     marker = github.comment_marker(
         env.get("GITHUB_WORKFLOW", ""), env.get("GITHUB_JOB", ""), [result.target]
@@ -284,8 +284,14 @@ def _comment(
         token=settings.github_token,
         repository=repository,
     ) as client:
-        outcome = client.upsert_comment(pr_number, marker, body)
-    if outcome.warning:
+        outcome = client.upsert_comment(pr_number, marker, body, create=create)
+    if outcome.action == "skipped":
+        print(
+            "latency-gate: the budget held and there is no earlier report to update, "
+            "so no PR comment (comment: on-failure)",
+            file=out,
+        )
+    elif outcome.warning:
         print(
             github.annotation("warning", outcome.warning, title="latency-gate: PR comment"),
             file=out,

@@ -224,12 +224,16 @@ class GitHubClient:
     ) -> None:
         self.close()
 
-    def upsert_comment(self, pr_number: int, marker: str, body: str) -> CommentOutcome:
+    def upsert_comment(
+        self, pr_number: int, marker: str, body: str, *, create: bool = True
+    ) -> CommentOutcome:
         """Update the PR comment holding `marker` in place, or create it if there is none.
 
         Pages through every comment of the PR to find the marker, so there is never a second
-        one. `body` gets the marker prepended when it lacks it. Never raises: any failure is an
-        outcome with action "failed" and a warning saying what to do.
+        one. `body` gets the marker prepended when it lacks it. With `create=False` a missing
+        comment is not created: the outcome is "skipped" with no URL (an earlier report is
+        kept current without starting a new one). Never raises: any failure is an outcome with
+        action "failed" and a warning saying what to do.
         """
         started = self._monotonic()
         self._deadline = started + max(0.0, self._budget - self._spent)
@@ -238,13 +242,13 @@ class GitHubClient:
         if marker not in body:
             body = f"{marker}\n{body}"
         try:
-            return self._upsert(pr_number, marker, body)
+            return self._upsert(pr_number, marker, body, create=create)
         except _Failure as failure:
             return CommentOutcome("failed", None, self._redact(failure.warning))
         finally:
             self._spent += self._monotonic() - started
 
-    def _upsert(self, pr_number: int, marker: str, body: str) -> CommentOutcome:
+    def _upsert(self, pr_number: int, marker: str, body: str, *, create: bool) -> CommentOutcome:
         if not self._token_ok:
             raise _Failure(
                 "No usable GitHub token (empty, or with spaces or control characters): "
@@ -268,6 +272,8 @@ class GitHubClient:
                 url = f"{self._api_url}/repos/{repo}/issues/comments/{comment_id}"
                 response = self._send("PATCH", url, {"body": body}, what="update the PR comment")
                 return CommentOutcome("updated", _html_url(response), None)
+            if not create:
+                return CommentOutcome("skipped", None, None)
             url = f"{self._api_url}/repos/{repo}/issues/{pr_number}/comments"
             try:
                 # Not retried in place: a POST that timed out or got a 5xx may have created
