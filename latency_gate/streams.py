@@ -13,25 +13,21 @@ parsed at the end, of which at most `MAX_KEPT` bytes are kept.
 
 from __future__ import annotations
 
-import codecs
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from latency_gate.config import Format
 from latency_gate.models import ErrorKind
+from latency_gate.sse import MAX_EVENT, Event, EventDecoder, EventTooLong
 
 __all__ = ["MAX_EVENT", "MAX_KEPT", "FeedResult", "StreamOutcome", "StreamParser"]
 
 MAX_KEPT = 1 << 20
 """Bytes of a non-streamed body kept for parsing; beyond it the answer is not examined."""
-MAX_EVENT = 1 << 20
-"""Characters one server-sent event may hold before its end; a longer one is MALFORMED."""
 MAX_DETAIL = 200
 
-_EOL = re.compile(r"\r\n?|\n")
 _LLM_FORMATS = frozenset({Format.OPENAI_CHAT, Format.OPENAI_RESPONSES, Format.ANTHROPIC})
 
 
@@ -61,106 +57,6 @@ class StreamOutcome:
     answer_chars: int
     events: int
     end_marker: bool
-
-
-@dataclass(frozen=True)
-class _Event:
-    type: str
-    data: str
-
-
-class _EventTooLong(Exception):
-    """An event grew past MAX_EVENT without its terminating blank line."""
-
-
-class _EventDecoder:
-    """Server-sent events from bytes, across arbitrary chunk boundaries, in bounded memory."""
-
-    def __init__(self) -> None:
-        self._utf8 = codecs.getincrementaldecoder("utf-8")("strict")
-        self._seen_text = False
-        self._after_cr = False  # the last chunk ended in \r: a \n opening the next one is its pair
-        self._line: list[str] = []
-        self._line_len = 0
-        self._data: list[str] = []
-        self._data_len = 0
-        self._type = ""
-
-    @property
-    def buffered_chars(self) -> int:
-        return self._line_len + self._data_len
-
-    def feed(self, chunk: bytes) -> list[_Event]:
-        """Events completed by this chunk. Raises UnicodeDecodeError or _EventTooLong."""
-        return self._feed_text(self._utf8.decode(chunk, final=False))
-
-    def close(self) -> list[_Event]:
-        """Events left at the end of a complete body (see the module docstring)."""
-        events = self._feed_text(self._utf8.decode(b"", final=True))
-        if self._line_len or self._line:
-            self._take_line(events)
-        self._dispatch(events)
-        return events
-
-    def _feed_text(self, text: str) -> list[_Event]:
-        events: list[_Event] = []
-        if not text:
-            return events
-        if not self._seen_text:
-            self._seen_text = True
-            text = text.removeprefix("\ufeff")
-        pos = 0
-        if self._after_cr:
-            self._after_cr = False
-            if text.startswith("\n"):
-                pos = 1
-        end = len(text)
-        while pos < end:
-            match = _EOL.search(text, pos)
-            if match is None:
-                self._append(text[pos:])
-                break
-            self._append(text[pos : match.start()])
-            self._take_line(events)
-            pos = match.end()
-            if match.group() == "\r" and pos == end:
-                self._after_cr = True
-        return events
-
-    def _append(self, piece: str) -> None:
-        if piece:
-            self._line.append(piece)
-            self._line_len += len(piece)
-            if self.buffered_chars > MAX_EVENT:
-                raise _EventTooLong
-
-    def _take_line(self, events: list[_Event]) -> None:
-        line = "".join(self._line)
-        self._line.clear()
-        self._line_len = 0
-        if not line:
-            self._dispatch(events)
-            return
-        if line.startswith(":"):
-            return  # a comment, often a keep-alive
-        name, colon, value = line.partition(":")
-        if colon and value.startswith(" "):
-            value = value[1:]
-        if name == "event":
-            self._type = value
-        elif name == "data":
-            self._data.append(value)
-            self._data_len += len(value) + 1
-            if self.buffered_chars > MAX_EVENT:
-                raise _EventTooLong
-        # `id` and `retry` matter to a reconnecting browser, not to one probe call.
-
-    def _dispatch(self, events: list[_Event]) -> None:
-        if self._data:
-            events.append(_Event(self._type or "message", "\n".join(self._data)))
-        self._data.clear()
-        self._data_len = 0
-        self._type = ""
 
 
 @dataclass
@@ -233,7 +129,7 @@ class StreamParser:
         self._fmt = fmt
         self._content_type = content_type
         self._sse = _is_event_stream(content_type)
-        self._events: _EventDecoder | None = _EventDecoder() if self._sse else None
+        self._events: EventDecoder | None = EventDecoder() if self._sse else None
         self._document = _Document()
         self._tally = _Tally()
         self._event_count = 0
@@ -291,7 +187,7 @@ class StreamParser:
 
     # --- internals --------------------------------------------------------------------------
 
-    def _decode(self, step: Callable[[], list[_Event]]) -> list[_Event]:
+    def _decode(self, step: Callable[[], list[Event]]) -> list[Event]:
         """Run one decoder step; a broken stream stops the decoder for good."""
         if self._events is None:
             return []
@@ -299,14 +195,14 @@ class StreamParser:
             events = step()
         except UnicodeDecodeError as exc:
             self._tally.bad(f"the stream is not valid UTF-8 ({exc.reason})")
-        except _EventTooLong:
+        except EventTooLong:
             self._tally.bad(f"an event exceeded {MAX_EVENT} characters without ending")
         else:
             return events
         self._events = None  # drop its buffers; later bytes are not parsed
         return []
 
-    def _take(self, event: _Event) -> int:
+    def _take(self, event: Event) -> int:
         """Account for one dispatched event; the number of content deltas it held."""
         self._event_count += 1
         data = event.data
