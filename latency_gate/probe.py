@@ -491,7 +491,7 @@ def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
     if isinstance(exc, httpx.ConnectError):
         if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
             return ErrorKind.TLS, f"TLS failed: {message}"
-        if "refused" in lowered:
+        if "refused" in lowered or "errno 111" in lowered:  # 111: ECONNREFUSED on Linux
             return ErrorKind.CONNECTION_REFUSED, "connection refused"
         if "name or service" in lowered or "nodename" in lowered or "getaddrinfo" in lowered:
             return ErrorKind.DNS, f"name lookup failed: {message}"
