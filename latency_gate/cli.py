@@ -147,6 +147,8 @@ def probe_command(
     result = run_with_signals(probe(target, progress=_progress(target), measure_floor=not no_floor))
     _write_reports([result], json_path, markdown_path)
     click.echo(report.render_terminal([result], color=_color()))
+    for warning in result.warnings:  # e.g. --insecure: said where the person running it looks
+        click.echo(f"warning: {warning}", err=True)
     sys.exit(EXIT_PASS if result.verdict.passed else EXIT_BREACH)
 
 
