@@ -15,6 +15,8 @@ from latency_gate.models import RunResult
 
 __all__ = ["Comparison", "compare_targets"]
 
+# Differences under a millisecond are reported as none: below what a p95 of 20 calls can tell.
+_SAME = 0.001
 _P95S = (("warm_p95", "warm p95"), ("concurrent_p95", "concurrent p95"))
 
 
@@ -43,17 +45,21 @@ def _buys(cheap: RunResult, dear: RunResult) -> str:
     """ "0.40 s at warm p95 and 2.9 s at concurrent p95", or how it is slower."""
     gains: list[str] = []
     losses: list[str] = []
+    measured = False
     for number, label in _P95S:
         base = getattr(cheap.numbers, number)
         other = getattr(dear.numbers, number)
         if base is None or other is None:
             continue
-        if other <= base:
+        measured = True
+        if base - other >= _SAME:
             gains.append(f"{fmt_duration(base - other)} at {label}")
-        else:
+        elif other - base >= _SAME:
             losses.append(f"{fmt_duration(other - base)} slower at {label}")
-    if not gains and not losses:
+    if not measured:
         return "nothing measurable (no p95 on one side)"
+    if not gains and not losses:
+        return "nothing at p95: the same within a millisecond"
     if not gains:
         return "nothing at p95: it is " + " and ".join(losses)
     text = " and ".join(gains)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import jinja2
 
+from latency_gate.compare import compare_targets
 from latency_gate.formatting import (
     clean_text,
     fmt_duration,
@@ -34,6 +35,8 @@ from latency_gate.report_view import (
     Row,
     TargetView,
     chart_scale,
+    delta_rows,
+    regression_limit_text,
     target_view,
     union_numbers,
 )
@@ -99,6 +102,9 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
         "scale": scale,
         "segments": CHART_SEGMENTS,
         "stamp_sources": STAMP_SOURCES,
+        "comparison": compare_targets(results),
+        "delta_rows": delta_rows,
+        "regression_limit": regression_limit_text,
     }
 
 

@@ -11,7 +11,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from latency_gate.formatting import fmt_duration, fmt_value
-from latency_gate.models import CallPhase, ErrorKind, PhaseStats, RunResult, Sample, StampSource
+from latency_gate.models import (
+    BaselineCheck,
+    CallPhase,
+    ErrorKind,
+    PhaseStats,
+    RunResult,
+    Sample,
+    StampSource,
+)
 
 NUMBER_LABELS = {
     "cold_start": "cold start",
@@ -105,6 +113,59 @@ class BoundaryRow:
 
 
 @dataclass(frozen=True)
+class DeltaRow:
+    """One number against the baseline, as text for a report row."""
+
+    label: str
+    base: str
+    head: str
+    delta: str
+    p_value: str
+    result: str
+
+
+def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
+    """Base, head and delta of every compared number, with the test's p and the outcome."""
+    if check is None:
+        return ()
+    rows = []
+    for d in check.deltas:
+        delta = "—"
+        if d.delta is not None:
+            sign = "+" if d.delta > 0 else "-" if d.delta < 0 else "±"
+            delta = sign + fmt_value(abs(d.delta), d.number)
+            if d.relative is not None:
+                delta += f" ({d.relative * 100:+.0f} %)"
+        if d.regressed:
+            result = "❌ regressed"
+        elif d.note:
+            result = d.note
+        else:
+            result = "✅ no regression"
+        rows.append(
+            DeltaRow(
+                label=NUMBER_LABELS.get(d.number, d.number.replace("_", " ")),
+                base=fmt_value(d.base, d.number),
+                head=fmt_value(d.head, d.number),
+                delta=delta,
+                p_value="—" if d.p_value is None else f"{d.p_value:.2g}",
+                result=result,
+            )
+        )
+    return tuple(rows)
+
+
+def regression_limit_text(check: BaselineCheck) -> str:
+    """ "10 %", "200 ms" or "20 % and 200 ms": what a number must be worse by to regress."""
+    parts = []
+    if check.max_relative is not None:
+        parts.append(f"{check.max_relative * 100:g} %")
+    if check.max_absolute is not None:
+        parts.append(fmt_duration(check.max_absolute))
+    return " and ".join(parts) or "any amount"
+
+
+@dataclass(frozen=True)
 class TargetView:
     """One RunResult prepared for the templates: rows, counts, groups, chart."""
 
@@ -129,7 +190,7 @@ class TargetView:
         """Verdict reasons a reader needs beside the breached rows: "no data", or every reason
         when a failed verdict has no breached row to explain it. Untrusted: escape them."""
         verdict = self.result.verdict
-        no_data = tuple(r for r in verdict.reasons if r.startswith("no data"))
+        no_data = tuple(r for r in verdict.reasons if r.startswith(("no data", "regression:")))
         if not verdict.passed and not no_data and not self.breaches:
             return verdict.reasons
         return no_data
