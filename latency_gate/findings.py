@@ -1,8 +1,8 @@
 """Findings: what in the samples explains the numbers, with the evidence in numbers.
 
-Pure functions over samples. Each rule reads like an experienced engineer looking at the raw
-samples, and each has thresholds chosen so that loopback noise (a few ms) cannot fire it: a
-finding names a problem a user would feel.
+Pure functions over samples. Each rule reads the raw samples the way an experienced engineer
+would, and each has an absolute floor besides its ratio, so that loopback noise (a few ms on a
+busy 2-core machine) cannot fire it: a finding names something a user would feel.
 """
 
 from __future__ import annotations
@@ -10,28 +10,48 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from statistics import median
 
+from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
-from latency_gate.report import fmt_duration
 
-# A stream is "buffered" when the first token comes this late in the answer...
-BUFFERED_FIRST_TOKEN_SHARE = 0.85
-# ...and the answer takes long enough for a user to notice the difference.
+MIN_SAMPLES = 5
+# Buffered stream: the answer must take long enough for a user to notice it arriving at once...
 BUFFERED_MIN_DURATION = 0.15
-# Concurrent p95 at this share of "concurrency x warm p50" means calls wait for each other.
-SERIALIZED_SHARE = 0.5
+# ...and the first token come this late in it (median share of the answer's time),
+BUFFERED_FIRST_TOKEN_SHARE = 0.9
+# ...or all tokens land within this window (a burst no model streams at: one or two reads),
+BURST_WINDOW = 0.002
+BURST_MIN_TOKENS = 3
+# ...and headers that come this late are "held until the body is ready".
+HELD_HEADERS_SHARE = 0.9
+# Queued: concurrent p95 at least this many times warm p50, this much slower in seconds, and at
+# least half of the burst this many times warm p50 (a queue, not one straggler).
+QUEUE_RATIO = 3.0
+QUEUE_MIN_EXTRA = 0.1
+QUEUE_WAITING_RATIO = 1.5
+# Cold start: this many times warm p50 and this much more in seconds.
 COLD_RATIO = 3.0
 COLD_MIN_EXTRA = 0.25
+# Connection setup: DNS+TCP+TLS at least this share of a call's time, and this long in seconds.
 SETUP_SHARE = 0.3
+SETUP_MIN = 0.02
+# Keep-alive: this share of warm calls opening a new connection.
+RECONNECT_SHARE = 0.5
+# Tokens/s hides the wait: users wait this long at p95, and this many times the streaming time.
+TPS_MIN_WAIT = 1.0
+TPS_RATIO = 2.0
+# Long tail: warm p95 this many times p50 and this much more in seconds, over at least 10 calls.
 LONG_TAIL_RATIO = 3.0
 LONG_TAIL_MIN_GAP = 0.1
-MIN_SAMPLES = 5
+LONG_TAIL_MIN_SAMPLES = 10
+
+Rule = Callable[[Sequence[Sample], Numbers, bool], Finding | None]
 
 
 def find(samples: Sequence[Sample], numbers: Numbers, *, streaming: bool) -> tuple[Finding, ...]:
     """Every finding that applies to a run, most telling first."""
-    rules: list[Callable[[Sequence[Sample], Numbers, bool], Finding | None]] = [
+    rules: list[Rule] = [
         _buffered_stream,
-        _serialized,
+        _queued,
         _cold_start,
         _connection_setup,
         _tokens_per_second_hides_the_wait,
@@ -46,6 +66,16 @@ def _ok(samples: Sequence[Sample], *phases: CallPhase) -> list[Sample]:
     return [s for s in samples if s.ok and s.latency is not None and s.phase in phases]
 
 
+def _setup(sample: Sample) -> float:
+    """Seconds this call spent opening its connection: DNS, TCP and TLS."""
+    t = sample.timings
+    return (t.dns or 0.0) + (t.connect or 0.0) + (t.tls or 0.0)
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def _buffered_stream(
     samples: Sequence[Sample], numbers: Numbers, streaming: bool
 ) -> Finding | None:
@@ -54,55 +84,71 @@ def _buffered_stream(
     calls = [
         s
         for s in _ok(samples, CallPhase.WARM, CallPhase.CONCURRENT)
-        if s.timings.first_token is not None and s.timings.last_byte and s.token_events >= 3
+        if s.timings.first_token is not None
+        and s.timings.last_token is not None
+        and s.timings.last_byte
+        and s.token_events >= BURST_MIN_TOKENS
     ]
     if len(calls) < MIN_SAMPLES:
         return None
     total = median(s.timings.last_byte or 0.0 for s in calls)
-    first = median(s.timings.first_token or 0.0 for s in calls)
-    one_read = sum(s.token_reads <= 1 for s in calls) / len(calls)
     if total < BUFFERED_MIN_DURATION:
         return None
-    if first / total < BUFFERED_FIRST_TOKEN_SHARE and one_read < 0.8:
+    first = median(s.timings.first_token or 0.0 for s in calls)
+    share = median((s.timings.first_token or 0.0) / (s.timings.last_byte or 1.0) for s in calls)
+    spread = median((s.timings.last_token or 0.0) - (s.timings.first_token or 0.0) for s in calls)
+    burst = spread <= BURST_WINDOW
+    if share < BUFFERED_FIRST_TOKEN_SHARE and not burst:
         return None
-    tokens = median(s.token_events for s in calls)
+    tokens = round(median(s.token_events for s in calls))
     headers = median(s.timings.headers or 0.0 for s in calls)
-    held = " and the headers were held until then too" if headers >= 0.9 * first else ""
+    how = (
+        f"all {tokens} tokens arrived in one burst (within {fmt_duration(max(spread, 1e-4))})"
+        if burst
+        else f"the {tokens} tokens arrived over only the last {fmt_duration(total - first)}"
+    )
+    held = (
+        "the response headers were held back until then too"
+        if headers >= HELD_HEADERS_SHARE * first
+        else f"the response headers came at {fmt_duration(headers)}"
+    )
     return Finding(
         code="buffered-stream",
         title="Buffered stream: the answer arrives all at once",
         evidence=(
-            f"a stream was asked for, but the first token came at {fmt_duration(first)} of a "
-            f"{fmt_duration(total)} answer (median, {len(calls)} calls), with "
-            f"{tokens:g} tokens in {100 * one_read:.0f} % of calls arriving in one read{held}"
+            f"a stream was asked for, but {how}, at {fmt_duration(first)} of a "
+            f"{fmt_duration(total)} answer; {held} (medians of {len(calls)} calls)"
         ),
         hint=(
-            "a layer between the model and the user holds the stream: look for response "
-            "buffering in the proxy (nginx proxy_buffering, X-Accel-Buffering: no), compression "
-            "middleware or a handler that collects the answer before returning it"
+            "a layer between the model and the user holds the stream: look for proxy buffering "
+            "(nginx proxy_buffering, X-Accel-Buffering: no), compression middleware, or a "
+            "handler that collects the answer before returning it"
         ),
     )
 
 
-def _serialized(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
+def _queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
     burst = _ok(samples, CallPhase.CONCURRENT)
-    if len(burst) < 3 or numbers.warm_p50 is None or numbers.concurrent_p95 is None:
+    warm, p95 = numbers.warm_p50, numbers.concurrent_p95
+    if len(burst) < 3 or warm is None or p95 is None or warm <= 0:
         return None
-    concurrency = len([s for s in samples if s.phase is CallPhase.CONCURRENT])
-    serial = concurrency * numbers.warm_p50
-    ratio = numbers.concurrent_p95 / numbers.warm_p50
-    if ratio < 3 or numbers.concurrent_p95 < SERIALIZED_SHARE * serial:
+    latencies = sorted(s.latency or 0.0 for s in burst)
+    waiting = sum(v >= QUEUE_WAITING_RATIO * warm for v in latencies)
+    if p95 < QUEUE_RATIO * warm or p95 - warm < QUEUE_MIN_EXTRA or 2 * waiting < len(burst):
         return None
-    waits = sorted(s.latency or 0.0 for s in burst)
-    workers = max(1, round(len(burst) * numbers.warm_p50 / max(waits[-1], 1e-9)))
+    concurrency = sum(s.phase is CallPhase.CONCURRENT for s in samples)
+    # n calls done by w workers in turn: the last one ends after about n/w service times.
+    workers = max(1, round(len(burst) * warm / latencies[-1]))
+    shown = ", ".join(fmt_duration(v) for v in latencies[:3])
     return Finding(
         code="serialized",
         title="Queued requests: concurrent calls wait for each other",
         evidence=(
-            f"concurrent p95 is {fmt_duration(numbers.concurrent_p95)}, {ratio:.1f} times warm "
-            f"p50 ({fmt_duration(numbers.warm_p50)}); the burst's calls finished at "
-            f"{fmt_duration(waits[0])} to {fmt_duration(waits[-1])}, growing with their place "
-            f"in the queue, as if served by about {workers} at a time"
+            f"concurrent p95 is {fmt_duration(p95)}, {p95 / warm:.1f} times warm p50 "
+            f"({fmt_duration(warm)}; {concurrency} calls at once would take "
+            f"{fmt_duration(concurrency * warm)} one after another); the burst's calls took "
+            f"{shown} … {fmt_duration(latencies[-1])}, each waiting for the ones before it, "
+            f"as if served about {workers} at a time"
         ),
         hint=(
             "the endpoint serves requests one (or a few) at a time: a single worker, a lock, a "
@@ -113,25 +159,25 @@ def _serialized(samples: Sequence[Sample], numbers: Numbers, streaming: bool) ->
 
 def _cold_start(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
     cold = _ok(samples, CallPhase.COLD)
-    if not cold or numbers.warm_p50 is None or numbers.cold_start is None:
+    warm, took = numbers.warm_p50, numbers.cold_start
+    if not cold or warm is None or took is None:
         return None
-    extra = numbers.cold_start - numbers.warm_p50
-    if numbers.cold_start < COLD_RATIO * numbers.warm_p50 or extra < COLD_MIN_EXTRA:
+    extra = took - warm
+    if took < COLD_RATIO * warm or extra < COLD_MIN_EXTRA:
         return None
-    t = cold[0].timings
-    setup = (t.dns or 0.0) + (t.connect or 0.0) + (t.tls or 0.0)
+    setup = _setup(cold[0])
     server = max(extra - setup, 0.0)
     return Finding(
         code="cold-start",
-        title="Cold start: the first call after idle is slow",
+        title="Cold start: the first call is slow",
         evidence=(
-            f"the cold call took {fmt_duration(numbers.cold_start)}, {fmt_duration(extra)} more "
-            f"than warm p50 ({fmt_duration(numbers.warm_p50)}): {fmt_duration(setup)} of it "
-            f"connection setup (DNS, TCP, TLS), about {fmt_duration(server)} on the server side"
+            f"the cold call took {fmt_duration(took)}, {fmt_duration(extra)} more than warm p50 "
+            f"({fmt_duration(warm)}): {fmt_duration(setup)} of that in connection setup (DNS, "
+            f"TCP, TLS), about {fmt_duration(server)} on the server's side"
         ),
         hint=(
-            "the server (or a model it loads) starts on demand: keep an instance warm "
-            "(minimum instances, a scheduled ping) or preload the model at start-up"
+            "the server (or the model it loads) starts on demand: keep an instance warm "
+            "(minimum instances, a scheduled ping) or load the model at start-up"
             if server >= setup
             else "connection setup dominates the first call: reuse connections, move the "
             "endpoint closer, or check DNS and TLS (session resumption, OCSP stapling)"
@@ -143,41 +189,47 @@ def _connection_setup(
     samples: Sequence[Sample], numbers: Numbers, streaming: bool
 ) -> Finding | None:
     warm = _ok(samples, CallPhase.WARM)
-    if len(warm) < MIN_SAMPLES:
-        return None
     reconnected = [s for s in warm if s.new_connection]
-    share_reconnected = len(reconnected) / len(warm)
-    setups = [
-        ((s.timings.dns or 0) + (s.timings.connect or 0) + (s.timings.tls or 0)) / (s.latency or 1)
-        for s in reconnected
-    ]
-    setup_share = median(setups) if setups else 0.0
-    if share_reconnected < 0.5 or setup_share < SETUP_SHARE:
-        if share_reconnected < 0.5:
-            return None
+    # The cold call always connects; warm calls (and a burst on fresh connections) need not.
+    connected = reconnected + [s for s in _ok(samples, CallPhase.CONCURRENT) if s.new_connection]
+    setup = median(_setup(s) for s in connected) if connected else 0.0
+    share = median(_setup(s) / (s.latency or 1.0) for s in connected) if connected else 0.0
+    dominates = len(connected) >= 3 and setup >= SETUP_MIN and share >= SETUP_SHARE
+    keep_alive_lost = len(warm) >= MIN_SAMPLES and len(reconnected) >= RECONNECT_SHARE * len(warm)
+    if not dominates and not keep_alive_lost:
+        return None
+    retried = sum(s.retries for s in reconnected)
+    reused = (
+        f"; {retried} of them after the server closed a kept-alive connection it had offered"
+        if retried
+        else ""
+    )
+    counts = (
+        f"{len(reconnected)} of {len(warm)} warm calls opened a new connection{reused}"
+        if keep_alive_lost
+        else f"{_plural(len(connected), 'call')} opened a new connection"
+    )
+    evidence = (
+        f"{counts}; DNS, TCP and TLS took {fmt_duration(setup)} of each "
+        f"({100 * share:.0f} % of its time, medians)"
+    )
+    if dominates:
         return Finding(
-            code="no-keep-alive",
-            title="Keep-alive not honoured: every warm call opens a new connection",
-            evidence=(
-                f"{len(reconnected)} of {len(warm)} warm calls opened a new connection"
-                f" (setup is {100 * setup_share:.0f} % of their time)"
-            ),
+            code="connection-setup",
+            title="Connection setup dominates: handshakes take much of each call",
+            evidence=evidence,
             hint=(
-                "the server or a proxy closes connections after each answer (Connection: close, "
-                "HTTP/1.0, a short keep-alive timeout): enable keep-alive to save a handshake "
-                "per call"
+                "keep connections alive between calls (HTTP keep-alive, one shared client) and "
+                "check DNS and TLS times (session resumption); a closer region helps too"
             ),
         )
     return Finding(
-        code="connection-setup",
-        title="Connection setup dominates: handshakes take much of each call",
-        evidence=(
-            f"{len(reconnected)} of {len(warm)} warm calls opened a new connection, and DNS, "
-            f"TCP and TLS took {100 * setup_share:.0f} % of their time (median)"
-        ),
+        code="no-keep-alive",
+        title="Keep-alive not honoured: warm calls open new connections",
+        evidence=evidence,
         hint=(
-            "keep connections alive between calls (HTTP keep-alive, a shared client) and check "
-            "DNS and TLS times; a closer region helps too"
+            "the server or a proxy closes the connection after each answer (Connection: close, "
+            "HTTP/1.0, a short keep-alive timeout): keep it open to save a handshake per call"
         ),
     )
 
@@ -188,29 +240,37 @@ def _tokens_per_second_hides_the_wait(
     calls = [
         s
         for s in _ok(samples, CallPhase.WARM, CallPhase.CONCURRENT)
-        if s.tokens and s.timings.first_token is not None and s.timings.last_token is not None
+        if s.token_events >= BURST_MIN_TOKENS
+        and s.timings.first_token is not None
+        and s.timings.last_token is not None
+        and s.timings.last_token - s.timings.first_token > BURST_WINDOW
     ]
     if len(calls) < MIN_SAMPLES:
         return None
-    rates = [
-        (s.tokens or 0) / (s.timings.last_token - s.timings.first_token)  # type: ignore[operator]
+    # n deltas arrive over n - 1 gaps: the rate a vendor quotes for generation.
+    rate = median(
+        (s.token_events - 1) / ((s.timings.last_token or 0.0) - (s.timings.first_token or 0.0))
         for s in calls
-        if (s.timings.last_token or 0) - (s.timings.first_token or 0) > 0.001
-    ]
-    if not rates:
+    )
+    tokens = median(s.tokens or s.token_events for s in calls)
+    streaming_time = tokens / rate
+    waits = {"warm": numbers.warm_p95, "concurrent": numbers.concurrent_p95}
+    which, worst = max(
+        ((name, value) for name, value in waits.items() if value is not None),
+        key=lambda item: item[1],
+        default=("", None),
+    )
+    if worst is None or worst < TPS_MIN_WAIT or worst < TPS_RATIO * streaming_time:
         return None
-    rate = median(rates)
-    worst = max(v for v in (numbers.warm_p95, numbers.concurrent_p95) if v is not None)
-    streaming_time = median((s.tokens or 0) / rate for s in calls)
-    if worst < 1.0 or worst < 2 * streaming_time:
-        return None
+    ttft = numbers.ttft_p95
+    before = f" and {fmt_duration(ttft)} for the first token" if ttft else ""
     return Finding(
         code="tokens-per-second",
         title="Tokens/s hides the wait",
         evidence=(
-            f"the model streams at {rate:.0f} tokens/s, so {median(s.tokens or 0 for s in calls):g}"
-            f" tokens take about {fmt_duration(streaming_time)}; yet users wait "
-            f"{fmt_duration(worst)} at p95: the rest is spent before and around the model"
+            f"the model streams at {rate:.0f} tokens/s, so {tokens:g} tokens take about "
+            f"{fmt_duration(streaming_time)}; yet users wait {fmt_duration(worst)} at {which} "
+            f"p95{before}: the rest is spent in front of and around the model"
         ),
         hint=(
             "look at what comes before the first token: auth, queues, persistence and buffers "
@@ -223,12 +283,21 @@ def _rate_limited(samples: Sequence[Sample], numbers: Numbers, streaming: bool) 
     limited = [s for s in samples if s.error is ErrorKind.HTTP_429]
     if not limited:
         return None
-    seen = sorted({s.retry_after for s in limited if s.retry_after})
-    after = f"; Retry-After: {', '.join(seen[:3])}" if seen else "; no Retry-After header"
+    by_phase = ", ".join(
+        f"{sum(s.phase is phase for s in limited)} {phase.value}"
+        for phase in CallPhase
+        if any(s.phase is phase for s in limited)
+    )
+    seen = sorted({s.retry_after.strip() for s in limited if s.retry_after})
+    after = (
+        f"; Retry-After: {', '.join(seen[:3])}{' …' if len(seen) > 3 else ''}"
+        if seen
+        else "; no Retry-After header"
+    )
     return Finding(
         code="rate-limited",
         title="Rate limited: the endpoint answered 429",
-        evidence=f"{len(limited)} of {len(samples)} calls got HTTP 429{after}",
+        evidence=f"{len(limited)} of {len(samples)} calls got HTTP 429 ({by_phase}){after}",
         hint=(
             "the probe's own calls hit a rate limit: raise the limit for this key, probe with a "
             "key of its own, or lower --concurrency; users under the same limit see these errors"
@@ -238,23 +307,22 @@ def _rate_limited(samples: Sequence[Sample], numbers: Numbers, streaming: bool) 
 
 def _long_tail(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
     warm = _ok(samples, CallPhase.WARM)
-    if len(warm) < 10 or numbers.warm_p50 is None or numbers.warm_p95 is None:
+    p50, p95 = numbers.warm_p50, numbers.warm_p95
+    if len(warm) < LONG_TAIL_MIN_SAMPLES or p50 is None or p95 is None or p50 <= 0:
         return None
-    gap = numbers.warm_p95 - numbers.warm_p50
-    if numbers.warm_p95 < LONG_TAIL_RATIO * numbers.warm_p50 or gap < LONG_TAIL_MIN_GAP:
+    if p95 < LONG_TAIL_RATIO * p50 or p95 - p50 < LONG_TAIL_MIN_GAP:
         return None
-    slow = sorted(warm, key=lambda s: s.latency or 0.0)[-1]
+    slow = max(warm, key=lambda s: s.latency or 0.0)
     return Finding(
         code="long-tail",
         title="Long tail: p95 far above p50",
         evidence=(
-            f"warm p95 is {fmt_duration(numbers.warm_p95)}, "
-            f"{numbers.warm_p95 / numbers.warm_p50:.1f} times warm p50 "
-            f"({fmt_duration(numbers.warm_p50)}); the slowest warm call (#{slow.index}) took "
+            f"warm p95 is {fmt_duration(p95)}, {p95 / p50:.1f} times warm p50 "
+            f"({fmt_duration(p50)}); the slowest warm call (#{slow.index}) took "
             f"{fmt_duration(slow.latency)}"
         ),
         hint=(
-            "one call in twenty is much slower than the rest: look for garbage-collection "
-            "pauses, cache misses, retries inside the backend or a noisy neighbour"
+            "a few calls are much slower than the rest: look for garbage-collection pauses, "
+            "cache misses, retries inside the backend, cold replicas or a noisy neighbour"
         ),
     )

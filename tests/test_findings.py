@@ -1,0 +1,358 @@
+"""Findings: each fires on samples (synthetic and from a real demo endpoint) that have its problem,
+and stays silent on healthy ones and on loopback noise."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from result_factory import failed_sample, healthy_samples, ok_sample, samples_for
+
+from latency_gate.config import build_target
+from latency_gate.demo import DemoServer, EndpointSpec, Fault, classic_three
+from latency_gate.findings import find
+from latency_gate.models import CallPhase, CallTimings, ErrorKind, Finding, Sample
+from latency_gate.probe import probe
+from latency_gate.stats import numbers
+
+
+def _find(samples: Sequence[Sample], *, streaming: bool = False) -> dict[str, Finding]:
+    return {f.code: f for f in find(samples, numbers(samples), streaming=streaming)}
+
+
+def _stream_call(
+    phase: CallPhase,
+    index: int,
+    *,
+    headers: float,
+    first_token: float,
+    last_token: float,
+    last_byte: float,
+    tokens: int = 40,
+) -> Sample:
+    """A successful streamed call with exactly these boundaries (seconds from t0)."""
+    return Sample(
+        phase=phase,
+        index=index,
+        started_at=1_700_000_000.0 + index,
+        ok=True,
+        latency=last_byte,
+        status=200,
+        timings=CallTimings(
+            request_sent=0.0001,
+            headers=headers,
+            first_byte=min(headers + 0.0005, first_token),
+            first_token=first_token,
+            last_token=last_token,
+            last_byte=last_byte,
+        ),
+        tokens=tokens,
+        tokens_source="usage",
+        token_events=tokens,
+        token_reads=tokens,
+    )
+
+
+def _stream_run(
+    *, headers: float, first_token: float, last_token: float, last_byte: float
+) -> list[Sample]:
+    """A cold call, 10 warm and 5 concurrent calls, all with the same stream timings."""
+    phases = [(CallPhase.COLD, 0)]
+    phases += [(CallPhase.WARM, i) for i in range(10)]
+    phases += [(CallPhase.CONCURRENT, i) for i in range(5)]
+    return [
+        _stream_call(
+            phase,
+            index,
+            headers=headers,
+            first_token=first_token,
+            last_token=last_token,
+            last_byte=last_byte,
+        )
+        for phase, index in phases
+    ]
+
+
+def _noise_run(*, stream: bool) -> list[Sample]:
+    """Loopback noise: a 0.2 ms server, with 5 ms spikes and a 3 ms concurrent burst."""
+    return list(
+        samples_for(
+            cold=0.004,
+            warm=[0.0002] * 18 + [0.005, 0.005],
+            concurrent=[0.0003 * (i + 1) for i in range(10)],
+            stream=stream,
+        )
+    )
+
+
+# --- unit tests on synthetic samples ---------------------------------------------------------
+
+
+def test_healthy_samples_have_no_finding() -> None:
+    """A healthy run, streamed or not, has no finding."""
+    assert _find(healthy_samples(stream=True), streaming=True) == {}
+    assert _find(healthy_samples()) == {}
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_loopback_noise_fires_nothing(stream: bool) -> None:
+    """Sub-millisecond calls with large ratios but tiny absolute gaps fire no finding."""
+    assert _find(_noise_run(stream=stream), streaming=stream) == {}
+
+
+def test_buffered_stream_fires_when_all_tokens_land_in_one_burst() -> None:
+    """40 tokens in the same read at the end of a 700 ms answer: buffered, evidence in numbers."""
+    run = _stream_run(headers=0.08, first_token=0.7, last_token=0.7, last_byte=0.7)
+    finding = _find(run, streaming=True)["buffered-stream"]
+    assert finding.evidence == (
+        "a stream was asked for, but all 40 tokens arrived in one burst (within 0.1 ms), at "
+        "700 ms of a 700 ms answer; the response headers came at 80 ms (medians of 15 calls)"
+    )
+    assert finding.hint.startswith("a layer between the model and the user holds the stream")
+
+
+def test_buffered_stream_says_when_headers_were_held_too() -> None:
+    """Headers sent with the body: the evidence says they were held back too."""
+    run = _stream_run(headers=0.69, first_token=0.7, last_token=0.7, last_byte=0.7)
+    evidence = _find(run, streaming=True)["buffered-stream"].evidence
+    assert "the response headers were held back until then too" in evidence
+
+
+def test_buffered_stream_fires_when_first_token_comes_at_the_end() -> None:
+    """Tokens spread over the last 5 % of a 1 s answer (a few big reads): buffered."""
+    run = _stream_run(headers=0.05, first_token=0.95, last_token=0.99, last_byte=1.0)
+    evidence = _find(run, streaming=True)["buffered-stream"].evidence
+    assert "the 40 tokens arrived over only the last 50 ms" in evidence
+
+
+def test_honest_stream_with_long_first_token_wait_is_not_buffered() -> None:
+    """First token at 80 % of the answer, tokens spread over 200 ms: an honest stream."""
+    run = _stream_run(headers=0.79, first_token=0.8, last_token=0.99, last_byte=1.0)
+    assert "buffered-stream" not in _find(run, streaming=True)
+
+
+def test_buffered_stream_needs_a_noticeable_answer() -> None:
+    """A 100 ms answer arriving in one burst is below what a user notices."""
+    run = _stream_run(headers=0.02, first_token=0.1, last_token=0.1, last_byte=0.1)
+    assert "buffered-stream" not in _find(run, streaming=True)
+
+
+def test_buffered_stream_only_when_a_stream_was_asked_for() -> None:
+    """Without streaming, one burst is simply the document."""
+    run = _stream_run(headers=0.08, first_token=0.7, last_token=0.7, last_byte=0.7)
+    assert "buffered-stream" not in _find(run, streaming=False)
+
+
+def test_queue_fires_on_a_staircase_burst() -> None:
+    """Burst calls at 1x..10x warm p50: served one at a time, with the numbers."""
+    run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4 * (i + 1) for i in range(10)])
+    finding = _find(run)["serialized"]
+    assert finding.evidence == (
+        "concurrent p95 is 3.82 s, 9.6 times warm p50 (400 ms; 10 calls at once would take "
+        "4.00 s one after another); the burst's calls took 400 ms, 800 ms, 1.20 s … 4.00 s, "
+        "each waiting for the ones before it, as if served about 1 at a time"
+    )
+
+
+def test_queue_estimates_two_at_a_time() -> None:
+    """Pairs of burst calls at 1x..5x warm p50: about 2 at a time."""
+    run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4 * (i // 2 + 1) for i in range(10)])
+    assert "as if served about 2 at a time" in _find(run)["serialized"].evidence
+
+
+def test_one_straggler_is_not_a_queue() -> None:
+    """One burst call at 5x warm p50 and the rest at 1x: no queue."""
+    run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4] * 9 + [2.0])
+    assert "serialized" not in _find(run)
+
+
+def test_cold_start_splits_setup_from_server() -> None:
+    """A 2.5 s cold call with 43 ms of handshakes: most of it on the server's side."""
+    run = samples_for(cold=2.5, warm=[0.1] * 20, concurrent=[0.1] * 10)
+    finding = _find(run)["cold-start"]
+    assert finding.evidence == (
+        "the cold call took 2.50 s, 2.40 s more than warm p50 (100 ms): 43 ms of that in "
+        "connection setup (DNS, TCP, TLS), about 2.36 s on the server's side"
+    )
+    assert finding.hint.startswith("the server (or the model it loads) starts on demand")
+
+
+def test_cold_start_blames_setup_when_handshakes_dominate() -> None:
+    """A cold call that is mostly handshakes gets the connection hint."""
+    cold = ok_sample(CallPhase.COLD, 0, 0.5, connect=0.15, tls=0.3)
+    warm = [ok_sample(CallPhase.WARM, i, 0.05) for i in range(20)]
+    finding = _find([cold, *warm])["cold-start"]
+    assert finding.hint.startswith("connection setup dominates the first call")
+
+
+def test_small_cold_penalty_is_silent() -> None:
+    """Cold 4x warm but only 150 ms more: not worth a finding."""
+    run = samples_for(cold=0.2, warm=[0.05] * 20, concurrent=[0.05] * 10)
+    assert "cold-start" not in _find(run)
+
+
+def test_no_keep_alive_when_warm_calls_reconnect() -> None:
+    """Every warm call opens a connection: keep-alive is not honoured."""
+    cold = ok_sample(CallPhase.COLD, 0, 0.1, connect=0.001)
+    warm = [ok_sample(CallPhase.WARM, i, 0.1, connect=0.001) for i in range(20)]
+    finding = _find([cold, *warm])["no-keep-alive"]
+    assert finding.evidence == (
+        "20 of 20 warm calls opened a new connection; DNS, TCP and TLS took 1 ms of each "
+        "(1 % of its time, medians)"
+    )
+
+
+def test_connection_setup_dominates_when_handshakes_are_most_of_each_call() -> None:
+    """Warm calls reconnecting with 150 ms handshakes in 250 ms calls: setup dominates."""
+    cold = ok_sample(CallPhase.COLD, 0, 0.25, connect=0.05, tls=0.1)
+    warm = [ok_sample(CallPhase.WARM, i, 0.25, connect=0.05, tls=0.1) for i in range(20)]
+    found = _find([cold, *warm])
+    assert "no-keep-alive" not in found
+    assert found["connection-setup"].evidence == (
+        "20 of 20 warm calls opened a new connection; DNS, TCP and TLS took 150 ms of each "
+        "(60 % of its time, medians)"
+    )
+
+
+def test_fresh_burst_connections_with_costly_handshakes_dominate() -> None:
+    """A burst on fresh connections where TLS is half of each call: setup dominates."""
+    warm = [ok_sample(CallPhase.WARM, i, 0.1) for i in range(20)]
+    burst = [ok_sample(CallPhase.CONCURRENT, i, 0.2, connect=0.01, tls=0.09) for i in range(10)]
+    found = _find([*warm, *burst])
+    assert found["connection-setup"].evidence.startswith("10 calls opened a new connection")
+
+
+def test_kept_alive_connections_fire_no_connection_finding() -> None:
+    """Warm calls on the cold call's connection: no connection finding."""
+    found = _find(healthy_samples())
+    assert not {"no-keep-alive", "connection-setup"} & set(found)
+
+
+def test_tokens_per_second_hides_the_wait() -> None:
+    """40 tokens/s streaming but 2 s of waiting first: the contradiction, in this run's numbers."""
+    run = _stream_run(headers=1.9, first_token=2.0, last_token=2.975, last_byte=3.0)
+    finding = _find(run, streaming=True)["tokens-per-second"]
+    assert finding.evidence == (
+        "the model streams at 40 tokens/s, so 40 tokens take about 1.00 s; yet users wait "
+        "3.00 s at warm p95 and 2.00 s for the first token: the rest is spent in front of and "
+        "around the model"
+    )
+
+
+def test_tokens_per_second_silent_when_streaming_is_the_wait() -> None:
+    """A 3 s answer that streams for 2.9 s: the model is the wait, no finding."""
+    run = _stream_run(headers=0.09, first_token=0.1, last_token=2.99, last_byte=3.0)
+    assert "tokens-per-second" not in _find(run, streaming=True)
+
+
+def test_rate_limited_counts_429s_and_retry_after() -> None:
+    """Two 429s with Retry-After 7: counted by phase, header shown."""
+    limited = [
+        failed_sample(CallPhase.WARM, 3, ErrorKind.HTTP_429, status=429).model_copy(
+            update={"retry_after": "7"}
+        ),
+        failed_sample(CallPhase.CONCURRENT, 1, ErrorKind.HTTP_429, status=429).model_copy(
+            update={"retry_after": "7"}
+        ),
+    ]
+    run = [*healthy_samples(), *limited]
+    assert _find(run)["rate-limited"].evidence == (
+        "2 of 33 calls got HTTP 429 (1 warm, 1 concurrent); Retry-After: 7"
+    )
+
+
+def test_rate_limited_says_when_retry_after_is_missing() -> None:
+    """A 429 without Retry-After says so."""
+    run = [*healthy_samples(), failed_sample(CallPhase.WARM, 20, ErrorKind.HTTP_429, status=429)]
+    assert _find(run)["rate-limited"].evidence.endswith("; no Retry-After header")
+
+
+def test_other_errors_are_not_rate_limits() -> None:
+    """A 503 is not a rate limit."""
+    run = [*healthy_samples(), failed_sample(CallPhase.WARM, 20, ErrorKind.HTTP_5XX, status=503)]
+    assert "rate-limited" not in _find(run)
+
+
+def test_long_tail_fires_when_p95_is_far_above_p50() -> None:
+    """Two warm calls of 20 at 1 s over a 100 ms median: long tail, slowest call named."""
+    run = samples_for(cold=0.1, warm=[0.1] * 18 + [1.0, 1.2], concurrent=[0.1] * 10)
+    assert _find(run)["long-tail"].evidence == (
+        "warm p95 is 1.01 s, 10.1 times warm p50 (100 ms); the slowest warm call (#19) took 1.20 s"
+    )
+
+
+def test_long_tail_needs_ten_warm_calls() -> None:
+    """Five warm calls are too few to speak of a tail."""
+    run = samples_for(cold=0.1, warm=[0.1] * 4 + [1.0], concurrent=[0.1] * 10)
+    assert "long-tail" not in _find(run)
+
+
+# --- both ways on real demo endpoints ----------------------------------------------------------
+
+
+async def _probe_codes(spec: EndpointSpec, *, warm: int = 5, concurrency: int = 5) -> list[str]:
+    async with DemoServer(spec) as server:
+        target = build_target(
+            {
+                "url": server.url,
+                "prompt": "Hello",
+                "stream": "true",
+                "warm-calls": str(warm),
+                "concurrency": str(concurrency),
+                "timeout": "20s",
+            }
+        )
+        result = await probe(target, measure_floor=False)
+    return [f.code for f in result.findings]
+
+
+LOCAL, FREE, PAID = classic_three()
+
+
+async def test_demo_local_shows_no_finding() -> None:
+    """The healthy local endpoint, at the default 20 warm and 10 concurrent calls: nothing."""
+    assert await _probe_codes(LOCAL, warm=20, concurrency=10) == []
+
+
+@pytest.mark.slow
+async def test_demo_free_shows_queue_and_cold_start() -> None:
+    """The free endpoint (one at a time, cold start): queued and cold start."""
+    codes = await _probe_codes(FREE)
+    assert codes[:2] == ["serialized", "cold-start"]
+
+
+async def test_demo_paid_shows_buffered_stream_only() -> None:
+    """The paid endpoint (stream buffered in front): buffered stream, nothing else."""
+    assert await _probe_codes(PAID) == ["buffered-stream"]
+
+
+async def test_demo_headers_held_with_the_body_is_buffered() -> None:
+    """Headers and stream held until the answer is whole: buffered, headers held."""
+    spec = PAID.model_copy(update={"hold_headers": True})
+    assert await _probe_codes(spec) == ["buffered-stream"]
+
+
+async def test_demo_no_keep_alive() -> None:
+    """A server that closes after each answer: keep-alive not honoured."""
+    spec = LOCAL.model_copy(update={"keep_alive": False})
+    assert await _probe_codes(spec) == ["no-keep-alive"]
+
+
+@pytest.mark.slow
+async def test_demo_tokens_per_second_hides_the_wait() -> None:
+    """A 40 tokens/s model behind 1 s of waiting: tokens/s hides the wait."""
+    spec = EndpointSpec(name="slow", latency=1.0, tokens=8, token_interval=0.025)
+    assert await _probe_codes(spec, warm=3, concurrency=3) == ["tokens-per-second"]
+
+
+async def test_demo_rate_limited() -> None:
+    """Every fourth call answered 429 with Retry-After: 7."""
+    fault = Fault(kind="status", status=429, retry_after="7", every=4, offset=1)
+    spec = LOCAL.model_copy(update={"faults": (fault,)})
+    assert await _probe_codes(spec, warm=10, concurrency=4) == ["rate-limited"]
+
+
+async def test_demo_long_tail() -> None:
+    """A heavy-tailed service time (lognormal sigma 1.2): long tail."""
+    spec = EndpointSpec(name="tail", latency=0.05, jitter=1.2, seed=13, tokens=4)
+    assert "long-tail" in await _probe_codes(spec, warm=20, concurrency=2)
