@@ -83,7 +83,11 @@ def compare_targets(results: Sequence[RunResult]) -> Comparison | None:
         cheapest_cost=_cost(cheap),
         failing_cheaper=tuple(r.display_name for r in results[:cheapest_index]),
         buys=tuple(
-            (dear.display_name, _cost(dear), _buys(cheap, dear))
+            (
+                dear.display_name,
+                _cost(dear),
+                _buys(cheap, dear) + ("" if dear.verdict.passed else "; it is over budget"),
+            )
             for dear in results[cheapest_index + 1 :]
         ),
     )

@@ -235,6 +235,39 @@ def _terminal_notes(view: TargetView, prefix: str) -> list[str]:
     return lines
 
 
+def _terminal_extras(results: Sequence[RunResult]) -> list[str]:
+    """The comparison of targets and the baseline's outcome, a line each, after the table."""
+    lines: list[str] = []
+    comparison = compare_targets(results)
+    if comparison is not None:
+        lines.append("")
+        head = comparison.headline
+        if comparison.cheapest is not None and comparison.cheapest_cost:
+            head += f" ({comparison.cheapest_cost})"
+        lines.append(clean_text(head))
+        lines += [
+            clean_text(f"  paying for {name}{f' ({cost})' if cost else ''} buys {buys}")
+            for name, cost, buys in comparison.buys
+        ]
+    several = len(results) > 1
+    for result in results:
+        check = result.baseline
+        if check is None:
+            continue
+        who = f" for {clean_text(result.display_name, 40)}" if several else ""
+        if check.status != "compared":
+            text = f"no baseline{who}: {clean_text(check.message)}; regressions not checked"
+        elif check.regressions:
+            text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
+        else:
+            limit = regression_limit_text(check)
+            text = f"baseline{who}: no number regressed beyond noise and the {limit} limit"
+        if not lines:
+            lines.append("")
+        lines.append(text)
+    return lines
+
+
 def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str:
     """Plain text a person reads in two seconds: the verdict first, then a small table.
 
@@ -298,6 +331,7 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
             for i, ((text, word), width) in enumerate(zip(cells, widths, strict=True))
         ]
         lines.append("  ".join(padded).rstrip())
+    lines += _terminal_extras(results)
     lines.append("")
     lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
     return "\n".join(lines) + "\n"
