@@ -47,8 +47,10 @@ __all__ = [
     "ALPHA",
     "DEFAULT_LIMIT",
     "TEST_NAME",
+    "BaselinePlan",
     "RegressionLimit",
     "apply_baseline",
+    "apply_plan",
     "compare",
     "config_differences",
     "dump_runs",
@@ -59,6 +61,7 @@ __all__ = [
     "missing_baseline",
     "parse_max_regression",
     "parse_runs",
+    "plan_baseline",
 ]
 
 ALPHA = 0.01
@@ -427,3 +430,49 @@ def apply_baseline(result: RunResult, check: BaselineCheck) -> RunResult:
     if reasons:
         verdict = Verdict(passed=False, checks=verdict.checks, reasons=(*verdict.reasons, *reasons))
     return result.model_copy(update={"baseline": check, "verdict": verdict})
+
+
+# --- the plan a probe follows: load and check before measuring, attach after --------------
+
+
+@dataclass(frozen=True)
+class BaselinePlan:
+    """A baseline loaded and matched to the targets before anything is measured.
+
+    `runs` is None when no file was found at `source` (a first run, or a cache miss): the
+    results then say so plainly instead of passing silently.
+    """
+
+    source: str
+    limit: RegressionLimit
+    runs: Mapping[str, RunResult | None] | None
+
+
+def plan_baseline(
+    targets: Sequence[Target], path: Path, limit: RegressionLimit, option: str = "--baseline"
+) -> BaselinePlan:
+    """Load the baseline at `path` and match it to `targets`; ConfigError on a bad file or a
+    baseline of another configuration. A missing file is not an error (see BaselinePlan)."""
+    if not path.exists():
+        return BaselinePlan(str(path), limit, None)
+    runs = load_runs(path, option)
+    return BaselinePlan(str(path), limit, match_baseline(targets, runs, option))
+
+
+def apply_plan(plan: BaselinePlan, result: RunResult) -> RunResult:
+    """The result with its comparison against the plan's baseline (or the reason there is none)."""
+    if plan.runs is None:
+        check = missing_baseline(
+            plan.source, "missing", f"no baseline file at {plan.source} (a first run?)"
+        )
+    elif (base := plan.runs.get(result.target)) is None:
+        known = ", ".join(sorted(name for name in plan.runs if plan.runs[name] is not None))
+        check = missing_baseline(
+            plan.source,
+            "no-match",
+            f"{plan.source} holds no run of {result.target!r}"
+            + (f" (its runs: {known})" if known else ""),
+        )
+    else:
+        check = compare(result, base, plan.limit, plan.source)
+    return apply_baseline(result, check)
