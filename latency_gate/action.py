@@ -172,7 +172,9 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     try:
         settings = parse_settings(inputs, workspace)
     except ConfigError as exc:
-        text = str(exc)
+        # A secret given to the wrong input is quoted back by its message; the runner masks
+        # the log, but not the job summary.
+        text = _scrub(str(exc), env)
         print(github.annotation("error", text, title="latency-gate: invalid input"), file=out)
         if summary_path is not None:
             _safe_summary(
