@@ -34,10 +34,13 @@ from latency_gate.report_view import (
     STAMP_SOURCES,
     Row,
     TargetView,
+    chain_cell,
     chart_scale,
     delta_rows,
     regression_limit_text,
     target_view,
+    terminal_chain,
+    terminal_findings,
     union_numbers,
 )
 
@@ -83,6 +86,7 @@ def environment() -> jinja2.Environment:
     env.filters["percent"] = fmt_percent
     env.filters["value"] = fmt_value
     env.filters["thousands"] = lambda n: f"{n:,}"
+    env.filters["chain"] = chain_cell
     return env
 
 
@@ -332,6 +336,9 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
         ]
         lines.append("  ".join(padded).rstrip())
     lines += _terminal_extras(results)
+    terminal_names = [clean_text(view.result.target, 40) for view in views]
+    lines += terminal_chain(results, terminal_names)
+    lines += terminal_findings(results, terminal_names)
     lines.append("")
     lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
     return "\n".join(lines) + "\n"

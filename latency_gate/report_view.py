@@ -20,6 +20,7 @@ from latency_gate.models import (
     Sample,
     StampSource,
 )
+from latency_gate.stats import percentile
 
 NUMBER_LABELS = {
     "cold_start": "cold start",
@@ -31,15 +32,16 @@ NUMBER_LABELS = {
 }
 _FIVE = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "error_rate")
 
-BOUNDARY_LABELS = {
-    "dns": "DNS",
-    "connect": "TCP connect",
+# The chain of one call, link by link, in the order its time passes. Durations of each call,
+# so a link's median and p95 say what that link cost; the links of one call add up to its latency.
+CHAIN_LABELS = {
+    "connect": "connect (DNS + TCP)",
     "tls": "TLS",
-    "request_sent": "request sent",
-    "headers": "response headers (TTFB)",
-    "first_byte": "first body byte",
-    "first_token": "first token",
-    "last_byte": "last byte",
+    "wait": "waiting for headers",
+    "headers_to_body": "headers → first body byte",
+    "first_token": "first body byte → first token",
+    "rest": "rest of the body → last byte",
+    "total": "whole call",
 }
 
 # The chart's segments: glyph, legend, and the boundary that ends the segment.
@@ -262,14 +264,68 @@ def _errors(samples: Sequence[Sample]) -> tuple[ErrorGroup, ...]:
     return tuple(ErrorGroup(kind.value, counts[kind], examples[kind]) for kind in ranked)
 
 
+def call_chain(sample: Sample) -> dict[str, float]:
+    """How long each link of one call took, in seconds; a link the call did not have is absent.
+
+    A call on a kept-alive connection spent nothing on connect and TLS (0.0): what users felt.
+    Waiting for headers counts from the request's last byte; the rest of the body from the first
+    token in a stream, from the first body byte otherwise.
+    """
+    t = sample.timings
+    links = {"connect": (t.dns or 0.0) + (t.connect or 0.0), "tls": t.tls or 0.0}
+    sent = t.request_sent if t.request_sent is not None else links["connect"] + links["tls"]
+    if t.headers is not None:
+        links["wait"] = max(t.headers - sent, 0.0)
+        if t.first_byte is not None:
+            links["headers_to_body"] = max(t.first_byte - t.headers, 0.0)
+    if t.first_byte is not None and t.first_token is not None:
+        links["first_token"] = max(t.first_token - t.first_byte, 0.0)
+    body_from = t.first_token if t.first_token is not None else t.first_byte
+    if t.last_byte is not None and body_from is not None:
+        links["rest"] = max(t.last_byte - body_from, 0.0)
+    if sample.latency is not None:
+        links["total"] = sample.latency
+    return links
+
+
+def chain_stats(samples: Sequence[Sample]) -> dict[str, dict[str, PhaseStats]]:
+    """Median and p95 of each link of the chain, per call phase, over the successful calls.
+
+    The TLS link is left out when no call made a TLS handshake (plain HTTP).
+    """
+    tls_seen = any(s.timings.tls is not None for s in samples)
+    result: dict[str, dict[str, PhaseStats]] = {}
+    for phase in CallPhase:
+        chains = [call_chain(s) for s in samples if s.phase is phase and s.ok]
+        if not chains:
+            continue
+        result[phase.value] = {}
+        for link in CHAIN_LABELS:
+            values = [chain[link] for chain in chains if link in chain]
+            if values and (link != "tls" or tls_seen):
+                result[phase.value][link] = PhaseStats(
+                    n=len(values), p50=percentile(values, 50), p95=percentile(values, 95)
+                )
+    return result
+
+
 def _phase_table(result: RunResult) -> tuple[tuple[str, ...], tuple[BoundaryRow, ...]]:
-    columns = tuple(p.value for p in CallPhase if result.phases.get(p.value))
+    stats = chain_stats(result.samples)
+    columns = tuple(p.value for p in CallPhase if stats.get(p.value))
     rows = []
-    for boundary, label in BOUNDARY_LABELS.items():
-        cells = tuple(result.phases[column].get(boundary) for column in columns)
+    for link, label in CHAIN_LABELS.items():
+        cells = tuple(stats[column].get(link) for column in columns)
         if any(cell is not None and cell.n for cell in cells):
             rows.append(BoundaryRow(label, cells))
     return columns, tuple(rows)
+
+
+def chain_cell(cell: PhaseStats | None) -> str:
+    """A link's "p50 / p95", or one value when there is one call or both round alike."""
+    if cell is None or not cell.n:
+        return "—"
+    p50, p95 = fmt_duration(cell.p50), fmt_duration(cell.p95)
+    return p50 if cell.n == 1 or p50 == p95 else f"{p50} / {p95}"
 
 
 def _chart_points(stats: Mapping[str, PhaseStats]) -> list[float]:
@@ -388,3 +444,53 @@ def union_numbers(views: Sequence[TargetView]) -> list[str]:
     for view in views:
         numbers += [row.number for row in view.rows if row.number not in numbers]
     return numbers
+
+
+def _text_table(table: Sequence[Sequence[str]], indent: str) -> list[str]:
+    widths = [max(len(row[i]) for row in table) for i in range(len(table[0]))]
+    return [
+        (
+            indent + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True))
+        ).rstrip()
+        for row in table
+    ]
+
+
+def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
+    """Where the time went, as plain-text lines for the terminal.
+
+    One target: a row per link, a column per call phase. Several: a column per target (`names`,
+    already cleaned for the terminal) for the warm calls, the steady state that compares.
+    """
+    if len(results) == 1:
+        stats = chain_stats(results[0].samples)
+        columns = [p.value for p in CallPhase if stats.get(p.value)]
+        if not columns:
+            return []
+        table = [["link", *columns]]
+        for link, label in CHAIN_LABELS.items():
+            cells = [stats[column].get(link) for column in columns]
+            if any(cells):
+                table.append([label, *(chain_cell(cell) for cell in cells)])
+        return ["", "where the time went (p50 / p95):", *_text_table(table, "  ")]
+    warm = [chain_stats(result.samples).get(CallPhase.WARM.value, {}) for result in results]
+    if not any(warm):
+        return []
+    table = [["link", *names]]
+    for link, label in CHAIN_LABELS.items():
+        cells = [stats.get(link) for stats in warm]
+        if any(cells):
+            table.append([label, *(chain_cell(cell) for cell in cells)])
+    return ["", "where the warm calls' time went (p50 / p95):", *_text_table(table, "  ")]
+
+
+def terminal_findings(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
+    """Each finding as "title: evidence", prefixed with its target's name when there are several.
+
+    Evidence and titles are ours, built from numbers; still one line each.
+    """
+    lines: list[str] = []
+    for result, name in zip(results, names, strict=True):
+        who = f"{name}: " if len(results) > 1 else ""
+        lines += [f"  {who}{f.title}: {f.evidence}" for f in result.findings]
+    return ["", "findings:", *lines] if lines else []
