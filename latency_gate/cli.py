@@ -11,13 +11,15 @@ from typing import Any
 
 import click
 
-from latency_gate import __version__, report
+from latency_gate import __version__, baseline, report
+from latency_gate.compare import label_runs
 from latency_gate.config import Target, build_target
 from latency_gate.errors import ConfigError, LatencyGateError
 from latency_gate.models import RunResult
 from latency_gate.probe import probe
 from latency_gate.progress import ProgressPrinter, progress_printer
 from latency_gate.signals import run_with_signals
+from latency_gate.targets import load_targets
 
 EXIT_PASS = 0
 EXIT_BREACH = 1
@@ -129,27 +131,110 @@ def _endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
 )
 @click.option("--no-floor", is_flag=True, help="Skip measuring the gate's own floor.")
+@click.option(
+    "--targets",
+    "targets_path",
+    type=click.Path(dir_okay=False),
+    help="A YAML, TOML or JSON file of several targets, cheapest first (instead of URL).",
+)
+@click.option("--baseline", "baseline_path", help="An earlier run's JSON result to compare with.")
+@click.option(
+    "--max-regression",
+    help="How much worse a number may get against --baseline: 20%, 200ms or 20%,200ms "
+    "[default: 10%].",
+)
+@click.option(
+    "--label",
+    envvar="LATENCY_GATE_LABEL",
+    show_envvar=True,
+    help="Where this ran (runner, region): names the run's column when results are merged.",
+)
 def probe_command(
+    *,
     url: str | None,
     headers: tuple[str, ...],
     json_path: str | None,
     markdown_path: str | None,
     no_floor: bool,
+    targets_path: str | None,
+    baseline_path: str | None,
+    max_regression: str | None,
+    label: str | None,
     **options: str | bool | None,
 ) -> None:
-    """Probe URL: cold start, warm p50/p95, concurrent p95, error rate; exit 1 on a breach."""
+    """Probe URL (or every target of --targets, one after another): cold start, warm p50/p95,
+    concurrent p95, error rate; exit 1 on a breach or a regression against --baseline."""
     raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
     for key, value in options.items():
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
-    target = build_target(raw, cli_spelling, base_dir=Path.cwd())
+    targets = _targets(raw, targets_path)
+    plan = _baseline_plan(targets, baseline_path, max_regression)
     _check_writable({"--json": json_path, "--markdown": markdown_path})
-    result = run_with_signals(probe(target, progress=_progress(target), measure_floor=not no_floor))
-    _write_reports([result], json_path, markdown_path)
-    click.echo(report.render_terminal([result], color=_color()))
-    for warning in result.warnings:  # e.g. --insecure: said where the person running it looks
-        click.echo(f"warning: {warning}", err=True)
-    sys.exit(EXIT_PASS if result.verdict.passed else EXIT_BREACH)
+    results: list[RunResult] = []
+    for target in targets:  # one after another, so they do not disturb each other
+        result = run_with_signals(
+            probe(target, progress=_progress(target), measure_floor=not no_floor)
+        )
+        if label:
+            result = result.model_copy(update={"label": label})
+        results.append(result if plan is None else baseline.apply_plan(plan, result))
+        if result.interrupted:
+            break
+    _write_reports(results, json_path, markdown_path)
+    click.echo(report.render_terminal(results, color=_color()))
+    for result in results:  # e.g. --insecure: said where the person running it looks
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    passed = all(result.verdict.passed for result in results)
+    sys.exit(EXIT_PASS if passed else EXIT_BREACH)
+
+
+def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -> list[Target]:
+    """The one target of the options, or the targets file's (options fill in what it omits)."""
+    if targets_path is None:
+        return [build_target(raw, cli_spelling, base_dir=Path.cwd())]
+    clash = [cli_spelling(k) for k in ("url", "name") if raw.get(k) is not None]
+    if clash:
+        raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
+    given = {k: v for k, v in raw.items() if v is not None and v != [] and k != "url"}
+    return load_targets(Path(targets_path), given=given)
+
+
+def _baseline_plan(
+    targets: list[Target], baseline_path: str | None, max_regression: str | None
+) -> baseline.BaselinePlan | None:
+    """Load and check the baseline before anything is measured (a mismatch exits 2)."""
+    if baseline_path is None:
+        if max_regression is not None:
+            raise ConfigError.single("--max-regression", "needs --baseline to compare with")
+        return None
+    limit = baseline.DEFAULT_LIMIT
+    if max_regression is not None:
+        try:
+            limit = baseline.parse_max_regression(max_regression)
+        except ValueError as exc:
+            raise ConfigError.single("--max-regression", str(exc)) from None
+    return baseline.plan_baseline(targets, Path(baseline_path), limit)
+
+
+@main.command("merge")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False), help="Write the merged JSON result."
+)
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+)
+def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: str | None) -> None:
+    """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
+    a column per run; exit 1 when any run failed."""
+    _check_writable({"--json": json_path, "--markdown": markdown_path})
+    loaded = [(name, baseline.load_runs(Path(name), name)) for name in files]
+    results = label_runs(loaded)
+    _write_reports(results, json_path, markdown_path)
+    click.echo(report.render_terminal(results, color=_color()))
+    sys.exit(EXIT_PASS if all(r.verdict.passed for r in results) else EXIT_BREACH)
 
 
 @main.command("demo")
@@ -239,15 +324,9 @@ def _write_reports(
     results: Sequence[RunResult], json_path: str | None, markdown_path: str | None
 ) -> None:
     if json_path is not None:
-        document = results[0] if len(results) == 1 else None
-        text = document.model_dump_json(indent=2) if document else _many_json(results)
-        Path(json_path).write_text(text + "\n", encoding="utf-8")
+        Path(json_path).write_text(baseline.dump_runs(results), encoding="utf-8")
     if markdown_path is not None:
         Path(markdown_path).write_text(report.render_markdown(results), encoding="utf-8")
-
-
-def _many_json(results: Sequence[RunResult]) -> str:
-    return "[" + ",".join(r.model_dump_json(indent=2) for r in results) + "]"
 
 
 def _color() -> bool:
