@@ -1,0 +1,373 @@
+"""The command line through click's CliRunner, against real demo endpoints on loopback.
+
+Measured numbers differ from run to run, so exact-output checks first normalise them: each
+value cell of the table becomes `<duration>` (after checking it is one) and the columns are
+joined with ` | `. The normalised outputs are golden files, tests/golden/cli_*.txt; after an
+intended change, regenerate them and read the diff:
+
+    UPDATE_GOLDEN=1 python -m pytest tests/test_cli.py -q
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner, Result
+
+from latency_gate import __version__, cli
+from latency_gate.demo import EndpointSpec, serve_in_thread
+from latency_gate.models import RunResult
+
+GOLDEN = Path(__file__).parent / "golden"
+# 10 ms per answer: far over a 1 ms budget, far inside the default 3 s ones on a noisy machine.
+ENDPOINT = EndpointSpec(name="cli-demo", latency=0.01, tokens=3, token_interval=0.001)
+FEW_CALLS = ["--warm-calls", "3", "--concurrency", "2", "--prompt", "Say hello."]
+DURATION = re.compile(r"\d+(?:\.\d+)? (?:µs|ms|s)")
+HEADLINE_BREACH = re.compile(rf"^(FAIL: \w[\w ]*?) {DURATION.pattern}, over")
+MEASURED = re.compile(rf"{DURATION.pattern}(?: / {DURATION.pattern})?")
+NUMBER_ROWS = {"cold start", "warm p50", "warm p95", "concurrent p95", "first-token p95"}
+API_KEY = "sk-cli-test-secret-1234"
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    with serve_in_thread(ENDPOINT) as servers:
+        yield servers[0].url
+
+
+def invoke(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(cli.main, list(args), prog_name="latency-gate", env=env)
+
+
+def normalise(stdout: str) -> str:
+    """The terminal output with each measured duration replaced by `<duration>`.
+
+    Table rows become their cells joined by ` | ` (the padding follows the measured widths):
+    in the numbers table the value cell is replaced; in "where the time went" every measured
+    cell (a duration, or "p50 / p95") is. Budgets and everything else stay as printed.
+    """
+    lines = []
+    section = ""
+    for line in stdout.split("\n"):
+        cells = re.split(r" {2,}", line.strip())
+        if not line:
+            section = ""
+        elif line.startswith("where the time went"):
+            section = "phases"
+        elif line.startswith("number  "):
+            section = "numbers"
+        elif section == "numbers" and cells[0] in NUMBER_ROWS:
+            assert DURATION.fullmatch(cells[1]), line
+            cells[1] = "<duration>"
+        elif section == "phases" and cells[0] != "link":
+            for i in range(1, len(cells)):
+                assert MEASURED.fullmatch(cells[i]), line
+                cells[i] = "<duration>"
+        indent = "  " if line.startswith("  ") else ""
+        text = indent + " | ".join(cells) if section else line
+        lines.append(HEADLINE_BREACH.sub(r"\1 <duration>, over", text))
+    return "\n".join(lines)
+
+
+def check_golden(name: str, actual: str) -> None:
+    path = GOLDEN / name
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        path.write_text(actual, encoding="utf-8")
+    assert path.exists(), f"no golden file {path}: run with UPDATE_GOLDEN=1"
+    assert actual == path.read_text(encoding="utf-8")
+
+
+# --- probe: verdict, table, exit code --------------------------------------------------------
+
+
+def test_probe_pass_prints_verdict_then_table(url: str) -> None:
+    """Within budget: the verdict line, then the table; exit 0."""
+    result = invoke("probe", url, *FEW_CALLS)
+    assert result.exit_code == 0, result.output
+    check_golden("cli_probe_pass.txt", normalise(result.stdout))
+
+
+def test_probe_breach_exits_one(url: str) -> None:
+    """A breached budget: FAIL first, naming the number and its budget; exit 1."""
+    result = invoke("probe", url, *FEW_CALLS, "--max-warm-p95", "1ms")
+    assert result.exit_code == 1, result.output
+    check_golden("cli_probe_breach.txt", normalise(result.stdout))
+
+
+def test_unreachable_url_is_a_failed_run_not_bad_input() -> None:
+    """A well-formed URL nobody listens on is measured: every call failed, FAIL, exit 1."""
+    result = invoke("probe", "http://127.0.0.1:9/", "--warm-calls", "2", "--concurrency", "1")
+    assert result.exit_code == 1, result.output
+    check_golden("cli_probe_unreachable.txt", result.stdout)
+
+
+def test_progress_one_plain_line_per_stage(url: str) -> None:
+    """Outside a terminal, progress is one plain line per stage on stderr, no escape codes."""
+    result = invoke("probe", url, *FEW_CALLS, "--name", "api")
+    assert re.sub(r"done in \d+\.\d s", "done in <t> s", result.stderr) == (
+        "api: measuring the gate's own floor\n"
+        "api: cold call\n"
+        "api: warm calls 0/3\n"
+        "api: 2 concurrent calls\n"
+        "api: done in <t> s\n"
+    )
+
+
+def test_no_floor_skips_the_floor_stage(url: str) -> None:
+    """--no-floor measures no floor: no such stage, and no floor in the result."""
+    result = invoke("probe", url, *FEW_CALLS, "--no-floor")
+    assert "floor" not in result.stderr
+    assert result.exit_code == 0
+
+
+def test_stdout_has_no_escape_codes(url: str) -> None:
+    """Output that is not a terminal gets no color codes."""
+    result = invoke("probe", url, *FEW_CALLS, "--max-warm-p95", "1ms")
+    assert "\x1b" not in result.stdout
+    assert "\x1b" not in result.stderr
+
+
+# --- probe: report files ---------------------------------------------------------------------
+
+
+def test_json_result(url: str, tmp_path: Path) -> None:
+    """--json writes a RunResult with schema version 1 and the five numbers in seconds."""
+    path = tmp_path / "result.json"
+    result = invoke("probe", url, *FEW_CALLS, "--json", str(path))
+    assert result.exit_code == 0, result.output
+    document = json.loads(path.read_text(encoding="utf-8"))
+    run = RunResult.model_validate(document)
+    assert document["schema_version"] == 1
+    assert document["tool_version"] == __version__
+    numbers = document["numbers"]
+    for name in ("cold_start", "warm_p50", "warm_p95", "concurrent_p95"):
+        assert 0.005 < numbers[name] < 3.0, (name, numbers[name])  # seconds
+    assert numbers["error_rate"] == 0.0
+    assert len(run.samples) == 1 + 3 + 2
+    assert run.verdict.passed is True
+
+
+def test_json_config_is_redacted(url: str, tmp_path: Path) -> None:
+    """The config in the JSON result keeps the settings and hides every secret."""
+    path = tmp_path / "result.json"
+    invoke(
+        "probe",
+        f"{url}?key=query-secret",
+        *FEW_CALLS,
+        "--api-key",
+        API_KEY,
+        "-H",
+        "X-Secret: header-secret",
+        "-H",
+        "Content-Type: application/json",
+        "--json",
+        str(path),
+    )
+    text = path.read_text(encoding="utf-8")
+    for secret in (API_KEY, "query-secret", "header-secret"):
+        assert secret not in text
+    config = json.loads(text)["config"]
+    assert config["api_key"] == "***"
+    assert config["headers"] == ["X-Secret: ***", "Content-Type: application/json"]
+    assert config["url"] == f"{url}?key=%2A%2A%2A"
+    assert (config["warm_calls"], config["concurrency"]) == (3, 2)
+
+
+def test_api_key_from_environment(url: str, tmp_path: Path) -> None:
+    """LATENCY_GATE_API_KEY stands in for --api-key (and is redacted the same way)."""
+    path = tmp_path / "result.json"
+    invoke("probe", url, *FEW_CALLS, "--json", str(path), env={"LATENCY_GATE_API_KEY": API_KEY})
+    assert json.loads(path.read_text(encoding="utf-8"))["config"]["api_key"] == "***"
+
+
+def test_markdown_report(url: str, tmp_path: Path) -> None:
+    """--markdown writes the Markdown report with the verdict headline and the numbers table."""
+    path = tmp_path / "report.md"
+    result = invoke("probe", url, *FEW_CALLS, "--max-warm-p95", "1ms", "--markdown", str(path))
+    assert result.exit_code == 1
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("## ❌ latency-gate: FAIL\n")
+    assert re.search(r"^\| warm p95 \| [\d.]+ ms \| 1 ms \| ❌ FAIL \| 3 \|$", text, re.M)
+
+
+# --- bad input and bugs ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--concurrency", "0"], "--concurrency: expected a whole number of at least 1, got 0"),
+        (["-H", "bad"], "-H/--header: expected 'Name: value' with a colon, got 'bad'"),
+        (
+            ["--format", "soap"],
+            "--format: expected one of auto, openai-chat, openai-responses, anthropic, raw; "
+            "got 'soap'",
+        ),
+        (
+            ["--max-warm-p95", "-1s"],
+            "--max-warm-p95: expected a duration such as 3s, 250ms or 3.0 (seconds), got '-1s'",
+        ),
+        (
+            ["--max-error-rate", "2"],
+            "--max-error-rate: expected a fraction between 0 and 1, got '2'",
+        ),
+        (
+            ["--body", "@/nonexistent/body.json"],
+            "-d/--body: cannot read body file '/nonexistent/body.json': No such file or directory",
+        ),
+        (["--json", "/nonexistent/r.json"], "--json: folder '/nonexistent' does not exist"),
+    ],
+)
+def test_bad_input_exits_two(url: str, args: list[str], message: str) -> None:
+    """Each bad input: exit 2, one line naming the option, no traceback, nothing measured."""
+    result = invoke("probe", url, *args)
+    assert result.exit_code == 2
+    assert result.stderr == f"Error: invalid input {message}\n"
+    assert result.stdout == ""
+
+
+def test_malformed_url_exits_two() -> None:
+    """A URL that is not one is bad input, named as URL."""
+    result = invoke("probe", "http://[::1")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "Error: invalid input URL: not a valid URL: Invalid IPv6 URL\n",
+    )
+
+
+def test_missing_url_exits_two() -> None:
+    """No URL at all is bad input too."""
+    result = invoke("probe")
+    assert (result.exit_code, result.stderr) == (
+        2,
+        "Error: invalid input URL: required: the endpoint to probe\n",
+    )
+
+
+def test_several_bad_inputs_reported_together(url: str) -> None:
+    """Several bad inputs are listed in one message."""
+    result = invoke("probe", url, "--concurrency", "0", "-H", "bad")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "Error: 2 invalid inputs:\n"
+        "  - --concurrency: expected a whole number of at least 1, got 0\n"
+        "  - -H/--header: expected 'Name: value' with a colon, got 'bad'\n"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a --ca-bundle file without certificates raises ssl.SSLError from the probe "
+    "(exit 3, 'a bug') instead of being reported as bad input",
+)
+def test_ca_bundle_without_certificates_exits_two(url: str, tmp_path: Path) -> None:
+    """A --ca-bundle file that holds no certificate is bad input, exit 2."""
+    bundle = tmp_path / "not-a-bundle.pem"
+    bundle.write_text("not a certificate\n", encoding="utf-8")
+    result = invoke("probe", url, *FEW_CALLS, "--ca-bundle", str(bundle))
+    assert result.exit_code == 2
+    assert result.stderr.startswith("Error: invalid input --ca-bundle: ")
+
+
+def test_unexpected_exception_exits_three() -> None:
+    """Anything unexpected is exit 3 with the bug message and the exception, no traceback.
+
+    Nothing in our commands fails on purpose, so this runs a command raising RuntimeError
+    under a group of the same class as `latency-gate` (our code unpatched).
+    """
+    group_class = type(cli.main)
+    assert group_class is not click.Group  # the translation lives in the group's own class
+
+    @click.group(cls=group_class)
+    def broken() -> None:
+        """A group like latency-gate's."""
+
+    @broken.command()
+    def explode() -> None:
+        raise RuntimeError("boom")
+
+    result = CliRunner().invoke(broken, ["explode"])
+    assert result.exit_code == 3
+    assert result.stderr == f"{cli.BUG_MESSAGE}\nRuntimeError: boom\n"
+    assert "Traceback" not in result.output
+
+
+def test_version() -> None:
+    """--version prints the program name and version."""
+    result = invoke("--version")
+    assert (result.exit_code, result.stdout) == (0, f"latency-gate, version {__version__}\n")
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    """A command that does not exist is click's usage error, exit 2."""
+    result = invoke("probe-all")
+    assert result.exit_code == 2
+    assert "No such command 'probe-all'" in result.stderr
+
+
+# --- demo-server and demo --------------------------------------------------------------------
+
+
+def test_demo_server_port_zero_prints_its_url() -> None:
+    """demo-server --port 0 binds a free port, says where, and stops after --duration."""
+    result = invoke("demo-server", "--preset", "echo", "--port", "0", "--duration", "0.2")
+    assert result.exit_code == 0, result.output
+    assert re.fullmatch(
+        r"serving echo at http://127\.0\.0\.1:\d+/v1/chat/completions for 0\.2 s\n",
+        result.stderr,
+    )
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Path]:
+    """One run of `latency-gate demo` (about 35 s), shared by the demo tests."""
+    out = tmp_path_factory.mktemp("demo") / "reports"
+    return invoke("demo", "--out", str(out)), out
+
+
+@pytest.mark.slow
+def test_demo_exits_zero_with_a_failing_environment(demo_run: tuple[Result, Path]) -> None:
+    """The demo exits 0 although the free server fails on purpose."""
+    result, _ = demo_run
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.slow
+def test_demo_prints_three_verdicts_then_the_comparison(demo_run: tuple[Result, Path]) -> None:
+    """Each environment's verdict in order (local, free, paid), then all three side by side."""
+    result, out = demo_run
+    verdicts = re.findall(r"^(?:PASS|FAIL): .*$", result.stdout, re.M)
+    assert len(verdicts) == 4, result.stdout
+    assert verdicts[0] == "PASS: every gated number within budget"
+    assert verdicts[1].startswith("FAIL: concurrent p95 ")
+    assert verdicts[2] == "PASS: every gated number within budget"
+    assert verdicts[3] == "FAIL: 1 of 3 targets over budget"
+    assert re.search(r"^number\s+local\s+free\s+paid$", result.stdout, re.M)
+    assert result.stdout.endswith(
+        f"reports written to {out}/ (report.md and one JSON file per environment)\n"
+    )
+    assert [line for line in result.stderr.splitlines() if line.startswith("probing ")] == [
+        f"probing {name}: {cli.DEMO_DESCRIPTIONS[name]}" for name in ("local", "free", "paid")
+    ]
+
+
+@pytest.mark.slow
+def test_demo_writes_the_reports(demo_run: tuple[Result, Path]) -> None:
+    """The folder holds one JSON result per environment and one Markdown report of all three."""
+    _, out = demo_run
+    assert sorted(p.name for p in out.iterdir()) == [
+        "free.json",
+        "local.json",
+        "paid.json",
+        "report.md",
+    ]
+    for name in ("local", "free", "paid"):
+        run = RunResult.model_validate_json((out / f"{name}.json").read_text(encoding="utf-8"))
+        assert run.target == name
+    assert (out / "report.md").read_text(encoding="utf-8").startswith("## ❌ latency-gate: FAIL")
