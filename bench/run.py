@@ -64,6 +64,7 @@ def child_env() -> dict[str, str]:
 
 
 TOOLS = ("latency-gate", "curl", "hey", "naive-httpx")
+STAMP_SOURCES: set[str] = set()  # what every latency-gate run said its stamps came from
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,7 @@ def gate_probe(url: str, *args: str) -> GateRun:
         if proc.returncode not in (0, 1):
             raise RuntimeError(f"latency-gate exited {proc.returncode}: {stderr[-2000:]}")
         result: dict[str, Any] = json.loads(path.read_text())
+    STAMP_SOURCES.add(str(result["stamp_source"]))
     return GateRun(result, rusage.ru_maxrss, wall)
 
 
@@ -553,6 +555,7 @@ def render(results: dict[str, Any]) -> str:
         f"with --no-floor: {[round(x, 1) for x in results['startup_no_floor_ms']]}. "
         f"In this environment: {[round(x, 1) for x in results['startup_here_ms']]}; "
         f"with --no-floor: {[round(x, 1) for x in results['startup_here_no_floor_ms']]}.",
+        f"Stamp sources reported by latency-gate: {results['stamp_sources']}.",
         f"Big body: {results['big']}.",
         f"Load: {load}.",
     ]
@@ -714,6 +717,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         loadavg=loadavg,
         machine=machine(),
         skipped=skipped,
+        stamp_sources=sorted(STAMP_SOURCES),
         command=" ".join(["python", "bench/run.py", *(argv if argv is not None else sys.argv[1:])]),
     )
     results["goals"] = goals(results, scenarios)
