@@ -335,3 +335,20 @@ def _color() -> bool:
 
 def _progress(target: Target) -> ProgressPrinter:
     return progress_printer(target.name, sys.stderr, live=sys.stderr.isatty())
+
+
+@main.command("quick")
+@click.argument("url", required=False)
+@_endpoint_options
+def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bool | None) -> None:
+    """Three calls to URL with curl's phases, and the curl line to repeat one; exit 1 on failure."""
+    from latency_gate import quick  # noqa: PLC0415 - only this command needs it
+
+    raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
+    for key, value in options.items():
+        if value is not None:
+            raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
+    target = build_target(raw, cli_spelling, base_dir=Path.cwd())
+    result = run_with_signals(quick.quick(target))
+    click.echo(quick.render(result), nl=False)
+    sys.exit(EXIT_PASS if result.passed else EXIT_BREACH)
