@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
@@ -151,6 +152,8 @@ def test_json_result(url: str, tmp_path: Path) -> None:
     assert numbers["error_rate"] == 0.0
     assert len(run.samples) == 1 + 3 + 2
     assert run.verdict.passed is True
+    schema = json.loads((Path(__file__).parent.parent / "docs" / "json-schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)  # the published schema holds
 
 
 def test_json_config_is_redacted(url: str, tmp_path: Path) -> None:
