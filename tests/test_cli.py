@@ -10,6 +10,7 @@ intended change, regenerate them and read the diff:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -299,6 +300,21 @@ def test_unexpected_exception_exits_three() -> None:
     assert result.exit_code == 3
     assert result.stderr == f"{cli.BUG_MESSAGE}\nRuntimeError: boom\n"
     assert "Traceback" not in result.output
+
+
+def test_readme_shows_the_current_probe_help() -> None:
+    """README.md's probe --help block is what the CLI prints today (scripts/gen_cli_help.py)."""
+    path = Path(__file__).parent.parent / "scripts" / "gen_cli_help.py"
+    spec = importlib.util.spec_from_file_location("gen_cli_help", path)
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
+    assert script.update_readme(readme) == readme, (
+        "README.md's probe --help is stale: run python scripts/gen_cli_help.py"
+    )
+    assert "Usage: latency-gate probe [OPTIONS] [URL]" in readme
 
 
 def test_version() -> None:

@@ -1,0 +1,94 @@
+"""Write `latency-gate probe --help` into README.md, so the README never lists stale options.
+
+    python scripts/gen_cli_help.py           # rewrite README.md in place
+    python scripts/gen_cli_help.py --check   # exit 1 if README.md is out of step
+
+The help goes between `<!-- cli-help:start -->` and `<!-- cli-help:end -->` as a fenced block;
+the rest of README.md is left alone. It is rendered at a fixed width, so the terminal this runs
+in does not matter. tests/test_cli.py runs the same functions, so a changed option fails the
+tests until this script has been run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+HELP_WIDTH = 88
+MARKER = "cli-help"
+
+sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing it
+
+from latency_gate.cli import main as cli_main  # noqa: E402
+
+
+def probe_help() -> str:
+    """`latency-gate probe --help` as a user sees it, HELP_WIDTH columns wide."""
+    result = CliRunner().invoke(
+        cli_main,
+        ["probe", "--help"],
+        prog_name="latency-gate",
+        terminal_width=HELP_WIDTH,
+        # Unset, so whatever the developer has exported can never be rendered into README.md.
+        env={"LATENCY_GATE_API_KEY": None, "LATENCY_GATE_LABEL": None},
+    )
+    if result.exit_code != 0:
+        raise RuntimeError(f"probe --help failed ({result.exit_code}): {result.output}")
+    return result.stdout
+
+
+def replace_between(text: str, marker: str, content: str) -> str:
+    """Put `content` between `<!-- MARKER:start -->` and `<!-- MARKER:end -->` in `text`.
+
+    Raises ValueError when the pair of markers is missing or appears more than once.
+    """
+    pattern = re.compile(
+        rf"(<!-- {marker}:start -->)(.*?)(<!-- {marker}:end -->)",
+        flags=re.DOTALL,
+    )
+    found = pattern.findall(text)
+    if len(found) != 1:
+        raise ValueError(
+            f"README.md needs exactly one <!-- {marker}:start --> ... <!-- {marker}:end --> "
+            f"pair, found {len(found)}"
+        )
+    return pattern.sub(lambda m: f"{m[1]}\n{content}\n{m[3]}", text)
+
+
+def update_readme(readme: str) -> str:
+    """The README text with the probe help regenerated."""
+    block = f"```text\n$ latency-gate probe --help\n{probe_help().rstrip()}\n```"
+    return replace_between(readme, MARKER, block)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report whether it is stale")
+    parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
+    args = parser.parse_args(argv)
+
+    readme: Path = args.readme
+    current = readme.read_text(encoding="utf-8")
+    try:
+        updated = update_readme(current)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if updated == current:
+        print(f"{readme.name}: probe --help up to date")
+        return 0
+    if args.check:
+        print(f"{readme.name}: probe --help differs from the CLI; run {Path(__file__).name}")
+        return 1
+    readme.write_text(updated, encoding="utf-8")
+    print(f"{readme.name}: probe --help rewritten")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
