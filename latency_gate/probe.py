@@ -25,6 +25,7 @@ import httpx
 from latency_gate import __version__, clock, stats
 from latency_gate.budget import evaluate
 from latency_gate.config import Target, redact_url
+from latency_gate.echo import EchoServer
 from latency_gate.findings import find
 from latency_gate.models import (
     CallPhase,
@@ -79,6 +80,9 @@ def ssl_context_for(target: Target) -> ssl.SSLContext:
         return context
     if target.ca_bundle is not None:
         return clock.make_ssl_context(target.ca_bundle)
+    if urlsplit(target.url).scheme == "http" and not target.follow_redirects:
+        # Never used for plain http; loading the CA bundle would cost ~40 ms of start-up.
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     return clock.make_ssl_context(True)
 
 
@@ -527,12 +531,7 @@ async def measure_floor_against_echo(*, concurrency: int, kernel_stamps: bool) -
 
     Takes a few milliseconds. Tells readers what the numbers can resolve on this machine.
     """
-    from latency_gate.demo import DemoServer, EndpointSpec  # noqa: PLC0415 - optional at import
-
-    spec = EndpointSpec(
-        name="floor", latency=0.0, stream_format="raw", tokens=1, token_interval=0.0
-    )
-    async with DemoServer(spec) as server:
+    async with EchoServer() as server:
         target = Target(
             name="floor", url=server.url, warm_calls=5, concurrency=concurrency, timeout=5.0
         )
