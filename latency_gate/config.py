@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import ssl
 from collections.abc import Callable, Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -410,7 +411,7 @@ def build_target(
     take("concurrency", parse_count)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
-    take("ca-bundle", lambda s: _readable_file(s, base_dir))
+    take("ca-bundle", lambda s: _ca_bundle(s, base_dir))
     take("insecure", parse_bool)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
@@ -553,3 +554,13 @@ def _readable_file(text: str, base_dir: Path | None) -> str:
     if not path.is_file():
         raise ValueError(f"no readable file at {str(path)!r}")
     return str(path)
+
+
+def _ca_bundle(text: str, base_dir: Path | None) -> str:
+    """A readable PEM file that holds at least one CA certificate."""
+    path = _readable_file(text, base_dir)
+    try:
+        ssl.create_default_context(cafile=path)
+    except (ssl.SSLError, OSError, ValueError) as exc:
+        raise ValueError(f"{path!r} holds no usable PEM certificate ({exc})") from None
+    return path

@@ -265,11 +265,6 @@ def test_several_bad_inputs_reported_together(url: str) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a --ca-bundle file without certificates raises ssl.SSLError from the probe "
-    "(exit 3, 'a bug') instead of being reported as bad input",
-)
 def test_ca_bundle_without_certificates_exits_two(url: str, tmp_path: Path) -> None:
     """A --ca-bundle file that holds no certificate is bad input, exit 2."""
     bundle = tmp_path / "not-a-bundle.pem"
