@@ -57,6 +57,10 @@ class EchoServer:
                 await writer.drain()
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
             pass
+        except asyncio.CancelledError:
+            # Stopped by __aexit__: end normally, because Python 3.11's start_server callback
+            # calls task.exception() on a cancelled handler and prints a traceback per task.
+            pass
         finally:
             writer.close()
             if task is not None:
