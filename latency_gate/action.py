@@ -17,12 +17,21 @@ from typing import Literal, TextIO
 from urllib.parse import parse_qsl, urlsplit
 
 from latency_gate import github, report
+from latency_gate.baseline import (
+    DEFAULT_LIMIT,
+    BaselinePlan,
+    apply_plan,
+    dump_runs,
+    parse_max_regression,
+    plan_baseline,
+)
 from latency_gate.config import HARMLESS_HEADERS, TARGET_KEYS, Target, build_target
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
 from latency_gate.probe import probe
 from latency_gate.progress import progress_printer
 from latency_gate.signals import run_with_signals
+from latency_gate.targets import load_targets
 
 EXIT_PASS, EXIT_BREACH, EXIT_BAD_INPUT, EXIT_BUG = 0, 1, 2, 3
 
@@ -30,7 +39,8 @@ CommentMode = Literal["auto", "always", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")
 
 # Inputs the action reads besides the target settings.
-ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token")
+ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
+SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 DEFAULT_REPORT_DIR = "latency-gate-report"
 
 NUMBER_LABELS = {
@@ -92,16 +102,26 @@ class ActionSettings:
     json_path: Path
     fail_on_breach: bool
     github_token: str
+    # Several targets (a targets file), probed one after another; `target` is the first.
+    targets: tuple[Target, ...] = ()
+    baseline: BaselinePlan | None = None
+    label: str | None = None
+
+    @property
+    def all_targets(self) -> tuple[Target, ...]:
+        return self.targets or (self.target,)
 
 
-def parse_settings(inputs: Mapping[str, str], workspace: Path) -> ActionSettings:
-    """Validate every input at once; ConfigError names each bad one by its input name."""
+def parse_settings(
+    inputs: Mapping[str, str], workspace: Path, environ: Mapping[str, str] | None = None
+) -> ActionSettings:
+    """Validate every input at once; ConfigError names each bad one by its input name.
+
+    `environ` fills `${NAME}` references in a targets file (default: this process's).
+    """
     problems: list[InputProblem] = []
-    known = set(TARGET_KEYS) | set(ACTION_KEYS) | {"targets", "baseline", "max-regression"}
+    known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS)
     problems += [InputProblem(k, "unknown input") for k in sorted(set(inputs) - known)]
-    for key in ("targets", "baseline", "max-regression"):
-        if key in inputs:
-            problems.append(InputProblem(key, "not supported by this version of latency-gate"))
 
     comment = inputs.get("comment", "auto").strip().lower()
     if comment not in COMMENT_MODES:
@@ -119,22 +139,52 @@ def parse_settings(inputs: Mapping[str, str], workspace: Path) -> ActionSettings
         k: v for k, v in inputs.items() if k in TARGET_KEYS and k != "headers"
     }
     raw["headers"] = inputs.get("headers", "").splitlines()
-    target: Target | None = None
+    targets: list[Target] = []
     try:
-        target = build_target(raw, base_dir=workspace)
+        if "targets" in inputs:
+            if "url" in inputs:
+                raise ConfigError.single("targets", "give `url` or `targets`, not both")
+            # The other inputs (their defaults included) fill what the file leaves out.
+            given = {k: v for k, v in raw.items() if k not in {"url", "name"}}
+            targets = load_targets(
+                workspace / inputs["targets"],
+                given=given,
+                environ=os.environ if environ is None else environ,
+            )
+        else:
+            targets = [build_target(raw, base_dir=workspace)]
     except ConfigError as exc:
         problems += exc.problems
-    if problems or target is None:
+    plan: BaselinePlan | None = None
+    if "baseline" in inputs:
+        try:
+            limit = DEFAULT_LIMIT
+            if "max-regression" in inputs:
+                limit = parse_max_regression(inputs["max-regression"])
+            if targets:
+                plan = plan_baseline(
+                    targets, workspace / inputs["baseline"], limit, option="baseline"
+                )
+        except ValueError as exc:
+            problems.append(InputProblem("max-regression", str(exc)))
+        except ConfigError as exc:
+            problems += exc.problems
+    elif "max-regression" in inputs:
+        problems.append(InputProblem("max-regression", "needs `baseline` to compare with"))
+    if problems or not targets:
         raise ConfigError(problems)
 
     json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
     return ActionSettings(
-        target=target,
+        target=targets[0],
         comment=comment,  # type: ignore[arg-type]
         summary=flags["summary"],
         json_path=json_path,
         fail_on_breach=flags["fail-on-breach"],
         github_token=inputs.get("github-token", ""),
+        targets=tuple(targets) if "targets" in inputs else (),
+        baseline=plan,
+        label=inputs.get("label", "").strip() or None,
     )
 
 
@@ -170,7 +220,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     output_path = _optional_path(env.get("GITHUB_OUTPUT"))
 
     try:
-        settings = parse_settings(inputs, workspace)
+        settings = parse_settings(inputs, workspace, env)
     except ConfigError as exc:
         # A secret given to the wrong input is quoted back by its message; the runner masks
         # the log, but not the job summary.
@@ -185,19 +235,54 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
             )
         return EXIT_BAD_INPUT
 
-    print(f"latency-gate: probing {settings.target.display_url}", file=out)
-    result = run_with_signals(
-        probe(settings.target, progress=progress_printer(settings.target.name, out, live=False))
-    )
-    print(report.render_terminal([result]), file=out)
+    # A targets file may hold keys of its own (${NAME} references): mask them before any print.
+    for target in settings.targets:
+        for secret in target.secrets():
+            print(github.add_mask(secret), file=out)
+    results: list[RunResult] = []
+    for target in settings.all_targets:  # one after another, so they do not disturb each other
+        print(f"latency-gate: probing {target.display_url}", file=out)
+        result = run_with_signals(
+            probe(target, progress=progress_printer(target.name, out, live=False))
+        )
+        if settings.label:
+            result = result.model_copy(update={"label": settings.label})
+        if settings.baseline is not None:
+            result = apply_plan(settings.baseline, result)
+        results.append(result)
+        if result.interrupted:
+            break
+    print(report.render_terminal(results), file=out)
 
     json_path = (
         settings.json_path if settings.json_path.is_absolute() else workspace / settings.json_path
     )
     json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(result.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    (json_path.parent / "report.md").write_text(report.render_markdown([result]), encoding="utf-8")
+    json_path.write_text(dump_runs(results), encoding="utf-8")
+    (json_path.parent / "report.md").write_text(report.render_markdown(results), encoding="utf-8")
 
+    for result in results:
+        _annotate(result, out)
+
+    if settings.summary and summary_path is not None:
+        _safe_summary(summary_path, report.render_summary(results), out)
+
+    comment_url = _comment(settings, results, env, out)
+    passed = all(result.verdict.passed for result in results)
+
+    if output_path is not None:
+        github.write_outputs(
+            output_path, _outputs(results, passed, json_path, workspace, comment_url)
+        )
+    if passed or not settings.fail_on_breach:
+        if not passed:
+            print("latency-gate: budget breached, but fail-on-breach is false", file=out)
+        return EXIT_PASS
+    return EXIT_BREACH
+
+
+def _annotate(result: RunResult, out: TextIO) -> None:
+    """An error annotation per breached number and regression, a warning per warning."""
     for check in result.verdict.checks:
         if check.passed is False:
             label = NUMBER_LABELS.get(check.number, check.number)
@@ -206,26 +291,33 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
             print(
                 github.annotation(
                     "error",
-                    f"{label} is {actual}, over its budget of {budget} ({result.target})",
+                    f"{label} is {actual}, over its budget of {budget} ({result.display_name})",
                     title=f"latency-gate: {label} over budget",
                 ),
                 file=out,
             )
+    for reason in result.verdict.reasons:
+        if reason.startswith("regression:"):
+            print(
+                github.annotation(
+                    "error",
+                    f"{reason} ({result.display_name})",
+                    title="latency-gate: regression against the baseline",
+                ),
+                file=out,
+            )
+    if result.baseline is not None and result.baseline.status != "compared":
+        print(
+            github.annotation(
+                "warning",
+                f"no baseline for {result.display_name}: {result.baseline.message}; "
+                "regressions were not checked",
+                title="latency-gate: no baseline",
+            ),
+            file=out,
+        )
     for warning in result.warnings:
         print(github.annotation("warning", warning, title="latency-gate"), file=out)
-
-    if settings.summary and summary_path is not None:
-        _safe_summary(summary_path, report.render_summary([result]), out)
-
-    comment_url = _comment(settings, result, env, out)
-
-    if output_path is not None:
-        github.write_outputs(output_path, _outputs(result, json_path, workspace, comment_url))
-    if result.verdict.passed or not settings.fail_on_breach:
-        if not result.verdict.passed:
-            print("latency-gate: budget breached, but fail-on-breach is false", file=out)
-        return EXIT_PASS
-    return EXIT_BREACH
 
 
 def _show(number: str, value: float) -> str:
@@ -233,32 +325,38 @@ def _show(number: str, value: float) -> str:
 
 
 def _outputs(
-    result: RunResult, json_path: Path, workspace: Path, comment_url: str | None
+    results: Sequence[RunResult],
+    passed: bool,
+    json_path: Path,
+    workspace: Path,
+    comment_url: str | None,
 ) -> dict[str, str]:
-    numbers = result.numbers
+    """Outputs; the per-number ones are empty for several targets (the JSON has each)."""
+    numbers = results[0].numbers if len(results) == 1 else None
     try:
         report_path = str(json_path.relative_to(workspace))
     except ValueError:
         report_path = str(json_path)
 
-    def seconds(value: float | None) -> str:
+    def seconds(number: str) -> str:
+        value: float | None = None if numbers is None else getattr(numbers, number)
         return "" if value is None else f"{value:.6f}"
 
     return {
-        "passed": "true" if result.verdict.passed else "false",
-        "verdict": result.verdict.label,
-        "cold-start": seconds(numbers.cold_start),
-        "warm-p50": seconds(numbers.warm_p50),
-        "warm-p95": seconds(numbers.warm_p95),
-        "concurrent-p95": seconds(numbers.concurrent_p95),
-        "error-rate": f"{numbers.error_rate:.6f}",
+        "passed": "true" if passed else "false",
+        "verdict": "PASS" if passed else "FAIL",
+        "cold-start": seconds("cold_start"),
+        "warm-p50": seconds("warm_p50"),
+        "warm-p95": seconds("warm_p95"),
+        "concurrent-p95": seconds("concurrent_p95"),
+        "error-rate": seconds("error_rate"),
         "report-path": report_path,
         "comment-url": comment_url or "",
     }
 
 
 def _comment(
-    settings: ActionSettings, result: RunResult, env: Mapping[str, str], out: TextIO
+    settings: ActionSettings, results: Sequence[RunResult], env: Mapping[str, str], out: TextIO
 ) -> str | None:
     """Create or update the sticky PR comment as the `comment` mode says; never raises."""
     if settings.comment == "never":
@@ -275,12 +373,15 @@ def _comment(
         return None
     # on-failure starts a comment only on a failure, but keeps one that an earlier failing
     # run left up to date on every run: otherwise it would go on showing a stale FAIL.
-    create = not (settings.comment == "on-failure" and result.verdict.passed)
+    passed = all(result.verdict.passed for result in results)
+    create = not (settings.comment == "on-failure" and passed)
     repository = env.get("GITHUB_REPOSITORY", "")
     marker = github.comment_marker(
-        env.get("GITHUB_WORKFLOW", ""), env.get("GITHUB_JOB", ""), [result.target]
+        env.get("GITHUB_WORKFLOW", ""),
+        env.get("GITHUB_JOB", ""),
+        [result.display_name for result in results],
     )
-    body = report.render_comment([result], marker=marker)
+    body = report.render_comment(results, marker=marker)
     with github.GitHubClient(
         api_url=env.get("GITHUB_API_URL") or "https://api.github.com",
         token=settings.github_token,
