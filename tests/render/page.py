@@ -1,0 +1,153 @@
+"""Seeing a report as a person would: Markdown to GitHub-styled HTML, then headless Chromium.
+
+- `markdown_to_html`: markdown-it-py (CommonMark with GitHub's tables and strikethrough) inside
+  `<article class="markdown-body">`, styled with npm's github-markdown-css (light), inlined.
+- `dump_dom` / `screenshot`: Debian's chromium with the flags from shared/TESTING.md.
+- `read_png`: a small PNG decoder (8-bit RGB/RGBA, not interlaced: what Chromium writes), so the
+  test needs no imaging library.
+
+`setup.sh` beside this file installs chromium and the CSS.
+"""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+import tempfile
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+
+HERE = Path(__file__).resolve().parent
+CSS = HERE / "node_modules" / "github-markdown-css" / "github-markdown-light.css"
+CHROMIUM_NAMES = ("chromium", "chromium-browser")
+BROWSER_TIMEOUT = 60.0
+
+
+def find_chromium() -> str | None:
+    """The chromium executable on PATH, or None."""
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def markdown_to_html(markdown: str, css: str, script: str = "") -> str:
+    """A whole HTML page showing `markdown` the way github.com lays it out."""
+    body = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+    return (
+        "<!doctype html>\n<html><head><meta charset='utf-8'>\n"
+        f"<style>{css}\n.markdown-body {{ box-sizing: border-box; max-width: 980px; "
+        "margin: 0 auto; padding: 45px; }}</style>\n"
+        f"</head><body>\n<article class='markdown-body'>\n{body}</article>\n"
+        f"<script>{script}</script>\n</body></html>\n"
+    )
+
+
+def _flags(profile: str) -> list[str]:
+    # shared/TESTING.md, "Seeing a report as a person would".
+    return [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=15000",
+    ]
+
+
+def _run(chromium: str, args: list[str]) -> subprocess.CompletedProcess[bytes]:
+    with tempfile.TemporaryDirectory(prefix="lg-chromium-") as profile:
+        return subprocess.run(
+            [chromium, *_flags(profile), *args],
+            capture_output=True,
+            timeout=BROWSER_TIMEOUT,
+            check=False,
+        )
+
+
+def dump_dom(chromium: str, page: Path) -> str:
+    """The page's DOM after its scripts ran."""
+    done = _run(chromium, ["--dump-dom", page.as_uri()])
+    if done.returncode != 0:
+        raise RuntimeError(f"chromium --dump-dom failed: {done.stderr.decode()[-2000:]}")
+    return done.stdout.decode()
+
+
+def screenshot(chromium: str, page: Path, out: Path, *, width: int, height: int) -> None:
+    """A PNG of the page in a width x height window."""
+    done = _run(chromium, [f"--screenshot={out}", f"--window-size={width},{height}", page.as_uri()])
+    if done.returncode != 0 or not out.is_file():
+        raise RuntimeError(f"chromium --screenshot failed: {done.stderr.decode()[-2000:]}")
+
+
+@dataclass(frozen=True)
+class Image:
+    """Decoded pixels: rows of (r, g, b) tuples."""
+
+    width: int
+    height: int
+    rows: list[list[tuple[int, int, int]]]
+
+
+def read_png(path: Path) -> Image:
+    """Decode an 8-bit, non-interlaced RGB or RGBA PNG (alpha dropped)."""
+    data = path.read_bytes()
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError(f"{path} is not a PNG")
+    pos, idat = 8, b""
+    width = height = channels = 0
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        chunk = data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+        if kind == b"IHDR":
+            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
+            if depth != 8 or color not in (2, 6) or interlace:
+                raise ValueError(f"unsupported PNG: depth {depth}, color type {color}")
+            channels = 3 if color == 2 else 4
+        elif kind == b"IDAT":
+            idat += chunk
+        elif kind == b"IEND":
+            break
+    raw = zlib.decompress(idat)
+    stride = width * channels
+    rows: list[list[tuple[int, int, int]]] = []
+    previous = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        filter_type = raw[start]
+        line = bytearray(raw[start + 1 : start + 1 + stride])
+        _unfilter(filter_type, line, previous, channels)
+        rows.append([(line[i], line[i + 1], line[i + 2]) for i in range(0, stride, channels)])
+        previous = line
+    return Image(width, height, rows)
+
+
+def _unfilter(kind: int, line: bytearray, previous: bytearray, bpp: int) -> None:
+    for i in range(len(line)):
+        left = line[i - bpp] if i >= bpp else 0
+        up = previous[i]
+        corner = previous[i - bpp] if i >= bpp else 0
+        if kind == 1:
+            line[i] = (line[i] + left) & 0xFF
+        elif kind == 2:
+            line[i] = (line[i] + up) & 0xFF
+        elif kind == 3:
+            line[i] = (line[i] + (left + up) // 2) & 0xFF
+        elif kind == 4:
+            estimate = left + up - corner
+            pa, pb, pc = abs(estimate - left), abs(estimate - up), abs(estimate - corner)
+            pick = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+            line[i] = (line[i] + pick) & 0xFF
+        elif kind != 0:
+            raise ValueError(f"unknown PNG filter {kind}")

@@ -1,0 +1,153 @@
+"""The job summary's chart as a person sees it: rendered like GitHub renders Markdown, in headless
+Chromium, and checked in the screenshot's pixels.
+
+Needs Debian's `chromium` and npm's `github-markdown-css` (tests/render/setup.sh installs both).
+Skips without them, fails instead under LATENCY_GATE_REQUIRE_BROWSER=1 (as on CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from statistics import median
+
+import pytest
+from render.page import CSS, Image, dump_dom, find_chromium, markdown_to_html, read_png, screenshot
+from result_factory import make_result
+
+from latency_gate.report import render_summary
+from latency_gate.report_view import chart_scale, target_view
+
+pytestmark = pytest.mark.browser
+
+REQUIRE = "LATENCY_GATE_REQUIRE_BROWSER"
+WIDTH = 1000
+# A solid bar: this many "█" in a row; nothing else in the report draws an ink run this long.
+MIN_BAR_CHARS = 12
+INK_LUMA = 110  # a pixel darker than this is ink (github-markdown-css text is #1f2328)
+
+# Finds the chart (the code block holding the legend) and records where it is and how wide one
+# block character is, for the screenshot to be read against.
+MEASURE = """
+const pre = [...document.querySelectorAll('pre')].find(p => p.textContent.includes('░ connect'));
+if (pre) {
+  const probe = document.createElement('span');
+  probe.textContent = '█'.repeat(20);
+  pre.querySelector('code').appendChild(probe);
+  const charWidth = probe.getBoundingClientRect().width / 20;
+  probe.remove();
+  const r = pre.getBoundingClientRect();
+  document.body.dataset.chart = JSON.stringify({
+    x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height, charWidth,
+    pageHeight: document.documentElement.scrollHeight,
+  });
+}
+"""
+
+
+@dataclass(frozen=True)
+class Browser:
+    chromium: str
+    css: str
+
+
+@pytest.fixture(scope="module")
+def browser() -> Browser:
+    """Chromium and the GitHub Markdown CSS; skip without them, or fail when required."""
+    chromium = find_chromium()
+    missing = []
+    if chromium is None:
+        missing.append("chromium is not installed")
+    if not CSS.is_file():
+        missing.append(f"github-markdown-css is not installed ({CSS} missing)")
+    if missing:
+        reason = "; ".join(missing) + ": run tests/render/setup.sh"
+        if os.environ.get(REQUIRE) == "1":
+            pytest.fail(f"{reason} ({REQUIRE}=1 says it must be available)", pytrace=False)
+        pytest.skip(reason)
+    assert chromium is not None
+    return Browser(chromium, CSS.read_text(encoding="utf-8"))
+
+
+def _bars(line: str) -> int:
+    """The longest run of solid blocks in one chart line."""
+    return max((len(run) for run in re.findall("█+", line)), default=0)
+
+
+def _ink_runs(image: Image, box: dict[str, float]) -> list[int]:
+    """For each pixel row inside the box: the longest run of ink pixels, in pixels."""
+    left, right = int(box["x"]), min(int(box["x"] + box["width"]), image.width)
+    top, bottom = int(box["y"]), min(int(box["y"] + box["height"]), image.height)
+    runs = []
+    for row in image.rows[top:bottom]:
+        longest = current = 0
+        for r, g, b in row[left:right]:
+            if 0.299 * r + 0.587 * g + 0.114 * b < INK_LUMA:
+                current += 1
+                longest = max(longest, current)
+            else:
+                current = 0
+        runs.append(longest)
+    return runs
+
+
+def _bands(runs: list[int], minimum: float) -> list[int]:
+    """Groups of adjacent rows with an ink run of at least `minimum`: each band's median run.
+
+    The median, because the bar's "─" tail joins the solid part on one or two rows only.
+    """
+    bands: list[list[int]] = []
+    inside = False
+    for run in runs:
+        if run >= minimum:
+            if inside:
+                bands[-1].append(run)
+            else:
+                bands.append([run])
+            inside = True
+        else:
+            inside = False
+    return [int(median(band)) for band in bands]
+
+
+def _render_and_read(
+    browser: Browser, markdown: str, folder: Path
+) -> tuple[Image, dict[str, float]]:
+    page = folder / "summary.html"
+    page.write_text(markdown_to_html(markdown, browser.css, MEASURE), encoding="utf-8")
+    dom = dump_dom(browser.chromium, page)
+    found = re.search(r'data-chart="([^"]*)"', dom)
+    assert found is not None, "the chart's code block is not in the rendered page"
+    box: dict[str, float] = json.loads(found.group(1).replace("&quot;", '"'))
+    shot = folder / "summary.png"
+    height = int(box["pageHeight"]) + 50
+    screenshot(browser.chromium, page, shot, width=WIDTH, height=height)
+    return read_png(shot), box
+
+
+def test_chart_bars_render_as_solid_bars(browser: Browser, tmp_path: Path) -> None:
+    """Each chart line's run of █ shows as one solid bar of the same length in the screenshot."""
+    result = make_result("free", passed=False)
+    view = target_view(result, chart_scale([result]))
+    expected = [_bars(line) for line in view.chart]
+    assert min(expected) >= MIN_BAR_CHARS  # the fixture draws a long bar on every line
+
+    image, box = _render_and_read(browser, render_summary([result]), tmp_path)
+
+    assert box["charWidth"] > 3
+    bands = _bands(_ink_runs(image, box), MIN_BAR_CHARS * box["charWidth"] * 0.8)
+    assert len(bands) == len(expected), f"{len(bands)} solid bars seen, {len(expected)} drawn"
+    for seen, chars in zip(bands, expected, strict=True):
+        assert seen == pytest.approx(chars * box["charWidth"], rel=0.1)
+
+
+def test_screenshot_check_fails_when_the_chart_is_not_a_code_block(
+    browser: Browser, tmp_path: Path
+) -> None:
+    """The same chart with its fence lost (so it flows as a paragraph) is not found as a chart."""
+    markdown = render_summary([make_result("free", passed=False)]).replace("```text\n", "\n")
+    with pytest.raises(AssertionError, match="not in the rendered page"):
+        _render_and_read(browser, markdown, tmp_path)
