@@ -29,6 +29,7 @@ ACTION_ONLY_INPUTS = {
     "targets",
     "baseline",
     "max-regression",
+    "label",
 }
 # Keys of config.TARGET_KEYS that are deliberately not action inputs.
 NOT_ACTION_INPUTS = {"name", "follow-redirects"}
