@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import trustme
 from click.testing import CliRunner
 from fake_github import FakeGitHub
 
@@ -47,12 +48,62 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = tmp_path_factory.mktemp("inputs")
-    (files / "ca.pem").write_text("not a certificate, but a readable file\n")
+    trustme.CA().cert_pem.write_to_path(str(files / "ca.pem"))
+    (files / "garbage.pem").write_text("not a certificate, but a readable file\n")
     (files / "latin1.json").write_bytes(b'{"messages": "caf\xe9"}')
     (files / "folder").mkdir()
+    for name, text in TARGETS_FILES.items():
+        (files / name).write_bytes(text.encode() if isinstance(text, str) else text)
     spec = EndpointSpec(stream_format="openai-chat")
     with serve_in_thread(spec) as (server,), FakeGitHub() as github:
         yield World(server, github, files)
+
+
+# Targets files, one fault each (the URLs are never reached: nothing may be measured).
+TARGETS_FILES: dict[str, str | bytes] = {
+    "unclosed.yml": "targets: [\n",
+    "not-a-list.yml": "targets: {a: 1}\n",
+    "no-url.yml": "targets:\n  - name: a\n    prompt: hi\n",
+    "negative.yml": "targets:\n  - name: a\n    url: http://127.0.0.1:1/\n    warm-calls: -2\n",
+    "unknown-key.yml": "targets:\n  - name: a\n    url: http://127.0.0.1:1/\n    colour: red\n",
+    "unset-env.yml": (
+        "targets:\n  - name: a\n    url: http://127.0.0.1:1/\n    api-key: ${LG_UNSET_VAR_X}\n"
+    ),
+    "empty.yml": "targets: []\n",
+    "broken.json": '{"targets": [',
+    "targets.ini": "x = 1\n",
+    "number.toml": "targets = 3\n",
+    "same-name.yml": (
+        "targets:\n  - name: a\n    url: http://127.0.0.1:1/\n"
+        "  - name: a\n    url: http://127.0.0.1:2/\n"
+    ),
+    "binary.yml": b"\xff\xfe",
+}
+
+# (id, file, the message expected, naming the file and where in it)
+TARGETS_CASES: list[tuple[str, str, str]] = [
+    ("yaml-syntax", "unclosed.yml", "unclosed.yml:2: not valid YAML"),
+    ("not-a-list", "not-a-list.yml", "not-a-list.yml:1: targets: expected a list of targets"),
+    ("no-url", "no-url.yml", "no-url.yml:2: target 'a', url: required: the endpoint to probe"),
+    (
+        "negative-count",
+        "negative.yml",
+        "negative.yml:4: target 'a', warm-calls: expected a whole number of at least 1, got -2",
+    ),
+    ("unknown-key", "unknown-key.yml", "unknown-key.yml:4: target 'a', colour: unknown setting"),
+    (
+        "unset-env",
+        "unset-env.yml",
+        "unset-env.yml:4: target 'a', api-key: environment variable LG_UNSET_VAR_X is not set",
+    ),
+    ("empty-list", "empty.yml", "empty.yml:1: targets: expected a list of targets"),
+    ("json-syntax", "broken.json", "broken.json:1: not valid JSON"),
+    ("unknown-suffix", "targets.ini", "expected a .yml, .yaml, .toml or .json file, got '.ini'"),
+    ("toml-number", "number.toml", "number.toml:1: targets: expected a list of targets"),
+    ("same-name", "same-name.yml", "same-name.yml:4: target 'a', name: the name is already used"),
+    ("not-utf8", "binary.yml", "codec can't decode byte 0xff"),
+    ("missing", "absent.yml", "No such file or directory"),
+]
 
 
 # --- the CLI ----------------------------------------------------------------------------------
@@ -116,6 +167,11 @@ CLI_CASES: list[tuple[str, list[str], str]] = [
     ),
     ("ca-bundle-folder", ["{url}", "--ca-bundle", "{files}"], "--ca-bundle: no readable file"),
     (
+        "ca-bundle-not-pem",
+        ["{url}", "--ca-bundle", "{files}/garbage.pem"],
+        "--ca-bundle: '{files}/garbage.pem' holds no usable PEM certificate",
+    ),
+    (
         "ca-bundle-and-insecure",
         ["{url}", "--ca-bundle", "{files}/ca.pem", "--insecure"],
         "--insecure: contradicts --ca-bundle: pick one",
@@ -152,7 +208,32 @@ def test_bad_cli_input_exits_2_with_one_message(
     assert result.stdout == ""
     errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
     assert len(errors) == 1, result.stderr
-    assert message in errors[0]
+    assert message.replace("{files}", str(world.files)) in errors[0]
+    assert world.touched() == []
+
+
+@pytest.mark.parametrize(
+    ("name", "message"), [c[1:] for c in TARGETS_CASES], ids=[c[0] for c in TARGETS_CASES]
+)
+def test_bad_targets_file_exits_2_naming_file_and_line(
+    world: World, name: str, message: str
+) -> None:
+    """--targets FILE with a fault: exit 2, one message with the file and line, nothing run."""
+    args = ["probe", "--targets", str(world.files / name), "--no-floor"]
+    result = CliRunner().invoke(cli.main, args, env={"LG_UNSET_VAR_X": None})
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.stderr
+    assert result.stderr.startswith("Error: invalid input ")
+    assert message in result.stderr
+    assert world.touched() == []
+
+
+def test_targets_file_and_url_together_is_refused(world: World) -> None:
+    """A URL beside --targets contradicts it: exit 2 naming both."""
+    args = ["probe", world.url, "--targets", str(world.files / "negative.yml")]
+    result = CliRunner().invoke(cli.main, args)
+    assert result.exit_code == 2
+    assert result.stderr == "Error: invalid input --targets: give URL or --targets, not both\n"
     assert world.touched() == []
 
 
@@ -199,6 +280,17 @@ ACTION_CASES: list[tuple[str, dict[str, str], str]] = [
     ("error-rate-2", {"max-error-rate": "2"}, "max-error-rate: expected a fraction between 0"),
     ("stream-word", {"stream": "sometimes"}, "stream: expected true or false"),
     ("body-not-json", {"body": "{oops"}, "body: the openai-chat format needs a JSON body"),
+    (
+        "targets-and-url",
+        {"targets": "{files}/negative.yml"},
+        "targets: give `url` or `targets`, not both",
+    ),
+    ("targets-yaml", {"targets": "{files}/unclosed.yml", "url": ""}, "unclosed.yml:2: not valid"),
+    (
+        "targets-count",
+        {"targets": "{files}/negative.yml", "url": ""},
+        "negative.yml:4: target 'a', warm-calls: expected a whole number of at least 1",
+    ),
 ]
 
 
