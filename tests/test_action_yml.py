@@ -139,6 +139,7 @@ def test_action_only_defaults() -> None:
         "fail-on-breach": "true",
         "github-token": "${{ github.token }}",
         "json-path": "",
+        "label": "",
         "max-regression": "",
         "summary": "true",
         "targets": "",
