@@ -323,10 +323,19 @@ def _check_writable(paths: Mapping[str, str | None]) -> None:
 def _write_reports(
     results: Sequence[RunResult], json_path: str | None, markdown_path: str | None
 ) -> None:
-    if json_path is not None:
-        Path(json_path).write_text(baseline.dump_runs(results), encoding="utf-8")
-    if markdown_path is not None:
-        Path(markdown_path).write_text(report.render_markdown(results), encoding="utf-8")
+    writes: list[tuple[str, str | None, Callable[[], str]]] = [
+        ("--json", json_path, lambda: baseline.dump_runs(results)),
+        ("--markdown", markdown_path, lambda: report.render_markdown(results)),
+    ]
+    for option, path, render in writes:
+        if path is None:
+            continue
+        try:
+            Path(path).write_text(render(), encoding="utf-8")
+        except OSError as exc:
+            # Checked before the run, so this is the disk or the file system failing now.
+            reason = exc.strerror or str(exc)
+            raise ConfigError.single(option, f"could not write {path!r}: {reason}") from None
 
 
 def _color() -> bool:

@@ -47,6 +47,7 @@ def describe(event: Progress, name: str) -> str:
         case "warm":
             return f"{name}: warm calls {event.done}/{event.total}"
         case "concurrent":
-            return f"{name}: {event.total} concurrent calls"
+            calls = "call" if event.total == 1 else "calls"
+            return f"{name}: {event.total} concurrent {calls}"
         case _:
             return f"{name}: done"
