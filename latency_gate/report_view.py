@@ -485,12 +485,13 @@ def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[s
 
 
 def terminal_findings(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
-    """Each finding as "title: evidence", prefixed with its target's name when there are several.
+    """Each finding's title (with its target's name when there are several), evidence below it.
 
     Evidence and titles are ours, built from numbers; still one line each.
     """
     lines: list[str] = []
     for result, name in zip(results, names, strict=True):
         who = f"{name}: " if len(results) > 1 else ""
-        lines += [f"  {who}{f.title}: {f.evidence}" for f in result.findings]
+        for f in result.findings:
+            lines += [f"  {who}{f.title}", f"    {f.evidence}"]
     return ["", "findings:", *lines] if lines else []
