@@ -1,0 +1,331 @@
+"""Regressions against a baseline: limits, statistics, simulations, and the CLI end to end.
+
+The simulations fix their seeds, so the figures below are exact for this code; they are the ones
+docs/workflows.md quotes. Lognormal latencies with sigma 0.25 (p95 about 1.5 x p50, a warm API
+endpoint) are the "realistic" case; the wider cases show where 20 calls stop being enough.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from latency_gate import cli
+from latency_gate.baseline import (
+    ALPHA,
+    DEFAULT_LIMIT,
+    RegressionLimit,
+    apply_plan,
+    compare,
+    config_differences,
+    dump_runs,
+    fisher_greater,
+    mann_whitney_greater,
+    parse_max_regression,
+    parse_runs,
+    plan_baseline,
+)
+from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
+from latency_gate.errors import ConfigError
+from latency_gate.models import RunResult
+from latency_gate.stats import percentile
+from tests.result_factory import healthy_samples, make_result, make_target, samples_for
+
+# --- limits ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "relative", "absolute"),
+    [
+        ("20%", 0.2, None),
+        ("200ms", None, 0.2),
+        ("20%,200ms", 0.2, 0.2),
+        (" 1.5 s , 5 % ", 0.05, 1.5),
+    ],
+)
+def test_parse_max_regression(text: str, relative: float | None, absolute: float | None) -> None:
+    """Relative, absolute and both together, in either order."""
+    assert parse_max_regression(text) == RegressionLimit(relative=relative, absolute=absolute)
+
+
+@pytest.mark.parametrize("text", ["", "fast", "20%,30%", "1s,2s", "1%,2%,3%"])
+def test_parse_max_regression_refuses(text: str) -> None:
+    """Anything else is a ValueError that says what was expected."""
+    with pytest.raises(ValueError, match=r"20%|two|expected"):
+        parse_max_regression(text)
+
+
+def test_limit_needs_every_given_limit_exceeded() -> None:
+    """With 20% and 200 ms, 1.0 -> 1.3 s (+30 %, +300 ms) exceeds; 1.0 -> 1.15 s does not."""
+    limit = RegressionLimit(relative=0.2, absolute=0.2)
+    assert limit.exceeded("warm_p95", 1.0, 1.3)
+    assert not limit.exceeded("warm_p95", 1.0, 1.15)
+    assert not RegressionLimit(relative=0.2, absolute=0.5).exceeded("warm_p95", 1.0, 1.3)
+
+
+# --- the statistics -------------------------------------------------------------------------
+
+
+def test_mann_whitney_exact_complete_separation() -> None:
+    """Every head value above every base value, 3 against 3: p is 1 / C(6, 3) = 0.05."""
+    assert mann_whitney_greater([4.0, 5.0, 6.0], [1.0, 2.0, 3.0]) == pytest.approx(0.05)
+
+
+def test_mann_whitney_exact_reversed() -> None:
+    """Every head value below: p is 1 (no sign that head is slower)."""
+    assert mann_whitney_greater([1.0, 2.0, 3.0], [4.0, 5.0, 6.0]) == pytest.approx(1.0)
+
+
+def test_mann_whitney_exact_matches_enumeration() -> None:
+    """The counted distribution agrees with enumerating all C(8, 4) arrangements."""
+    from itertools import combinations
+
+    head, base = [1.5, 3.5, 6.0, 7.0], [1.0, 2.0, 4.0, 5.0]
+    pooled = sorted(head + base)
+    observed = sum(h > b for h in head for b in base)
+    as_large = sum(
+        sum(h > b for h in chosen for b in set(pooled) - set(chosen)) >= observed
+        for chosen in combinations(pooled, 4)
+    )
+    assert mann_whitney_greater(head, base) == pytest.approx(as_large / math.comb(8, 4))
+
+
+def test_mann_whitney_ties_use_the_normal_approximation() -> None:
+    """Identical samples (all tied) give p = 0.5 or more: never a regression."""
+    p_value = mann_whitney_greater([0.1] * 20, [0.1] * 20)
+    assert p_value is not None
+    assert p_value >= 0.5
+
+
+def test_mann_whitney_empty_side() -> None:
+    """No samples on one side: no test (None)."""
+    assert mann_whitney_greater([], [0.1]) is None
+
+
+def test_fisher_one_sided() -> None:
+    """5 of 10 failed against 0 of 10: p = C(5,5)C(15,5)/C(20,10) ≈ 0.0163."""
+    expected = math.comb(5, 5) * math.comb(15, 5) / math.comb(20, 10)
+    assert fisher_greater(5, 10, 0, 10) == pytest.approx(expected)
+    assert fisher_greater(0, 10, 0, 10) == pytest.approx(1.0)
+
+
+def _draw(rng: random.Random, sigma: float, n: int = 20, scale: float = 1.0) -> list[float]:
+    return [scale * rng.lognormvariate(math.log(0.5), sigma) for _ in range(n)]
+
+
+def _gate(head: list[float], base: list[float], limit: RegressionLimit) -> bool:
+    """What compare() decides for warm p95: worse by more than the limit and beyond noise."""
+    head_p95, base_p95 = percentile(head, 95), percentile(base, 95)
+    assert head_p95 is not None
+    assert base_p95 is not None
+    p_value = mann_whitney_greater(head, base)
+    beyond = p_value is not None and p_value < ALPHA
+    return beyond and limit.exceeded("warm_p95", base_p95, head_p95)
+
+
+def _rates(sigma: float, seed: int, limit: RegressionLimit) -> tuple[float, float]:
+    """(false alarm rate, +50 % detection rate) over 1,000 pairs of 20 calls each."""
+    rng = random.Random(seed)
+    false_alarms = caught = 0
+    for _ in range(1000):
+        base = _draw(rng, sigma)
+        false_alarms += _gate(_draw(rng, sigma), base, limit)
+        caught += _gate(_draw(rng, sigma, scale=1.5), base, limit)
+    return false_alarms / 1000, caught / 1000
+
+
+def test_simulation_realistic_spread() -> None:
+    """sigma 0.25, default 10 % limit: false alarms 0.8 % (≤ 2 %), +50 % caught 98.1 % (≥ 95 %)."""
+    started = time.perf_counter()
+    false_alarm, caught = _rates(0.25, seed=20240601, limit=DEFAULT_LIMIT)
+    assert false_alarm <= 0.02
+    assert caught >= 0.95
+    assert (false_alarm, caught) == (0.008, 0.981)
+    assert time.perf_counter() - started < 10
+
+
+def test_simulation_noise_test_alone() -> None:
+    """The U test alone at sigma 0.3: false alarms 1.1 %, +50 % caught 96.2 %."""
+    rng = random.Random(7)
+    false_alarms = caught = 0
+    for _ in range(1000):
+        base = _draw(rng, 0.3)
+        false_alarms += (mann_whitney_greater(_draw(rng, 0.3), base) or 1.0) < ALPHA
+        caught += (mann_whitney_greater(_draw(rng, 0.3, scale=1.5), base) or 1.0) < ALPHA
+    assert (false_alarms / 1000, caught / 1000) == (0.011, 0.962)
+
+
+def test_simulation_wide_spread_never_false_alarms_more() -> None:
+    """sigma 0.5 (p95 about 2.3 x p50) with a 20 % limit: still ≤ 2 % false alarms; +50 % is then
+    caught only about half the time, which the docs say plainly."""
+    false_alarm, caught = _rates(0.5, seed=5, limit=RegressionLimit(relative=0.2))
+    assert false_alarm <= 0.02
+    assert (false_alarm, caught) == (0.009, 0.486)
+
+
+# --- comparing results ----------------------------------------------------------------------
+
+
+def _slow(factor: float) -> RunResult:
+    return make_result(
+        samples=samples_for(
+            cold=0.42 * factor,
+            warm=[(0.100 + 0.005 * i) * factor for i in range(20)],
+            concurrent=[(0.150 + 0.010 * i) * factor for i in range(10)],
+        )
+    )
+
+
+def test_compare_same_run_no_regression() -> None:
+    """A run against itself: every number shown, none regressed, verdict unchanged."""
+    run = make_result()
+    check = compare(run, run, DEFAULT_LIMIT, "base.json")
+    assert [d.number for d in check.deltas] == [
+        "cold_start",
+        "warm_p50",
+        "warm_p95",
+        "concurrent_p95",
+        "error_rate",
+    ]
+    assert check.regressions == ()
+    assert check.deltas[0].note == "one call each: cannot be told from noise, not gated"
+
+
+def test_compare_twice_slower_regresses() -> None:
+    """Twice slower: warm p50, warm p95 and concurrent p95 regress; cold start cannot."""
+    check = compare(_slow(2.0), make_result(), DEFAULT_LIMIT, "base.json")
+    assert [d.number for d in check.regressions] == ["warm_p50", "warm_p95", "concurrent_p95"]
+    result = apply_plan_for(_slow(2.0), make_result())
+    assert not result.verdict.passed
+    assert result.verdict.reasons[0].startswith("regression: warm p50 148 ms → 295 ms (+100 %)")
+
+
+def apply_plan_for(head: RunResult, base: RunResult) -> RunResult:
+    from latency_gate.baseline import BaselinePlan
+
+    return apply_plan(BaselinePlan("base.json", DEFAULT_LIMIT, {head.target: base}), head)
+
+
+def test_compare_within_limit_is_not_a_regression() -> None:
+    """5 % slower on every call: beyond noise perhaps, but within the 10 % limit."""
+    check = compare(_slow(1.05), make_result(), DEFAULT_LIMIT, "base.json")
+    assert check.regressions == ()
+
+
+def test_missing_baseline_file_is_said(tmp_path: Path) -> None:
+    """No file at the path: status missing, the verdict rests on the budget, the check says so."""
+    plan = plan_baseline([make_target()], tmp_path / "none.json", DEFAULT_LIMIT)
+    result = apply_plan(plan, make_result())
+    assert result.baseline is not None
+    assert result.baseline.status == "missing"
+    assert result.baseline.message == f"no baseline file at {tmp_path / 'none.json'} (a first run?)"
+    assert result.verdict.passed
+
+
+def test_other_configuration_is_refused(tmp_path: Path) -> None:
+    """A baseline of another URL is a ConfigError naming the setting and both values."""
+    path = tmp_path / "base.json"
+    path.write_text(dump_runs([make_result(url="http://127.0.0.1:9/other")]))
+    with pytest.raises(ConfigError) as caught:
+        plan_baseline([make_target()], path, DEFAULT_LIMIT)
+    assert (
+        "url: 'http://127.0.0.1:9/other' then, 'http://127.0.0.1:8000/v1/chat/completions' now"
+        in (str(caught.value))
+    )
+
+
+def test_config_differences_ignore_budget_name_and_cost() -> None:
+    """Budget, name, idle and cost do not change what was measured."""
+    head = make_target("a").comparable()
+    base = {**make_target("b").redacted(), "cost": "cheap", "idle": 60.0}
+    assert config_differences(head, base) == []
+
+
+def test_runs_round_trip_both_shapes() -> None:
+    """One run is a RunResult document; several are {schema_version, runs}; both parse back."""
+    one, two = make_result("a"), make_result("b")
+    assert "numbers" in json.loads(dump_runs([one]))
+    several = json.loads(dump_runs([one, two]))
+    assert list(several) == ["schema_version", "runs"]
+    assert parse_runs(dump_runs([one, two]), "x") == [one, two]
+    assert parse_runs(dump_runs([one]), "x") == [one]
+
+
+def test_parse_runs_refuses_other_json() -> None:
+    """A JSON file that is not a result names the source and the first problem."""
+    with pytest.raises(ConfigError, match=r"--baseline b.json: not a latency-gate result"):
+        parse_runs('{"hello": 1}', "--baseline b.json")
+
+
+# --- the CLI against demo endpoints ---------------------------------------------------------
+
+SPEC = EndpointSpec(name="base", latency=0.04, jitter=0.05, seed=3, tokens=3, token_interval=0.001)
+FEW = ["--warm-calls", "20", "--concurrency", "10", "--prompt", "Hi", "--no-floor"]
+
+
+@pytest.fixture
+def server() -> Iterator[DemoServer]:
+    with serve_in_thread(SPEC) as servers:
+        yield servers[0]
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(cli.main, list(args), prog_name="latency-gate")
+
+
+def test_cli_unchanged_endpoint_passes(server: DemoServer, tmp_path: Path) -> None:
+    """Against an unchanged endpoint the baseline run passes and says nothing regressed."""
+    base = tmp_path / "base.json"
+    first = invoke("probe", server.url, *FEW, "--json", str(base))
+    assert first.exit_code == 0, first.output
+    again = invoke("probe", server.url, *FEW, "--baseline", str(base))
+    assert again.exit_code == 0, again.output
+    assert "baseline: no number regressed beyond noise and the 10 % limit" in again.output
+
+
+def test_cli_twice_slower_fails_naming_the_regression(server: DemoServer, tmp_path: Path) -> None:
+    """The same endpoint answering twice as slowly: exit 1, warm p95's regression named."""
+    base = tmp_path / "base.json"
+    assert invoke("probe", server.url, *FEW, "--json", str(base)).exit_code == 0
+    server.spec = SPEC.model_copy(update={"latency": SPEC.latency * 2})
+    slower = invoke(
+        "probe", server.url, *FEW, "--baseline", str(base), "--json", str(tmp_path / "h")
+    )
+    assert slower.exit_code == 1, slower.output
+    assert slower.stdout.startswith("FAIL: regression: warm p50 ")
+    head = RunResult.model_validate_json((tmp_path / "h").read_text())
+    assert head.baseline is not None
+    assert {"warm_p50", "warm_p95"} <= {d.number for d in head.baseline.regressions}
+
+
+def test_cli_missing_baseline_said_plainly(server: DemoServer, tmp_path: Path) -> None:
+    """No file at --baseline: the run passes on its budget and says no baseline was checked."""
+    done = invoke("probe", server.url, *FEW, "--baseline", str(tmp_path / "none.json"))
+    assert done.exit_code == 0, done.output
+    assert (
+        f"no baseline: no baseline file at {tmp_path / 'none.json'} (a first run?)" in done.output
+    )
+
+
+def test_cli_other_configuration_exits_2(server: DemoServer, tmp_path: Path) -> None:
+    """A baseline measured with other settings is refused before anything is measured."""
+    base = tmp_path / "base.json"
+    base.write_text(dump_runs([make_result(samples=healthy_samples())]))
+    done = invoke("probe", server.url, *FEW, "--baseline", str(base))
+    assert done.exit_code == 2
+    assert "measured a different configuration (url:" in done.output
+    assert server.records == []
+
+
+def test_cli_max_regression_needs_baseline(server: DemoServer) -> None:
+    """--max-regression alone is bad input (exit 2), not silently ignored."""
+    done = invoke("probe", server.url, *FEW, "--max-regression", "20%")
+    assert done.exit_code == 2
+    assert "--max-regression: needs --baseline to compare with" in done.output
