@@ -255,7 +255,7 @@ def _terminal_extras(results: Sequence[RunResult]) -> list[str]:
             head += f" ({comparison.cheapest_cost})"
         lines.append(clean_text(head))
         lines += [
-            clean_text(f"  paying for {name}{f' ({cost})' if cost else ''} buys {buys}")
+            "  " + clean_text(f"paying for {name}{f' ({cost})' if cost else ''} buys {buys}")
             for name, cost, buys in comparison.buys
         ]
     several = len(results) > 1
