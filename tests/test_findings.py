@@ -356,3 +356,14 @@ async def test_demo_long_tail() -> None:
     """A heavy-tailed service time (lognormal sigma 1.2): long tail."""
     spec = EndpointSpec(name="tail", latency=0.05, jitter=1.2, seed=13, tokens=4)
     assert "long-tail" in await _probe_codes(spec, warm=20, concurrency=2)
+
+
+def test_terminal_shows_each_finding_with_its_evidence() -> None:
+    """The terminal report lists each finding's title, its evidence indented below."""
+    from result_factory import make_result
+
+    from latency_gate.report import render_terminal
+
+    finding = Finding(code="long-tail", title="Long tail", evidence="p95 is 10x p50", hint="h")
+    text = render_terminal([make_result(findings=[finding])])
+    assert "\nfindings:\n  Long tail\n    p95 is 10x p50\n" in text
