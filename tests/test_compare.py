@@ -1,0 +1,109 @@
+"""Targets side by side: the cheapest passing one, what dearer ones buy, a real two-target run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from latency_gate import cli, report
+from latency_gate.compare import compare_targets
+from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
+from latency_gate.models import RunResult
+from tests.result_factory import make_result, samples_for
+
+
+def _run(name: str, warm: float, concurrent: float, *, passed: bool = True) -> RunResult:
+    samples = samples_for(cold=warm, warm=[warm] * 20, concurrent=[concurrent] * 10)
+    return make_result(name, samples=samples, passed=passed)
+
+
+def test_cheapest_passing_and_what_dearer_buy() -> None:
+    """The first passing target is the cheapest; dearer ones are priced in p95 seconds."""
+    comparison = compare_targets(
+        [
+            _run("free", 4.0, 9.0, passed=False),
+            _run("standard", 1.0, 2.0),
+            _run("premium", 0.6, 1.5),
+        ]
+    )
+    assert comparison is not None
+    assert comparison.cheapest == "standard"
+    assert comparison.failing_cheaper == ("free",)
+    assert comparison.buys == (
+        ("premium", None, "400 ms at warm p95 and 500 ms at concurrent p95"),
+    )
+
+
+def test_dearer_and_slower_buys_nothing() -> None:
+    """A dearer target that is slower is said to be, and over budget too when it is."""
+    comparison = compare_targets([_run("a", 0.5, 0.6), _run("b", 0.9, 0.6, passed=False)])
+    assert comparison is not None
+    assert comparison.buys == (
+        ("b", None, "nothing at p95: it is 400 ms slower at warm p95; it is over budget"),
+    )
+
+
+def test_none_passing() -> None:
+    """When no target passes there is no cheapest passing one."""
+    comparison = compare_targets([_run("a", 4, 4, passed=False), _run("b", 4, 4, passed=False)])
+    assert comparison is not None
+    assert comparison.cheapest is None
+    assert (
+        comparison.headline == "No target passes the budget, so there is no cheapest passing one."
+    )
+
+
+def test_no_comparison_for_one_target_or_repeated_names() -> None:
+    """One target, or runs of the same target (a matrix of runners), have nothing to price."""
+    assert compare_targets([_run("a", 1, 1)]) is None
+    assert compare_targets([_run("a", 1, 1), _run("a", 2, 2)]) is None
+
+
+def test_summary_names_the_cheapest_with_its_cost() -> None:
+    """The job summary says which target is cheapest and passes, with its cost note escaped."""
+    cheap = _run("local", 0.5, 0.6)
+    cheap = cheap.model_copy(update={"config": {**cheap.config, "cost": "free_tier *"}})
+    text = report.render_summary([cheap, _run("paid", 0.1, 0.2)])
+    assert "**Cheapest target that passes: local** (free\\_tier \\*).\n" in text
+    assert "- Paying for **paid** buys 400 ms at warm p95 and 400 ms at concurrent p95.\n" in text
+
+
+# --- a real two-target run ------------------------------------------------------------------
+
+FAST = EndpointSpec(name="fast", latency=0.01, tokens=3, token_interval=0.001)
+SLOW = EndpointSpec(name="slow", latency=0.08, tokens=3, token_interval=0.001)
+
+
+@pytest.fixture
+def servers() -> Iterator[list[DemoServer]]:
+    with serve_in_thread(FAST, SLOW) as running:
+        yield running
+
+
+def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> None:
+    """`probe --targets`: both probed, shown in columns, the cheapest passing one named."""
+    fast, slow = servers
+    path = tmp_path / "targets.yml"
+    path.write_text(
+        "defaults:\n  prompt: Hi\n  warm-calls: 5\n  concurrency: 3\n"
+        "targets:\n"
+        f"  - name: cheap\n    url: {slow.url}\n    cost: free tier\n"
+        f"  - name: dear\n    url: {fast.url}\n    cost: paid\n"
+    )
+    done = CliRunner().invoke(
+        cli.main,
+        ["probe", "--targets", str(path), "--no-floor", "--json", str(tmp_path / "r.json")],
+    )
+    assert done.exit_code == 0, done.output
+    lines = done.stdout.splitlines()
+    assert lines[0] == "PASS: all 2 targets within budget"
+    assert lines[2].split() == ["number", "cheap", "dear"]
+    assert "Cheapest target that passes: cheap (free tier)" in lines
+    buys = next(line for line in lines if line.startswith("  paying for dear (paid) buys "))
+    assert "at warm p95" in buys
+    assert len(slow.records) == len(fast.records) == 1 + 5 + 3
+    # Probed one after another: the dear one's first call came after the cheap one's last.
+    assert min(r.received_ns for r in fast.records) > max(r.received_ns for r in slow.records)
