@@ -230,7 +230,7 @@ def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: 
     """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
     a column per run; exit 1 when any run failed."""
     _check_writable({"--json": json_path, "--markdown": markdown_path})
-    loaded = [(name, baseline.load_runs(Path(name), name)) for name in files]
+    loaded = [(name, baseline.load_runs(Path(name), "merge")) for name in files]
     results = label_runs(loaded)
     _write_reports(results, json_path, markdown_path)
     click.echo(report.render_terminal(results, color=_color()))

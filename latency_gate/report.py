@@ -291,7 +291,7 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     lines: list[str] = []
     table: list[list[tuple[str, str]]] = []  # cells as (text, the word that colors it)
     if len(views) > 1:
-        names = [clean_text(view.result.target, 40) for view in views]
+        names = [clean_text(view.result.display_name, 40) for view in views]
         failed = sum(not view.result.verdict.passed for view in views)
         head = (
             f"{failed} of {len(views)} targets over budget"
@@ -341,7 +341,7 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
         ]
         lines.append("  ".join(padded).rstrip())
     lines += _terminal_extras(results)
-    terminal_names = [clean_text(view.result.target, 40) for view in views]
+    terminal_names = [clean_text(view.result.display_name, 40) for view in views]
     lines += terminal_chain(results, terminal_names)
     lines += terminal_findings(results, terminal_names)
     lines.append("")
