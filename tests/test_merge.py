@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+import sysconfig
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner, Result
 
 from latency_gate import cli
 from latency_gate.baseline import dump_runs, parse_runs
 from latency_gate.compare import label_runs
+from latency_gate.targets import load_targets
 from tests.result_factory import make_result
 
 
@@ -82,3 +87,56 @@ def test_merge_of_a_missing_file_exits_2(tmp_path: Path) -> None:
     done = invoke(str(tmp_path / "none.json"))
     assert done.exit_code == 2
     assert "cannot read" in done.output
+
+
+# --- the documented workflows ---------------------------------------------------------------
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob("docs/examples/*.yml"))
+WORKFLOW_EXAMPLES = [p for p in EXAMPLES if not p.endswith("latency-targets.yml")]
+
+
+def _tool(name: str) -> str:
+    beside = Path(sysconfig.get_path("scripts")) / name
+    found = str(beside) if beside.is_file() else shutil.which(name)
+    if found is None:
+        pytest.fail(f"{name} is not installed: pip install -e '.[dev]'", pytrace=False)
+    return found
+
+
+def _lint(*command: str) -> None:
+    done = subprocess.run(
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout}\n{done.stderr}"
+
+
+def test_workflow_examples_exist() -> None:
+    """Both documented workflows are there for the linters below."""
+    assert WORKFLOW_EXAMPLES == [
+        "docs/examples/baseline-from-main.yml",
+        "docs/examples/matrix-merge.yml",
+    ]
+
+
+def test_workflow_examples_match_the_schema() -> None:
+    """The example workflows are valid against the published workflow schema."""
+    _lint(
+        _tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *WORKFLOW_EXAMPLES
+    )
+
+
+def test_workflow_examples_pass_actionlint() -> None:
+    """actionlint finds nothing in the example workflows (expressions, shell, action versions)."""
+    _lint(_tool("actionlint"), *WORKFLOW_EXAMPLES)
+
+
+def test_example_targets_file_loads() -> None:
+    """The documented targets file is valid: three targets, cheapest first, the free tier lax."""
+    targets = load_targets(
+        REPO_ROOT / "docs/examples/latency-targets.yml",
+        environ={"FREE_API_KEY": "free-key-1234", "PAID_API_KEY": "paid-key-1234"},
+    )
+    assert [t.name for t in targets] == ["local", "free-tier", "paid"]
+    assert [t.budget.max_warm_p95 for t in targets] == [2.0, 10.0, 2.0]
+    assert targets[1].budget.max_concurrent_p95 is None
