@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from result_factory import healthy_samples, make_result, make_target, samples_for
 
 from latency_gate import cli
 from latency_gate.baseline import (
@@ -36,7 +37,6 @@ from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError
 from latency_gate.models import RunResult
 from latency_gate.stats import percentile
-from tests.result_factory import healthy_samples, make_result, make_target, samples_for
 
 # --- limits ---------------------------------------------------------------------------------
 

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from result_factory import make_result, samples_for
 
 from latency_gate import cli, report
 from latency_gate.compare import compare_targets
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
-from tests.result_factory import make_result, samples_for
 
 
 def _run(name: str, warm: float, concurrent: float, *, passed: bool = True) -> RunResult:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from result_factory import make_result
 
 from latency_gate import cli
 from latency_gate.baseline import dump_runs, parse_runs
 from latency_gate.compare import label_runs
 from latency_gate.targets import load_targets
-from tests.result_factory import make_result
 
 
 def invoke(*args: str) -> Result:
