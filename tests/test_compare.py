@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -9,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 from result_factory import make_result, samples_for
 
-from latency_gate import cli, report
+from latency_gate import action, cli, report
 from latency_gate.compare import compare_targets
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
@@ -107,3 +109,47 @@ def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> 
     assert len(slow.records) == len(fast.records) == 1 + 5 + 3
     # Probed one after another: the dear one's first call came after the cheap one's last.
     assert min(r.received_ns for r in fast.records) > max(r.received_ns for r in slow.records)
+
+
+def github_outputs(text: str) -> dict[str, str]:
+    """$GITHUB_OUTPUT's single-line `name=value` entries as a mapping."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def test_action_targets_input(servers: list[DemoServer], tmp_path: Path) -> None:
+    """The action's `targets`: keys from ${NAME} masked first, both columns in the summary,
+    the cheapest passing named, overall outputs only, and a baseline that is missing said so."""
+    fast, slow = servers
+    (tmp_path / "targets.yml").write_text(
+        "defaults:\n  prompt: Hi\n  warm-calls: 3\n  concurrency: 2\n"
+        "targets:\n"
+        f"  - name: cheap\n    url: {slow.url}\n    api-key: ${{CHEAP_KEY}}\n"
+        f"  - name: dear\n    url: {fast.url}\n"
+    )
+    (tmp_path / "summary.md").touch()
+    (tmp_path / "output").touch()
+    env = {
+        "INPUT_TARGETS": "targets.yml",
+        "INPUT_BASELINE": "main/result.json",
+        "INPUT_COMMENT": "never",
+        "INPUT_MAX-WARM-P95": "3s",
+        "CHEAP_KEY": "sk-cheap-secret-99",
+        "GITHUB_WORKSPACE": str(tmp_path),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary.md"),
+        "GITHUB_OUTPUT": str(tmp_path / "output"),
+    }
+    out = io.StringIO()
+    assert action.main(env, out=out) == 0, out.getvalue()
+    log = out.getvalue()
+    assert log.splitlines()[0] == "::add-mask::sk-cheap-secret-99"
+    assert "::warning title=latency-gate%3A no baseline::no baseline for cheap: " in log
+    summary = (tmp_path / "summary.md").read_text()
+    assert "| number | cheap | dear |" in summary
+    assert "**Cheapest target that passes: cheap**." in summary
+    assert "> **No baseline for cheap**: no baseline file at" in summary
+    outputs = (tmp_path / "output").read_text()
+    assert github_outputs(outputs)["passed"] == "true"
+    assert github_outputs(outputs)["warm-p95"] == ""
+    assert "sk-cheap-secret-99" not in summary + outputs
+    document = json.loads((tmp_path / "latency-gate-report/result.json").read_text())
+    assert [run["target"] for run in document["runs"]] == ["cheap", "dear"]
