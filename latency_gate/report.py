@@ -91,6 +91,9 @@ def environment() -> jinja2.Environment:
     env.filters["percent"] = fmt_percent
     env.filters["value"] = fmt_value
     env.filters["thousands"] = lambda n: f"{n:,}"
+    # Globals, not context: the imported macros see globals only.
+    env.globals["delta_rows"] = delta_rows
+    env.globals["regression_limit"] = regression_limit_text
     env.filters["chain"] = chain_cell
     return env
 
@@ -112,8 +115,6 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
         "segments": CHART_SEGMENTS,
         "stamp_sources": STAMP_SOURCES,
         "comparison": compare_targets(results),
-        "delta_rows": delta_rows,
-        "regression_limit": regression_limit_text,
     }
 
 

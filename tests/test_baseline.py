@@ -329,3 +329,15 @@ def test_cli_max_regression_needs_baseline(server: DemoServer) -> None:
     done = invoke("probe", server.url, *FEW, "--max-regression", "20%")
     assert done.exit_code == 2
     assert "--max-regression: needs --baseline to compare with" in done.output
+
+
+def test_summary_shows_base_head_delta_and_the_test() -> None:
+    """The job summary names the test and shows base, head and delta for every number."""
+    from latency_gate import report
+
+    text = report.render_summary([apply_plan_for(_slow(2.0), make_result())])
+    assert "### Against the baseline\n" in text
+    assert "beyond noise. Test: one-sided Mann-Whitney U on the calls' latencies" in text
+    assert "| warm p95 | 190 ms | 380 ms | +190 ms (+100 %) | 7.3e-12 | ❌ regressed |" in text
+    assert "| cold start | 420 ms | 840 ms | +420 ms (+100 %) | — | one call each:" in text
+    assert "- regression: warm p95 190 ms → 380 ms (+100 %), beyond noise, p = 7.3e-12" in text
