@@ -30,6 +30,7 @@ from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
 from latency_gate.probe import probe
 from latency_gate.progress import progress_printer
+from latency_gate.report_view import NUMBER_LABELS
 from latency_gate.signals import run_with_signals
 from latency_gate.targets import load_targets
 
@@ -42,15 +43,6 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 DEFAULT_REPORT_DIR = "latency-gate-report"
-
-NUMBER_LABELS = {
-    "cold_start": "cold start",
-    "warm_p50": "warm p50",
-    "warm_p95": "warm p95",
-    "concurrent_p95": "concurrent p95",
-    "error_rate": "error rate",
-    "ttft_p95": "first-token p95",
-}
 
 
 def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:

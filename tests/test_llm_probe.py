@@ -4,28 +4,33 @@ from __future__ import annotations
 
 import pytest
 
-from latency_gate.config import build_target
+from latency_gate.config import Target, build_target
 from latency_gate.models import CallPhase
 from latency_gate.probe import probe
 
 pytestmark = pytest.mark.llm
 
 
-async def test_streamed_probe_of_a_real_llm_server(llama_server: str) -> None:
-    """Streamed: every call succeeds, with a first token before the last byte and token counts."""
-    target = build_target(
+def _target(base_url: str, *, stream: bool, prompt: str, warm: int, concurrency: int) -> Target:
+    """A chat target; latency on a shared 2-core CPU is not what these tests pin, so only the
+    error rate gates."""
+    return build_target(
         {
-            "url": f"{llama_server}/v1/chat/completions",
-            "prompt": "Name three colours.",
-            "stream": "true",
-            "warm-calls": "5",
-            "concurrency": "3",
+            "url": f"{base_url}/v1/chat/completions",
+            "prompt": prompt,
+            "stream": "true" if stream else "false",
+            "warm-calls": str(warm),
+            "concurrency": str(concurrency),
             "timeout": "60s",
-            # Latency on a shared 2-core CPU is not what these tests pin: only the errors gate.
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
         }
     )
+
+
+async def test_streamed_probe_of_a_real_llm_server(llama_server: str) -> None:
+    """Streamed: every call succeeds, with a first token before the last byte and token counts."""
+    target = _target(llama_server, stream=True, prompt="Name three colours.", warm=5, concurrency=3)
     result = await probe(target, measure_floor=False)
     assert [s.error_detail for s in result.samples if not s.ok] == []
     assert result.numbers.error_rate == 0.0
@@ -44,18 +49,8 @@ async def test_streamed_probe_of_a_real_llm_server(llama_server: str) -> None:
 
 async def test_non_streamed_probe_of_a_real_llm_server(llama_server: str) -> None:
     """Not streamed: every call succeeds with usage tokens and no first-token stamp."""
-    target = build_target(
-        {
-            "url": f"{llama_server}/v1/chat/completions",
-            "prompt": "Name three colours.",
-            "stream": "false",
-            "warm-calls": "5",
-            "concurrency": "3",
-            "timeout": "60s",
-            # Latency on a shared 2-core CPU is not what these tests pin: only the errors gate.
-            "max-warm-p95": "off",
-            "max-concurrent-p95": "off",
-        }
+    target = _target(
+        llama_server, stream=False, prompt="Name three colours.", warm=5, concurrency=3
     )
     result = await probe(target, measure_floor=False)
     assert [s.error_detail for s in result.samples if not s.ok] == []
@@ -68,18 +63,8 @@ async def test_non_streamed_probe_of_a_real_llm_server(llama_server: str) -> Non
 
 async def test_two_slot_server_queues_a_burst_of_four(llama_server: str) -> None:
     """With two slots, four concurrent calls take longer than one: the queue shows."""
-    target = build_target(
-        {
-            "url": f"{llama_server}/v1/chat/completions",
-            "prompt": "Count from one to twenty.",
-            "stream": "true",
-            "warm-calls": "3",
-            "concurrency": "4",
-            "timeout": "60s",
-            # Latency on a shared 2-core CPU is not what these tests pin: only the errors gate.
-            "max-warm-p95": "off",
-            "max-concurrent-p95": "off",
-        }
+    target = _target(
+        llama_server, stream=True, prompt="Count from one to twenty.", warm=3, concurrency=4
     )
     result = await probe(target, measure_floor=False)
     assert result.numbers.error_rate == 0.0
