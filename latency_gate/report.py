@@ -347,4 +347,23 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     lines += terminal_findings(results, terminal_names)
     lines.append("")
     lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
+    lines += _terminal_floor(results, terminal_names)
     return "\n".join(lines) + "\n"
+
+
+def _terminal_floor(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
+    """What the numbers can resolve: the gate's own floor and where its timestamps came from."""
+    lines = []
+    for result, name in zip(results, names, strict=True):
+        prefix = f"{name}: " if len(results) > 1 else ""
+        source = STAMP_SOURCES[result.stamp_source]
+        if result.floor is None:
+            lines.append(f"{prefix}measurement floor: not measured; timestamps: {source}")
+            continue
+        floor = result.floor
+        lines.append(
+            f"{prefix}measurement floor: {fmt_duration(floor.concurrent_p95)} at p95 under "
+            f"{floor.concurrency} concurrent calls, {fmt_duration(floor.sequential_p50)} at p50 "
+            f"one at a time; timestamps: {source}"
+        )
+    return lines
