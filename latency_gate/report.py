@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jinja2
 
+from latency_gate.chain import CHART_SEGMENTS, chain_cell, chart_scale, terminal_chain
 from latency_gate.compare import compare_targets
 from latency_gate.formatting import (
     clean_text,
@@ -31,17 +32,13 @@ from latency_gate.formatting import (
 )
 from latency_gate.models import RunResult
 from latency_gate.report_view import (
-    CHART_SEGMENTS,
     NUMBER_LABELS,
     STAMP_SOURCES,
     Row,
     TargetView,
-    chain_cell,
-    chart_scale,
     delta_rows,
     regression_limit_text,
     target_view,
-    terminal_chain,
     terminal_findings,
     union_numbers,
 )
