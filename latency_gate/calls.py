@@ -1,0 +1,281 @@
+"""One timed call: its phase timings from the socket stamps, and its failure named once.
+
+Every call gets its own `CallStamps` in a context variable, filled by latency_gate.clock's network
+backend at the socket (the kernel's receive timestamp where it can); this module only reads them
+(docs/design.md, "The clock"). A transport failure is classified here, from httpx's exception tree,
+and any secret of the target a server echoes back is scrubbed from the detail.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+import httpx
+
+from latency_gate import clock
+from latency_gate.config import Target, redact_url
+from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
+from latency_gate.streams import StreamParser
+
+# An error body is read for its first bytes only, to name the failure.
+_ERROR_BODY_LIMIT = 2048
+_DETAIL_LIMIT = 200
+
+
+async def call(client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int) -> Sample:
+    """One timed call. A stale pooled connection is retried once on a new connection."""
+    started_at = time.time()
+    stamps = clock.begin_call()
+    first = await _attempt(client, target, stamps)
+    if not _stale_connection_failure(first, stamps):
+        return first.sample(phase, index, started_at, stamps, stamps, retries=0, target=target)
+    # The server closed a kept-alive connection while it was idle (llama.cpp does this after
+    # every streamed answer) and failed before any byte of the answer: a browser retries once on
+    # a new connection, and the user waits for both attempts, so t0 stays the first attempt's.
+    retry_stamps = clock.begin_call()
+    second = await _attempt(client, target, retry_stamps)
+    return second.sample(phase, index, started_at, stamps, retry_stamps, retries=1, target=target)
+
+
+def _stale_connection_failure(attempt: _Attempt, stamps: clock.CallStamps) -> bool:
+    return (
+        attempt.error in {ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET}
+        and attempt.status is None
+        and stamps.bytes_read == 0
+        and not stamps.new_connection
+    )
+
+
+@dataclass
+class _Attempt:
+    status: int | None = None
+    error: ErrorKind | None = None
+    detail: str | None = None
+    retry_after: str | None = None
+    headers_ns: int | None = None
+    first_byte_ns: int | None = None
+    first_token_ns: int | None = None
+    last_token_ns: int | None = None
+    last_byte_ns: int | None = None
+    bytes_received: int = 0
+    tokens: int | None = None
+    tokens_source: Literal["usage", "deltas"] | None = None
+    token_events: int = 0
+    token_reads: int = 0
+    began_ns: int = field(default_factory=clock.now_ns)
+
+    def sample(
+        self,
+        phase: CallPhase,
+        index: int,
+        started_at: float,
+        first_stamps: clock.CallStamps,
+        stamps: clock.CallStamps,
+        *,
+        retries: int,
+        target: Target,
+    ) -> Sample:
+        t0 = first_stamps.start_ns or self.began_ns
+
+        def since(ns: int | None) -> float | None:
+            return None if ns is None else max(ns - t0, 0) / 1e9
+
+        def span(start: int | None, end: int | None) -> float | None:
+            return None if start is None or end is None else max(end - start, 0) / 1e9
+
+        ok = self.error is None
+        timings = CallTimings(
+            dns=span(stamps.dns_start_ns, stamps.dns_end_ns),
+            connect=span(stamps.connect_start_ns, stamps.connect_end_ns),
+            tls=span(stamps.tls_start_ns, stamps.tls_end_ns),
+            request_sent=since(stamps.last_write_ns),
+            headers=since(self.headers_ns),
+            first_byte=since(self.first_byte_ns),
+            first_token=since(self.first_token_ns),
+            last_token=since(self.last_token_ns),
+            last_byte=since(self.last_byte_ns),
+        )
+        return Sample(
+            phase=phase,
+            index=index,
+            started_at=started_at,
+            ok=ok,
+            latency=since(self.last_byte_ns) if ok else None,
+            status=self.status,
+            error=self.error,
+            error_detail=_scrub(self.detail, target),
+            retry_after=self.retry_after,
+            timings=timings,
+            bytes_received=self.bytes_received,
+            tokens=self.tokens,
+            tokens_source=self.tokens_source,
+            token_events=self.token_events,
+            token_reads=self.token_reads,
+            new_connection=stamps.new_connection,
+            retries=retries,
+            stamp_source=stamps.source,
+        )
+
+
+async def _attempt(client: httpx.AsyncClient, target: Target, stamps: clock.CallStamps) -> _Attempt:
+    attempt = _Attempt()
+    try:
+        async with asyncio.timeout(target.timeout):
+            await _exchange(client, target, stamps, attempt)
+    except TimeoutError:
+        attempt.error, attempt.detail = _timed_out(attempt, stamps, target.timeout)
+    except httpx.HTTPError as exc:
+        attempt.error, attempt.detail = classify(exc)
+    return attempt
+
+
+def _timed_out(
+    attempt: _Attempt, stamps: clock.CallStamps, timeout: float
+) -> tuple[ErrorKind, str]:
+    """Name a call the --timeout ended by where it stood, as httpx's own timeouts would.
+
+    The per-call deadline and httpx's connect and read timeouts are the same length, and the
+    per-call one starts first, so it is the one that fires: without this a server that never
+    accepts and one that accepts and never answers would both read "total timeout".
+    """
+    if stamps.connect_start_ns is not None and stamps.connect_end_ns is None:
+        return ErrorKind.CONNECT_TIMEOUT, f"timed out while connecting ({timeout:g} s)"
+    if stamps.tls_start_ns is not None and stamps.tls_end_ns is None:
+        return ErrorKind.CONNECT_TIMEOUT, f"timed out in the TLS handshake ({timeout:g} s)"
+    if attempt.status is None and stamps.bytes_read == 0:
+        return ErrorKind.READ_TIMEOUT, f"no answer within the {timeout:g} s timeout"
+    return ErrorKind.TOTAL_TIMEOUT, f"no complete answer within the {timeout:g} s timeout"
+
+
+async def _exchange(
+    client: httpx.AsyncClient,
+    target: Target,
+    stamps: clock.CallStamps,
+    attempt: _Attempt,
+) -> None:
+    async with client.stream(
+        target.method,
+        target.url,
+        headers=target.request_headers(),
+        content=target.request_body(),
+    ) as response:
+        attempt.status = response.status_code
+        attempt.headers_ns = stamps.last_read_ns or clock.now_ns()
+        if response.status_code >= 300:
+            await _read_failure(response, attempt, stamps)
+            return
+        parser = StreamParser(target.format, content_type=response.headers.get("content-type"))
+        complete = True
+        try:
+            async for chunk in response.aiter_bytes():
+                read_ns = stamps.last_read_ns or clock.now_ns()
+                if attempt.first_byte_ns is None and chunk:
+                    attempt.first_byte_ns = read_ns
+                attempt.bytes_received += len(chunk)
+                fed = parser.feed(chunk)
+                if fed.first_token:
+                    attempt.first_token_ns = read_ns
+                if fed.tokens:
+                    attempt.last_token_ns = read_ns
+                    attempt.token_events += fed.tokens
+                    attempt.token_reads += 1
+        except (httpx.RemoteProtocolError, httpx.ReadError) as exc:
+            # The answer had begun: a connection that ends now has cut the body short.
+            complete = False
+            attempt.detail = f"the connection closed in the middle of the body: {exc}"
+        except httpx.DecodingError as exc:
+            attempt.error, attempt.detail = ErrorKind.MALFORMED, f"undecodable body: {exc}"
+            return
+        attempt.last_byte_ns = stamps.last_read_ns or clock.now_ns()
+        outcome = parser.finish(body_complete=complete)
+        if not complete:
+            attempt.error = ErrorKind.STREAM_CUT
+            return
+        attempt.tokens = outcome.tokens
+        attempt.tokens_source = outcome.tokens_source
+        if not outcome.ok:
+            attempt.error = outcome.error or ErrorKind.OTHER
+            attempt.detail = outcome.detail
+
+
+async def _read_failure(
+    response: httpx.Response, attempt: _Attempt, stamps: clock.CallStamps
+) -> None:
+    status = response.status_code
+    if status < 400:
+        attempt.error = ErrorKind.REDIRECT
+        location = response.headers.get("location", "")
+        attempt.detail = (
+            f"HTTP {status} redirect to {redact_url(location) if location else 'nowhere'}"
+            " not followed (use --follow-redirects)"
+        )
+        return
+    attempt.error = (
+        ErrorKind.HTTP_429
+        if status == 429
+        else ErrorKind.HTTP_5XX
+        if status >= 500
+        else ErrorKind.HTTP_4XX
+    )
+    attempt.retry_after = response.headers.get("retry-after")
+    head = b""
+    with contextlib.suppress(httpx.HTTPError, TimeoutError):
+        async for chunk in response.aiter_bytes():
+            attempt.bytes_received += len(chunk)
+            if len(head) < _ERROR_BODY_LIMIT:
+                head += chunk[: _ERROR_BODY_LIMIT - len(head)]
+            else:
+                break
+    attempt.last_byte_ns = stamps.last_read_ns
+    text = " ".join(head.decode("utf-8", "replace").split())
+    attempt.detail = f"HTTP {status}" + (f": {text}" if text else "")
+
+
+def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
+    """Name a transport failure once, from httpx's exception tree and its cause."""
+    message = str(exc) or type(exc).__name__
+    lowered = message.lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        return ErrorKind.CONNECT_TIMEOUT, "timed out while connecting"
+    if isinstance(exc, httpx.ReadTimeout):
+        return ErrorKind.READ_TIMEOUT, "timed out waiting for the answer"
+    if isinstance(exc, httpx.WriteTimeout):
+        return ErrorKind.WRITE_TIMEOUT, "timed out sending the request"
+    if isinstance(exc, httpx.TimeoutException):
+        return ErrorKind.TOTAL_TIMEOUT, message
+    if isinstance(exc, httpx.ConnectError):
+        if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
+            return ErrorKind.TLS, f"TLS failed: {message}"
+        if "refused" in lowered or "errno 111" in lowered:  # 111: ECONNREFUSED on Linux
+            return ErrorKind.CONNECTION_REFUSED, "connection refused"
+        if "name or service" in lowered or "nodename" in lowered or "getaddrinfo" in lowered:
+            return ErrorKind.DNS, f"name lookup failed: {message}"
+        return ErrorKind.CONNECTION_REFUSED, f"could not connect: {message}"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        if "without sending" in lowered or "disconnected" in lowered or "incomplete" in lowered:
+            return ErrorKind.CONNECTION_CLOSED, message
+        return ErrorKind.PROTOCOL, message
+    if isinstance(exc, httpx.ReadError | httpx.WriteError):
+        if "reset" in lowered or "errno 104" in lowered:
+            return ErrorKind.CONNECTION_RESET, "connection reset by the server"
+        return ErrorKind.CONNECTION_CLOSED, message or "the connection closed"
+    if isinstance(exc, httpx.DecodingError):
+        return ErrorKind.MALFORMED, message
+    if isinstance(exc, httpx.TooManyRedirects):
+        return ErrorKind.REDIRECT, message
+    return ErrorKind.OTHER, f"{type(exc).__name__}: {message}"
+
+
+def _scrub(detail: str | None, target: Target) -> str | None:
+    """Keep a detail short and free of the target's secrets (servers echo headers back)."""
+    if detail is None:
+        return None
+    for secret in target.secrets():
+        detail = detail.replace(secret, "***")
+    if len(detail) > _DETAIL_LIMIT:
+        detail = detail[: _DETAIL_LIMIT - 1] + "…"
+    return detail
