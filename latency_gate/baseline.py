@@ -13,16 +13,12 @@ Cold start is one call on each side: no test can tell one call from noise, so it
 never called a regression. The figures behind ALPHA (false alarms and misses on simulated
 lognormal latencies) are in tests/test_baseline.py and docs/workflows.md.
 
-Pure Python (no scipy): the exact U distribution is counted once per pair of sample sizes and
-cached; with ties, or large samples, the normal approximation with tie and continuity
-corrections is used.
+Both tests are pure functions in significance.py.
 """
 
 from __future__ import annotations
 
-import functools
 import json
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -42,6 +38,7 @@ from latency_gate.models import (
     Sample,
     Verdict,
 )
+from latency_gate.significance import fisher_greater, mann_whitney_greater, min_p_value
 
 __all__ = [
     "ALPHA",
@@ -54,9 +51,7 @@ __all__ = [
     "compare",
     "config_differences",
     "dump_runs",
-    "fisher_greater",
     "load_runs",
-    "mann_whitney_greater",
     "match_baseline",
     "missing_baseline",
     "parse_max_regression",
@@ -69,9 +64,6 @@ TEST_NAME = (
     "one-sided Mann-Whitney U on the calls' latencies (Fisher's exact test for the error rate), "
     f"alpha = {ALPHA}"
 )
-# Exact U distributions are counted up to this many pairs (n1 x n2); beyond, the normal
-# approximation is within a hair of exact and far cheaper.
-_EXACT_PAIRS = 900
 
 
 # --- the JSON files: one run, or several ----------------------------------------------------
@@ -193,93 +185,6 @@ def parse_max_regression(text: str) -> RegressionLimit:
     return RegressionLimit(relative=relative, absolute=absolute)
 
 
-# --- the tests ------------------------------------------------------------------------------
-
-
-@functools.cache
-def _u_upper_tail(n1: int, n2: int) -> tuple[float, ...]:
-    """P(U >= u) for u = 0..n1*n2 under the null, U counting (head, base) pairs head wins.
-
-    Counts arrangements by the largest element: a head element there beats all j base ones.
-    """
-    top = n1 * n2
-    previous = [[1] + [0] * top for _ in range(n2 + 1)]  # i = 0 head elements: U is 0
-    for _i in range(1, n1 + 1):
-        current = [[1] + [0] * top]
-        for j in range(1, n2 + 1):
-            above, left = previous[j], current[j - 1]
-            current.append([left[u] + (above[u - j] if u >= j else 0) for u in range(top + 1)])
-        previous = current
-    counts = previous[n2]
-    total = math.comb(n1 + n2, n1)
-    tail: list[float] = [0.0] * (top + 1)
-    running = 0
-    for u in range(top, -1, -1):
-        running += counts[u]
-        tail[u] = running / total
-    return tuple(tail)
-
-
-def _ranks(values: Sequence[float]) -> tuple[list[float], list[int]]:
-    """Average ranks (from 1) of `values`, and the sizes of tied groups."""
-    order = sorted(range(len(values)), key=values.__getitem__)
-    ranks = [0.0] * len(values)
-    ties: list[int] = []
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            ranks[order[k]] = (i + j) / 2 + 1
-        if j > i:
-            ties.append(j - i + 1)
-        i = j + 1
-    return ranks, ties
-
-
-def mann_whitney_greater(head: Sequence[float], base: Sequence[float]) -> float | None:
-    """One-sided p-value that `head` tends to be larger than `base`; None with an empty side.
-
-    Exact (counted) without ties for up to 900 pairs; otherwise the normal approximation with
-    tie and continuity corrections.
-    """
-    n1, n2 = len(head), len(base)
-    if not n1 or not n2:
-        return None
-    ranks, ties = _ranks([*head, *base])
-    u = sum(ranks[:n1]) - n1 * (n1 + 1) / 2
-    if not ties and n1 * n2 <= _EXACT_PAIRS:
-        return _u_upper_tail(n1, n2)[round(u)]
-    n = n1 + n2
-    mean = n1 * n2 / 2
-    tie_term = sum(t**3 - t for t in ties) / (n * (n - 1))
-    variance = n1 * n2 / 12 * ((n + 1) - tie_term)
-    if variance <= 0:
-        return 1.0
-    z = (u - mean - 0.5) / math.sqrt(variance)
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def fisher_greater(head_failed: int, head_calls: int, base_failed: int, base_calls: int) -> float:
-    """One-sided Fisher exact p-value that head's failure share is larger than base's."""
-    failed = head_failed + base_failed
-    total = head_calls + base_calls
-    denominator = math.comb(total, head_calls)
-    return (
-        sum(
-            math.comb(failed, k) * math.comb(total - failed, head_calls - k)
-            for k in range(head_failed, min(failed, head_calls) + 1)
-        )
-        / denominator
-    )
-
-
-def _min_p(n1: int, n2: int) -> float:
-    """The smallest p-value the U test can give for these sizes."""
-    return 1 / math.comb(n1 + n2, n1) if n1 and n2 else 1.0
-
-
 # --- comparing runs -------------------------------------------------------------------------
 
 
@@ -369,7 +274,7 @@ def compare(head: RunResult, base: RunResult, limit: RegressionLimit, source: st
         elif pick is not None:
             head_values, base_values = pick(head.samples), pick(base.samples)
             p_value = mann_whitney_greater(head_values, base_values)
-            if _min_p(len(head_values), len(base_values)) >= ALPHA:
+            if min_p_value(len(head_values), len(base_values)) >= ALPHA:
                 note = "too few calls to tell from noise"
         worse = (
             base_value is not None

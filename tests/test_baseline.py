@@ -27,8 +27,6 @@ from latency_gate.baseline import (
     compare,
     config_differences,
     dump_runs,
-    fisher_greater,
-    mann_whitney_greater,
     parse_max_regression,
     parse_runs,
     plan_baseline,
@@ -36,6 +34,7 @@ from latency_gate.baseline import (
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError
 from latency_gate.models import RunResult
+from latency_gate.significance import fisher_greater, mann_whitney_greater
 from latency_gate.stats import percentile
 
 # --- limits ---------------------------------------------------------------------------------
