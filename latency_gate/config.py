@@ -2,26 +2,61 @@
 
 The CLI, the action's INPUT_* variables and (later) a targets file all hand `build_target` a
 mapping of raw strings keyed by the canonical kebab-case input name; every bad value is collected
-and reported together in one `ConfigError` that names each input as the user spelled it.
+and reported together in one `ConfigError` that names each input as the user spelled it. The
+string parsers it uses live in latency_gate.parsing; the public ones are re-exported here.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import re
 import ssl
 from collections.abc import Callable, Mapping
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
-from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.parsing import (
+    REDACTED,
+    Format,
+    chat_body,
+    detect_format,
+    looks_like_json,
+    parse_bool,
+    parse_count,
+    parse_duration,
+    parse_fraction,
+    parse_url,
+    read_body,
+    redact_url,
+)
 
-REDACTED = "***"
+# The parsers and Format are re-exported: they lived here before parsing.py was split out.
+__all__ = [
+    "BUDGET_KEYS",
+    "HARMLESS_HEADERS",
+    "NOT_COMPARED",
+    "REDACTED",
+    "TARGET_KEYS",
+    "Budget",
+    "Format",
+    "Header",
+    "Target",
+    "build_target",
+    "chat_body",
+    "detect_format",
+    "parse_bool",
+    "parse_count",
+    "parse_duration",
+    "parse_fraction",
+    "parse_header",
+    "parse_url",
+    "read_body",
+    "redact_url",
+]
 
 # Header values that carry no secret and help a reader of the report; every other value is masked.
 HARMLESS_HEADERS = frozenset(
@@ -37,16 +72,6 @@ HARMLESS_HEADERS = frozenset(
         "user-agent",
     }
 )
-
-
-class Format(StrEnum):
-    """How the answer is shaped, so the probe can find first token, end marker and errors."""
-
-    AUTO = "auto"
-    OPENAI_CHAT = "openai-chat"
-    OPENAI_RESPONSES = "openai-responses"
-    ANTHROPIC = "anthropic"
-    RAW = "raw"
 
 
 class _Frozen(BaseModel):
@@ -116,7 +141,7 @@ class Target(_Frozen):
         if (
             self.body is not None
             and "content-type" not in names
-            and _looks_like_json(self.body.get_secret_value())
+            and looks_like_json(self.body.get_secret_value())
         ):
             headers.append(("Content-Type", "application/json"))
         if self.stream and "accept" not in names:
@@ -167,68 +192,9 @@ class Target(_Frozen):
 NOT_COMPARED = ("budget", "name", "idle", "cost")
 
 
-def redact_url(url: str) -> str:
-    parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if ":" in netloc:
-        netloc = f"[{netloc}]"
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    if parts.username or parts.password:
-        netloc = f"{REDACTED}@{netloc}"
-    query = urlencode([(k, REDACTED) for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
-    return urlunsplit(SplitResult(parts.scheme, netloc, parts.path, query, ""))
+# --- parsing a header line -------------------------------------------------------------------
 
-
-# --- parsing raw strings --------------------------------------------------------------------
-
-_DURATION = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m)?\s*$")
 _HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-
-def parse_duration(text: str) -> float:
-    """`3s`, `250ms`, `1.5` (seconds) or `2m` to seconds; ValueError says what was expected."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"expected a duration such as 3s, 250ms or 3.0 (seconds), got {text!r}")
-    value = float(match["num"])
-    unit = match["unit"] or "s"
-    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
-
-
-def parse_fraction(text: str) -> float:
-    """`0.01` or `1%` to a fraction between 0 and 1."""
-    stripped = text.strip()
-    try:
-        value = float(stripped[:-1]) / 100 if stripped.endswith("%") else float(stripped)
-    except ValueError:
-        raise ValueError(f"expected a fraction such as 0.01 or 1%, got {text!r}") from None
-    if not 0 <= value <= 1 or math.isnan(value):
-        raise ValueError(f"expected a fraction between 0 and 1, got {text!r}")
-    return value
-
-
-def parse_count(text: str, minimum: int = 1) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise ValueError(f"expected a whole number, got {text!r}") from None
-    if value < minimum:
-        raise ValueError(f"expected a whole number of at least {minimum}, got {value}")
-    return value
-
-
-_TRUE = {"true", "yes", "on", "1"}
-_FALSE = {"false", "no", "off", "0"}
-
-
-def parse_bool(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in _TRUE:
-        return True
-    if lowered in _FALSE:
-        return False
-    raise ValueError(f"expected true or false, got {text!r}")
 
 
 def parse_header(text: str) -> Header:
@@ -246,80 +212,6 @@ def parse_header(text: str) -> Header:
 def _elide(text: str) -> str:
     """Show the shape of a bad header without its value, which may be a secret."""
     return text if len(text) <= 3 else text[:3] + "…"
-
-
-def parse_url(text: str) -> str:
-    stripped = text.strip()
-    try:
-        parts = urlsplit(stripped)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise ValueError(f"not a valid URL: {exc}") from None
-    if parts.scheme not in {"http", "https"}:
-        raise ValueError(f"expected an http:// or https:// URL, got {redact_url(stripped)!r}")
-    if not parts.hostname:
-        raise ValueError(f"the URL has no host: {redact_url(stripped)!r}")
-    if any(c.isspace() for c in stripped):
-        raise ValueError("the URL contains white space")
-    return stripped
-
-
-def read_body(text: str, base_dir: Path | None = None) -> str:
-    """A body as given, or the contents of a file for `@path`."""
-    if not text.startswith("@"):
-        return text
-    path = Path(text[1:]).expanduser()
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ValueError(f"cannot read body file {str(path)!r}: {reason}") from None
-
-
-def _looks_like_json(text: str) -> bool:
-    return text.lstrip()[:1] in {"{", "["}
-
-
-def detect_format(url: str, body: str | None) -> Format:
-    """Guess the answer format from the path, then from the body's shape."""
-    path = urlsplit(url).path.rstrip("/")
-    if path.endswith("/chat/completions"):
-        return Format.OPENAI_CHAT
-    if path.endswith("/responses"):
-        return Format.OPENAI_RESPONSES
-    if path.endswith("/messages"):
-        return Format.ANTHROPIC
-    if body is not None and _looks_like_json(body):
-        try:
-            data = json.loads(body)
-        except ValueError:
-            return Format.RAW
-        if isinstance(data, dict):
-            if "messages" in data:
-                return Format.OPENAI_CHAT
-            if "input" in data:
-                return Format.OPENAI_RESPONSES
-    return Format.RAW
-
-
-def chat_body(fmt: Format, model: str | None, prompt: str, stream: bool) -> str:
-    """The smallest request body for a prompt in the given format."""
-    message = [{"role": "user", "content": prompt}]
-    body: dict[str, object]
-    if fmt is Format.OPENAI_RESPONSES:
-        body = {"input": prompt}
-    elif fmt is Format.ANTHROPIC:
-        body = {"messages": message, "max_tokens": 64}
-    else:
-        body = {"messages": message, "max_tokens": 64}
-        if stream:
-            body["stream_options"] = {"include_usage": True}
-    if model is not None:
-        body["model"] = model
-    body["stream"] = stream
-    return json.dumps(body)
 
 
 # --- the builder ----------------------------------------------------------------------------
@@ -477,7 +369,7 @@ def _resolve_request(
         fmt = Format.OPENAI_CHAT
     fields["format"] = fmt
 
-    if body is not None and fmt is not Format.RAW and _looks_like_json(body):
+    if body is not None and fmt is not Format.RAW and looks_like_json(body):
         try:
             data = json.loads(body)
         except ValueError as exc:
