@@ -231,6 +231,13 @@ class RunResult(_Frozen):
         default_factory=dict,
         description="per call phase (cold/warm/concurrent), per boundary: median and p95",
     )
+    chain: dict[str, dict[str, PhaseStats]] = Field(
+        default_factory=dict,
+        description=(
+            "where the time went: per call phase, per link of a call (connect, tls, wait, "
+            "headers_to_body, first_token, rest, total), median and p95 in seconds"
+        ),
+    )
     excluded_from_latency: int = Field(
         description="failed calls left out of the latency percentiles"
     )

@@ -23,6 +23,7 @@ import httpx
 from latency_gate import __version__, clock, stats
 from latency_gate.budget import evaluate
 from latency_gate.calls import call, classify
+from latency_gate.chain import chain_stats
 from latency_gate.config import Target
 from latency_gate.echo import EchoServer
 from latency_gate.findings import find
@@ -164,6 +165,7 @@ def build_result(
         samples=tuple(samples),
         numbers=numbers,
         phases=stats.phase_stats(samples),
+        chain=chain_stats(samples),
         excluded_from_latency=len(samples) - successful,
         verdict=verdict,
         interrupted=interrupted,
