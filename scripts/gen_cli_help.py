@@ -12,7 +12,6 @@ tests until this script has been run.
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 from pathlib import Path
 
@@ -25,6 +24,9 @@ MARKER = "cli-help"
 sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing it
 
 from latency_gate.cli import main as cli_main  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling script, as a module
+from gen_readme_tables import replace_between  # noqa: E402
 
 
 def probe_help() -> str:
@@ -40,24 +42,6 @@ def probe_help() -> str:
     if result.exit_code != 0:
         raise RuntimeError(f"probe --help failed ({result.exit_code}): {result.output}")
     return result.stdout
-
-
-def replace_between(text: str, marker: str, content: str) -> str:
-    """Put `content` between `<!-- MARKER:start -->` and `<!-- MARKER:end -->` in `text`.
-
-    Raises ValueError when the pair of markers is missing or appears more than once.
-    """
-    pattern = re.compile(
-        rf"(<!-- {marker}:start -->)(.*?)(<!-- {marker}:end -->)",
-        flags=re.DOTALL,
-    )
-    found = pattern.findall(text)
-    if len(found) != 1:
-        raise ValueError(
-            f"README.md needs exactly one <!-- {marker}:start --> ... <!-- {marker}:end --> "
-            f"pair, found {len(found)}"
-        )
-    return pattern.sub(lambda m: f"{m[1]}\n{content}\n{m[3]}", text)
 
 
 def update_readme(readme: str) -> str:

@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
+from conftest import REPO_ROOT
 from fake_github import BOT_USER, FakeGitHub, parse_github_output
 
 from latency_gate.action import main
@@ -29,17 +31,10 @@ API_KEY = "sk-action-test-secret-5678"
 PR = 42
 # 10 ms per answer: far over a 1 ms budget, far inside the default 3 s ones on a noisy machine.
 ENDPOINT = EndpointSpec(name="action-demo", latency=0.01, tokens=3, token_interval=0.001)
-OUTPUT_NAMES = {
-    "passed",
-    "verdict",
-    "cold-start",
-    "warm-p50",
-    "warm-p95",
-    "concurrent-p95",
-    "error-rate",
-    "report-path",
-    "comment-url",
-}
+# Every output action.yml declares: the action must write each one.
+OUTPUT_NAMES = set(
+    yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["outputs"]
+)
 SECONDS = re.compile(r"\d+\.\d{6}")
 BREACH = {"max-warm-p95": "1ms"}
 MARKER_PREFIX = "<!-- latency-gate:comment:"
