@@ -373,7 +373,7 @@ def _comment(
         env.get("GITHUB_JOB", ""),
         [result.display_name for result in results],
     )
-    body = report.render_comment(results, marker=marker)
+    body = report.render_comment(results, marker=marker, run_url=_run_url(env))
     with github.GitHubClient(
         api_url=env.get("GITHUB_API_URL") or "https://api.github.com",
         token=settings.github_token,
@@ -418,3 +418,11 @@ def _safe_summary(path: Path, markdown: str, out: TextIO) -> None:
 
 
 __all__: Sequence[str] = ("main", "parse_settings", "read_inputs", "secrets_in_inputs")
+
+
+def _run_url(env: Mapping[str, str]) -> str | None:
+    """The workflow run's page, where the job summary is, or None outside a workflow run."""
+    server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
+    repository, run_id = env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_RUN_ID", "")
+    url = f"{server}/{repository}/actions/runs/{run_id}"
+    return url if repository and run_id.isdigit() and report.is_run_url(url) else None

@@ -192,18 +192,36 @@ def render_markdown(results: Sequence[RunResult]) -> str:
     return render_summary(results)
 
 
+# A workflow run page, e.g. https://github.com/octo-org/octo-repo/actions/runs/42: nothing
+# in it may break the Markdown link it goes into.
+_RUN_URL = re.compile(r"https://[A-Za-z0-9.:-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/actions/runs/\d+")
 _MARKER = re.compile(r"<!--(?:(?!--).)*-->", re.DOTALL)
 
 
-def render_comment(results: Sequence[RunResult], *, marker: str, limit: int = COMMENT_LIMIT) -> str:
+def is_run_url(url: str) -> bool:
+    """Whether `url` is a workflow run page safe to link in the PR comment."""
+    return _RUN_URL.fullmatch(url) is not None
+
+
+def render_comment(
+    results: Sequence[RunResult],
+    *,
+    marker: str,
+    limit: int = COMMENT_LIMIT,
+    run_url: str | None = None,
+) -> str:
     """The PR comment: `marker` (a hidden HTML comment) first, then the compact report.
 
-    At most `limit` UTF-8 bytes. Raises ValueError when `marker` is not one HTML comment.
+    `run_url`, the workflow run's page, is linked for the full report (the job summary). At most
+    `limit` UTF-8 bytes. Raises ValueError when `marker` is not one HTML comment.
     """
     if not _MARKER.fullmatch(marker):
         raise ValueError(f"the comment marker must be one HTML comment, got {marker!r}")
+    if run_url is not None and not is_run_url(run_url):
+        raise ValueError(f"not a workflow run URL: {run_url!r}")
     context = _context(results)
     context["marker"] = marker
+    context["run_url"] = run_url
     template = environment().get_template("comment.md.j2")
     return _fit(template, context, limit=limit, sections=COMMENT_SECTIONS, note=COMMENT_CUT_NOTE)
 

@@ -183,6 +183,20 @@ def test_first_run_creates_the_comment(run: Runner) -> None:
     assert f"latency-gate: PR comment created: {comments[0]['html_url']}" in result.lines
 
 
+def test_comment_links_the_run_for_the_full_report(run: Runner) -> None:
+    """In a workflow run, the comment links the run's page, where the job summary is."""
+    run(raw_env={"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "4242"})
+    body = _ours(run.github)[0]["body"]
+    link = f"(https://github.com/{REPOSITORY}/actions/runs/4242)"
+    assert f"[Full report: where the time went, findings and every call]{link}" in body
+
+
+def test_comment_leaves_out_a_run_link_it_cannot_trust(run: Runner) -> None:
+    """A run id that is not a number gives no link rather than a broken one."""
+    run(raw_env={"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "1)[x](y"})
+    assert "Full report" not in _ours(run.github)[0]["body"]
+
+
 def test_second_run_updates_the_same_comment(run: Runner) -> None:
     """A second run on the same PR edits the first run's comment; there is still exactly one."""
     first = run()

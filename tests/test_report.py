@@ -656,3 +656,26 @@ def test_summary_sections_per_target_in_order() -> None:
         line for line in render_summary(scenario_several()).splitlines() if line.startswith("### ")
     ]
     assert headings == ["### local", "### free", "### paid"]
+
+
+def test_comment_links_the_workflow_run() -> None:
+    """Given the run's page, the comment ends with a link to the full report."""
+    body = render_comment(
+        [make_result("local", passed=True)],
+        marker=MARKER,
+        run_url="https://github.com/octo-org/octo-repo/actions/runs/42",
+    )
+    assert body.endswith(
+        "\n[Full report: where the time went, findings and every call]"
+        "(https://github.com/octo-org/octo-repo/actions/runs/42) (the job summary of this run).\n"
+    )
+
+
+def test_comment_refuses_a_run_url_that_could_break_the_link() -> None:
+    """A run URL with Markdown in it is refused, not rendered."""
+    with pytest.raises(ValueError, match="not a workflow run URL"):
+        render_comment(
+            [make_result("local", passed=True)],
+            marker=MARKER,
+            run_url="https://github.com/o/r/actions/runs/1)[x](https://evil.example",
+        )
