@@ -3,9 +3,12 @@ and stays silent on healthy ones and on loopback noise."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
+import trustme
 from result_factory import failed_sample, healthy_samples, ok_sample, samples_for
 
 from latency_gate.config import build_target
@@ -336,6 +339,45 @@ async def test_demo_no_keep_alive() -> None:
     """A server that closes after each answer: keep-alive not honoured."""
     spec = LOCAL.model_copy(update={"keep_alive": False})
     assert await _probe_codes(spec) == ["no-keep-alive"]
+
+
+async def _probe_tls_codes(spec: EndpointSpec, tmp_path: Path) -> list[str]:
+    """Probe a demo endpoint served over TLS with a private CA's certificate."""
+    ca = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(context)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    async with DemoServer(spec, ssl_context=context) as server:
+        target = build_target(
+            {
+                "url": server.url,
+                "prompt": "Hello",
+                "warm-calls": "5",
+                "concurrency": "3",
+                "timeout": "20s",
+                "ca-bundle": str(bundle),
+            }
+        )
+        result = await probe(target, measure_floor=False)
+    assert result.numbers.error_rate == 0.0
+    return [f.code for f in result.findings]
+
+
+async def test_demo_costly_handshakes_on_every_call_dominate(tmp_path: Path) -> None:
+    """TLS that takes 60 ms to set up, a new connection per call: connection setup dominates."""
+    spec = EndpointSpec(
+        name="far-tls", latency=0.01, tokens=2, handshake_delay=0.06, keep_alive=False
+    )
+    assert await _probe_tls_codes(spec, tmp_path) == ["connection-setup"]
+
+
+async def test_demo_costly_handshake_once_on_a_kept_alive_connection_is_silent(
+    tmp_path: Path,
+) -> None:
+    """The same TLS cost paid once, with keep-alive honoured: no connection finding."""
+    spec = EndpointSpec(name="far-tls", latency=0.01, tokens=2, handshake_delay=0.06)
+    assert await _probe_tls_codes(spec, tmp_path) == []
 
 
 @pytest.mark.slow

@@ -16,6 +16,7 @@ import random
 import ssl
 import threading
 import time
+from asyncio import Transport
 from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from types import TracebackType
@@ -107,8 +108,10 @@ class DemoServer:
         return self.base_url + self.spec.path
 
     async def start(self) -> None:
+        # A handshake delay needs the TLS handshake in our hands: start TLS per connection.
+        tls_at_accept = self.ssl_context if not self.spec.handshake_delay else None
         self._server = await asyncio.start_server(
-            self._accept, self.host, self._port, limit=MAX_LINE, ssl=self.ssl_context
+            self._accept, self.host, self._port, limit=MAX_LINE, ssl=tls_at_accept
         )
         self._port = self._server.sockets[0].getsockname()[1]
 
@@ -146,6 +149,11 @@ class DemoServer:
             writer.transport.abort()
             return
         self.connections += 1
+        transport = writer.transport
+        if self.ssl_context and self.spec.handshake_delay and isinstance(transport, Transport):
+            # Leave the ClientHello in the socket until TLS starts: read now as plain bytes,
+            # it would be lost to the handshake.
+            transport.pause_reading()
         task = asyncio.get_running_loop().create_task(
             self._serve_connection(reader, writer, self.connections)
         )
@@ -157,6 +165,9 @@ class DemoServer:
     ) -> None:
         self._writers.add(writer)
         try:
+            if self.ssl_context is not None and self.spec.handshake_delay:
+                await asyncio.sleep(self.spec.handshake_delay)
+                await writer.start_tls(self.ssl_context)
             while True:
                 try:
                     request = await _read_request(reader)

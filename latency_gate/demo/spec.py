@@ -91,6 +91,9 @@ class EndpointSpec(_Frozen):
     seed: int = 1
     cold_start: float = Field(default=0.0, ge=0)
     cold_after: float | None = Field(default=None, gt=0)
+    # With TLS: the server waits this long on each new connection before its TLS handshake (a
+    # far-away or overloaded TLS terminator), so connection setup costs the client that much.
+    handshake_delay: float = Field(default=0.0, ge=0)
     parallelism: int | None = Field(default=None, ge=1)
     stream_format: StreamFormat = "openai-chat"
     tokens: int = Field(default=20, ge=0, le=100_000)
