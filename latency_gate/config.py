@@ -8,6 +8,7 @@ string parsers it uses live in latency_gate.parsing; the public ones are re-expo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import ssl
@@ -176,7 +177,7 @@ class Target(_Frozen):
             f"{h.name}: {h.value.get_secret_value() if h.harmless else REDACTED}"
             for h in self.headers
         ]
-        data["body"] = None if self.body is None else REDACTED
+        data["body"] = None if self.body is None else _body_fingerprint(self.body)
         data["api_key"] = None if self.api_key is None else REDACTED
         return data
 
@@ -456,3 +457,13 @@ def _ca_bundle(text: str, base_dir: Path | None) -> str:
     except (ssl.SSLError, OSError, ValueError) as exc:
         raise ValueError(f"{path!r} holds no usable PEM certificate ({exc})") from None
     return path
+
+
+def _body_fingerprint(body: SecretStr) -> str:
+    """The body hidden, with a short digest so a baseline can tell a changed body from the same.
+
+    12 hex digits of SHA-256 of the whole body: enough to tell bodies apart, and a body holding a
+    secret cannot be recovered from it.
+    """
+    digest = hashlib.sha256(body.get_secret_value().encode()).hexdigest()[:12]
+    return f"{REDACTED} (sha256 {digest})"

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from pydantic import SecretStr
 from result_factory import healthy_samples, make_result, make_target, samples_for
 
 from latency_gate import cli
@@ -238,6 +239,17 @@ def test_other_configuration_is_refused(tmp_path: Path) -> None:
         "url: 'http://127.0.0.1:9/other' then, 'http://127.0.0.1:8000/v1/chat/completions' now"
         in (str(caught.value))
     )
+
+
+def test_a_changed_body_is_another_configuration() -> None:
+    """Bodies are hidden in results, but their digests differ: a new body is not the same run."""
+    base = make_target().redacted()
+    head = make_target().model_copy(update={"body": SecretStr('{"messages": [1]}')})
+    [(setting, then, now)] = config_differences(head.comparable(), base)
+    assert setting == "body"
+    assert str(then).startswith("*** (sha256 ")
+    assert str(now).startswith("*** (sha256 ")
+    assert then != now
 
 
 def test_config_differences_ignore_budget_name_and_cost() -> None:
