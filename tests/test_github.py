@@ -541,30 +541,32 @@ def test_token_with_a_line_break_is_refused_without_sending(
     assert github.requests == []
 
 
-def recording_transport(
-    answer: Callable[[httpx.Request], httpx.Response], seen: list[httpx.Request]
-) -> httpx.MockTransport:
+def upsert_against(
+    answer: Callable[[httpx.Request], httpx.Response], repository: str = "octo-org/octo-repo"
+) -> tuple[CommentOutcome, list[httpx.Request]]:
+    """Upsert once against a scripted API at api.github.com; the outcome and every request sent."""
+    seen: list[httpx.Request] = []
+
     def handler(request: httpx.Request) -> httpx.Response:
         seen.append(request)
         return answer(request)
 
-    return httpx.MockTransport(handler)
+    with GitHubClient(
+        api_url="https://api.github.com",
+        token=TOKEN,
+        repository=repository,
+        transport=httpx.MockTransport(handler),
+    ) as client:
+        return client.upsert_comment(PR, MARKER, "PASS"), seen
 
 
 def test_redirect_to_another_host_is_refused() -> None:
     """A redirect off the API host is not followed: the token never reaches the other host."""
-    seen: list[httpx.Request] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(307, headers={"Location": "https://evil.example/steal"})
 
-    with GitHubClient(
-        api_url="https://api.github.com",
-        token=TOKEN,
-        repository="octo-org/octo-repo",
-        transport=recording_transport(answer, seen),
-    ) as client:
-        outcome = client.upsert_comment(PR, MARKER, "PASS")
+    outcome, seen = upsert_against(answer)
     assert outcome.action == "failed"
     assert outcome.warning is not None
     assert "https://evil.example:443" in outcome.warning
@@ -573,7 +575,6 @@ def test_redirect_to_another_host_is_refused() -> None:
 
 def test_redirect_within_the_api_host_is_followed() -> None:
     """A same-host redirect (a renamed repository) is repeated verbatim at the new address."""
-    seen: list[httpx.Request] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         if request.url.path.startswith("/repos/old/"):
@@ -583,13 +584,7 @@ def test_redirect_within_the_api_host_is_followed() -> None:
             return httpx.Response(200, json=[])
         return httpx.Response(201, json={"html_url": "https://github.com/new/repo/pull/7#c"})
 
-    with GitHubClient(
-        api_url="https://api.github.com",
-        token=TOKEN,
-        repository="old/repo",
-        transport=recording_transport(answer, seen),
-    ) as client:
-        outcome = client.upsert_comment(PR, MARKER, "PASS")
+    outcome, seen = upsert_against(answer, repository="old/repo")
     assert outcome == CommentOutcome("created", "https://github.com/new/repo/pull/7#c", None)
     assert [(r.method, r.url.path) for r in seen] == [
         ("GET", "/repos/old/repo/issues/7/comments"),
@@ -601,20 +596,13 @@ def test_redirect_within_the_api_host_is_followed() -> None:
 
 def test_pagination_link_to_another_host_is_refused() -> None:
     """A Link rel="next" pointing off the API host is not followed."""
-    seen: list[httpx.Request] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
         return httpx.Response(
             200, json=[], headers={"Link": '<https://evil.example/page2>; rel="next"'}
         )
 
-    with GitHubClient(
-        api_url="https://api.github.com",
-        token=TOKEN,
-        repository="octo-org/octo-repo",
-        transport=recording_transport(answer, seen),
-    ) as client:
-        outcome = client.upsert_comment(PR, MARKER, "PASS")
+    outcome, seen = upsert_against(answer)
     assert outcome.action == "failed"
     assert outcome.warning is not None
     assert "refused to send the token there" in outcome.warning
