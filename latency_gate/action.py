@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
-from urllib.parse import parse_qsl, urlsplit
 
 from latency_gate import github, report
 from latency_gate.baseline import (
@@ -25,7 +24,13 @@ from latency_gate.baseline import (
     parse_max_regression,
     plan_baseline,
 )
-from latency_gate.config import HARMLESS_HEADERS, TARGET_KEYS, Target, build_target
+from latency_gate.config import (
+    HARMLESS_HEADERS,
+    TARGET_KEYS,
+    Target,
+    build_target,
+    url_secrets,
+)
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
 from latency_gate.probe import probe
@@ -72,13 +77,7 @@ def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
         name, sep, value = line.partition(":")
         if sep and name.strip().lower() not in HARMLESS_HEADERS:
             values.append(value.strip())
-    url = inputs.get("url", "")
-    try:
-        parts = urlsplit(url)
-        values.append(parts.password or "")
-        values += [v for _, v in parse_qsl(parts.query)]
-    except ValueError:
-        pass
+    values += url_secrets(inputs.get("url", ""))
     if inputs.get("body") and not inputs["body"].startswith("@"):
         values.append(inputs["body"])
     return [v for v in values if len(v.strip()) >= 4]

@@ -57,6 +57,7 @@ __all__ = [
     "parse_url",
     "read_body",
     "redact_url",
+    "url_secrets",
 ]
 
 # Header values that carry no secret and help a reader of the report; every other value is masked.
@@ -100,6 +101,20 @@ class Header(_Frozen):
     @property
     def harmless(self) -> bool:
         return self.name.lower() in HARMLESS_HEADERS
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a URL that may hold a secret: the userinfo password and every query value.
+
+    Works on a URL not yet validated (the action masks secrets before it validates anything).
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    values = [password] if password else []
+    return values + [v for _, v in parse_qsl(parts.query) if v]
 
 
 class Target(_Frozen):
@@ -163,10 +178,7 @@ class Target(_Frozen):
         if self.api_key is not None:
             values.append(self.api_key.get_secret_value())
         values += [h.value.get_secret_value() for h in self.headers if not h.harmless]
-        parts = urlsplit(self.url)
-        if parts.password:
-            values.append(parts.password)
-        values += [v for _, v in parse_qsl(parts.query) if v]
+        values += url_secrets(self.url)
         return [v for v in values if len(v) >= 4]
 
     def redacted(self) -> dict[str, object]:
