@@ -19,7 +19,6 @@ from latency_gate import github, report
 from latency_gate.baseline import (
     DEFAULT_LIMIT,
     BaselinePlan,
-    apply_plan,
     dump_runs,
     parse_max_regression,
     plan_baseline,
@@ -33,7 +32,7 @@ from latency_gate.config import (
 )
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
-from latency_gate.probe import probe
+from latency_gate.probe import ProgressCallback, probe_all
 from latency_gate.progress import progress_printer
 from latency_gate.report_view import NUMBER_LABELS
 from latency_gate.signals import run_with_signals
@@ -230,19 +229,19 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     for target in settings.targets:
         for secret in target.secrets():
             print(github.add_mask(secret), file=out)
-    results: list[RunResult] = []
-    for target in settings.all_targets:  # one after another, so they do not disturb each other
+
+    def progress_for(target: Target) -> ProgressCallback:
         print(f"latency-gate: probing {target.display_url}", file=out)
-        result = run_with_signals(
-            probe(target, progress=progress_printer(target.name, out, live=False))
+        return progress_printer(target.name, out, live=False)
+
+    results = run_with_signals(
+        probe_all(
+            settings.all_targets,
+            progress_for=progress_for,
+            label=settings.label,
+            plan=settings.baseline,
         )
-        if settings.label:
-            result = result.model_copy(update={"label": settings.label})
-        if settings.baseline is not None:
-            result = apply_plan(settings.baseline, result)
-        results.append(result)
-        if result.interrupted:
-            break
+    )
     print(report.render_terminal(results), file=out)
 
     json_path = (

@@ -16,7 +16,7 @@ from latency_gate.compare import label_runs
 from latency_gate.config import Target, build_target
 from latency_gate.errors import ConfigError, LatencyGateError
 from latency_gate.models import RunResult
-from latency_gate.probe import probe
+from latency_gate.probe import probe, probe_all
 from latency_gate.progress import ProgressPrinter, progress_printer
 from latency_gate.signals import run_with_signals
 from latency_gate.targets import load_targets
@@ -171,16 +171,11 @@ def probe_command(
     targets = _targets(raw, targets_path)
     plan = _baseline_plan(targets, baseline_path, max_regression)
     _check_writable({"--json": json_path, "--markdown": markdown_path})
-    results: list[RunResult] = []
-    for target in targets:  # one after another, so they do not disturb each other
-        result = run_with_signals(
-            probe(target, progress=_progress(target), measure_floor=not no_floor)
+    results = run_with_signals(
+        probe_all(
+            targets, progress_for=_progress, measure_floor=not no_floor, label=label, plan=plan
         )
-        if label:
-            result = result.model_copy(update={"label": label})
-        results.append(result if plan is None else baseline.apply_plan(plan, result))
-        if result.interrupted:
-            break
+    )
     _write_reports(results, json_path, markdown_path)
     click.echo(report.render_terminal(results, color=_color()))
     for result in results:  # e.g. --insecure: said where the person running it looks

@@ -21,6 +21,7 @@ import httpcore
 import httpx
 
 from latency_gate import __version__, clock, stats
+from latency_gate.baseline import BaselinePlan, apply_plan
 from latency_gate.budget import evaluate
 from latency_gate.calls import call, classify
 from latency_gate.chain import chain_stats
@@ -129,6 +130,30 @@ async def probe(
         warnings=run.warnings,
         stamp_source=_overall_source(run.samples, kernel_stamps),
     )
+
+
+async def probe_all(
+    targets: Sequence[Target],
+    *,
+    progress_for: Callable[[Target], ProgressCallback],
+    measure_floor: bool = True,
+    label: str | None = None,
+    plan: BaselinePlan | None = None,
+) -> list[RunResult]:
+    """Probe targets one after another (so they do not disturb each other), each result labelled
+    and held against the baseline plan; stop after a run that was interrupted.
+
+    `progress_for(target)` is called as each target's run begins.
+    """
+    results: list[RunResult] = []
+    for target in targets:
+        result = await probe(target, progress=progress_for(target), measure_floor=measure_floor)
+        if label:
+            result = result.model_copy(update={"label": label})
+        results.append(result if plan is None else apply_plan(plan, result))
+        if result.interrupted:
+            break
+    return results
 
 
 def build_result(
