@@ -4,12 +4,11 @@ The library works without the CLI: build a `Target` (or parse one with `build_ta
 `probe(target)` in an event loop, and read the `RunResult`'s numbers and verdict.
 """
 
-__version__ = "0.1.0"
-
 from latency_gate.config import Budget, Format, Target, build_target
 from latency_gate.errors import ConfigError, InputProblem, LatencyGateError
 from latency_gate.models import Numbers, RunResult, Sample, Verdict
-from latency_gate.probe import probe
+from latency_gate.run import probe
+from latency_gate.version import __version__
 
 __all__ = [
     "Budget",

@@ -16,29 +16,19 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from latency_gate import github, report
-from latency_gate.baseline import (
-    DEFAULT_LIMIT,
-    BaselinePlan,
-    dump_runs,
-    parse_max_regression,
-    plan_baseline,
-)
-from latency_gate.config import (
-    HARMLESS_HEADERS,
-    TARGET_KEYS,
-    Target,
-    build_target,
-    url_secrets,
-)
-from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.config import TARGET_KEYS, Target, build_target, find_secrets, parse_bool
+from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.targets_file import load_targets
+from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem
+from latency_gate.formatting import fmt_duration, fmt_percent
+from latency_gate.measure.engine import ProgressCallback
 from latency_gate.models import RunResult
-from latency_gate.probe import ProgressCallback, probe_all
-from latency_gate.progress import progress_printer
-from latency_gate.report_view import NUMBER_LABELS
+from latency_gate.report.progress import progress_printer
+from latency_gate.report.result_file import dump_runs
+from latency_gate.report.view import NUMBER_LABELS
+from latency_gate.run import exit_code, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
-from latency_gate.targets import load_targets
-
-EXIT_PASS, EXIT_BREACH, EXIT_BAD_INPUT, EXIT_BUG = 0, 1, 2, 3
 
 CommentMode = Literal["auto", "always", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")
@@ -71,15 +61,20 @@ def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
 
 def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
     """Every secret among the raw inputs, found before validation so nothing can print first."""
-    values = [inputs.get("api-key", ""), inputs.get("github-token", "")]
-    for line in inputs.get("headers", "").splitlines():
-        name, sep, value = line.partition(":")
-        if sep and name.strip().lower() not in HARMLESS_HEADERS:
-            values.append(value.strip())
-    values += url_secrets(inputs.get("url", ""))
-    if inputs.get("body") and not inputs["body"].startswith("@"):
-        values.append(inputs["body"])
-    return [v for v in values if len(v.strip()) >= 4]
+    headers = [
+        (name, value.strip())
+        for name, sep, value in (
+            line.partition(":") for line in inputs.get("headers", "").splitlines()
+        )
+        if sep
+    ]
+    body = inputs.get("body", "")
+    return find_secrets(
+        api_key=inputs.get("api-key"),
+        headers=headers,
+        url=inputs.get("url", ""),
+        others=[inputs.get("github-token", ""), "" if body.startswith("@") else body],
+    )
 
 
 @dataclass(frozen=True)
@@ -119,11 +114,13 @@ def parse_settings(
             InputProblem("comment", f"expected one of {', '.join(COMMENT_MODES)}; got {comment!r}")
         )
     flags: dict[str, bool] = {}
-    for key, default in (("summary", True), ("fail-on-breach", True)):
-        text = inputs.get(key, str(default)).strip().lower()
-        if text not in {"true", "false"}:
-            problems.append(InputProblem(key, f"expected true or false, got {text!r}"))
-        flags[key] = text == "true"
+    for key in ("summary", "fail-on-breach"):
+        # The same grammar as every other flag (stream, insecure, ...): true/false, yes/no, 1/0.
+        try:
+            flags[key] = parse_bool(inputs[key]) if key in inputs else True
+        except ValueError as exc:
+            problems.append(InputProblem(key, str(exc)))
+            flags[key] = True
 
     raw: dict[str, str | list[str] | None] = {
         k: v for k, v in inputs.items() if k in TARGET_KEYS and k != "headers"
@@ -185,14 +182,11 @@ def main(environ: Mapping[str, str] | None = None, out: TextIO | None = None) ->
     try:
         return _main(env, stream)
     except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
-        message = (
-            "latency-gate failed: this is a bug in latency-gate, not in your endpoint. "
-            f"Please report it on the project's issue tracker. {type(exc).__name__}: {exc}"
-        )
+        message = f"{BUG_MESSAGE} {type(exc).__name__}: {exc}"
         print(
             github.annotation("error", _scrub(message, env), title="latency-gate bug"), file=stream
         )
-        return EXIT_BUG
+        return ExitCode.BUG
 
 
 def _scrub(text: str, env: Mapping[str, str]) -> str:
@@ -223,7 +217,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
                 f"```text\n{text}\n```\n\nSee the action's inputs in the README.\n",
                 out,
             )
-        return EXIT_BAD_INPUT
+        return ExitCode.BAD_INPUT
 
     # A targets file may hold keys of its own (${NAME} references): mask them before any print.
     for target in settings.targets:
@@ -264,11 +258,9 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         github.write_outputs(
             output_path, _outputs(results, passed, json_path, workspace, comment_url)
         )
-    if passed or not settings.fail_on_breach:
-        if not passed:
-            print("latency-gate: budget breached, but fail-on-breach is false", file=out)
-        return EXIT_PASS
-    return EXIT_BREACH
+    if not passed and not settings.fail_on_breach:
+        print("latency-gate: budget breached, but fail-on-breach is false", file=out)
+    return exit_code(results, fail_on_breach=settings.fail_on_breach)
 
 
 def _annotate(result: RunResult, out: TextIO) -> None:
@@ -311,7 +303,7 @@ def _annotate(result: RunResult, out: TextIO) -> None:
 
 
 def _show(number: str, value: float) -> str:
-    return report.fmt_percent(value) if number == "error_rate" else report.fmt_duration(value)
+    return fmt_percent(value) if number == "error_rate" else fmt_duration(value)
 
 
 def _outputs(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -11,25 +12,18 @@ from typing import Any
 
 import click
 
-from latency_gate import __version__, baseline, report
-from latency_gate.compare import label_runs
+from latency_gate import report
+from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.config import Target, build_target
-from latency_gate.errors import ConfigError, LatencyGateError
+from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.targets_file import load_targets
+from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem, LatencyGateError
 from latency_gate.models import RunResult
-from latency_gate.probe import probe, probe_all
-from latency_gate.progress import ProgressPrinter, progress_printer
+from latency_gate.report.progress import ProgressPrinter, progress_printer
+from latency_gate.report.result_file import dump_runs, label_runs
+from latency_gate.run import exit_code, load_runs, plan_baseline, probe, probe_all
 from latency_gate.signals import run_with_signals
-from latency_gate.targets import load_targets
-
-EXIT_PASS = 0
-EXIT_BREACH = 1
-EXIT_BAD_INPUT = 2
-EXIT_BUG = 3
-
-BUG_MESSAGE = (
-    "latency-gate failed: this is a bug in latency-gate, not in your endpoint. "
-    "Please report it on the project's issue tracker with this message."
-)
+from latency_gate.version import __version__
 
 DEMO_DESCRIPTIONS = {
     "local": "a local model, fast and streaming honestly",
@@ -58,15 +52,15 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except ConfigError as exc:
             click.echo(f"Error: {exc}", err=True)
-            ctx.exit(EXIT_BAD_INPUT)
+            ctx.exit(ExitCode.BAD_INPUT)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except LatencyGateError as exc:
             click.echo(f"Error: {exc}", err=True)
-            ctx.exit(EXIT_BAD_INPUT)
+            ctx.exit(ExitCode.BAD_INPUT)
         except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
             click.echo(f"{BUG_MESSAGE}\n{type(exc).__name__}: {exc}", err=True)
-            ctx.exit(EXIT_BUG)
+            ctx.exit(ExitCode.BUG)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -181,8 +175,7 @@ def probe_command(
     for result in results:  # e.g. --insecure: said where the person running it looks
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
-    passed = all(result.verdict.passed for result in results)
-    sys.exit(EXIT_PASS if passed else EXIT_BREACH)
+    sys.exit(exit_code(results))
 
 
 def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -> list[Target]:
@@ -193,24 +186,24 @@ def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -
     if clash:
         raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
     given = {k: v for k, v in raw.items() if v is not None and v != [] and k != "url"}
-    return load_targets(Path(targets_path), given=given)
+    return load_targets(Path(targets_path), given=given, environ=os.environ)
 
 
 def _baseline_plan(
     targets: list[Target], baseline_path: str | None, max_regression: str | None
-) -> baseline.BaselinePlan | None:
+) -> BaselinePlan | None:
     """Load and check the baseline before anything is measured (a mismatch exits 2)."""
     if baseline_path is None:
         if max_regression is not None:
             raise ConfigError.single("--max-regression", "needs --baseline to compare with")
         return None
-    limit = baseline.DEFAULT_LIMIT
+    limit = DEFAULT_LIMIT
     if max_regression is not None:
         try:
-            limit = baseline.parse_max_regression(max_regression)
+            limit = parse_max_regression(max_regression)
         except ValueError as exc:
             raise ConfigError.single("--max-regression", str(exc)) from None
-    return baseline.plan_baseline(targets, Path(baseline_path), limit)
+    return plan_baseline(targets, Path(baseline_path), limit)
 
 
 @main.command("merge")
@@ -225,11 +218,11 @@ def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: 
     """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
     a column per run; exit 1 when any run failed."""
     _check_writable({"--json": json_path, "--markdown": markdown_path})
-    loaded = [(name, baseline.load_runs(Path(name), "merge")) for name in files]
+    loaded = [(name, load_runs(Path(name), "merge")) for name in files]
     results = label_runs(loaded)
     _write_reports(results, json_path, markdown_path)
     click.echo(report.render_terminal(results, color=_color()))
-    sys.exit(EXIT_PASS if all(r.verdict.passed for r in results) else EXIT_BREACH)
+    sys.exit(exit_code(results))
 
 
 @main.command("demo")
@@ -310,8 +303,6 @@ def _check_writable(paths: Mapping[str, str | None]) -> None:
         if not parent.is_dir():
             problems.append((option, f"folder {str(parent)!r} does not exist"))
     if problems:
-        from latency_gate.errors import InputProblem  # noqa: PLC0415
-
         raise ConfigError([InputProblem(o, m) for o, m in problems])
 
 
@@ -319,7 +310,7 @@ def _write_reports(
     results: Sequence[RunResult], json_path: str | None, markdown_path: str | None
 ) -> None:
     writes: list[tuple[str, str | None, Callable[[], str]]] = [
-        ("--json", json_path, lambda: baseline.dump_runs(results)),
+        ("--json", json_path, lambda: dump_runs(results)),
         ("--markdown", markdown_path, lambda: report.render_markdown(results)),
     ]
     for option, path, render in writes:
@@ -346,7 +337,9 @@ def _progress(target: Target) -> ProgressPrinter:
 @_endpoint_options
 def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bool | None) -> None:
     """Three calls to URL with curl's phases, and the curl line to repeat one; exit 1 on failure."""
-    from latency_gate import quick  # noqa: PLC0415 - only this command needs it
+    # Only this command needs them.
+    from latency_gate.measure import quick  # noqa: PLC0415
+    from latency_gate.report import quick as quick_report  # noqa: PLC0415
 
     raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
     for key, value in options.items():
@@ -354,5 +347,5 @@ def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bo
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
     target = build_target(raw, cli_spelling, base_dir=Path.cwd())
     result = run_with_signals(quick.quick(target))
-    click.echo(quick.render(result), nl=False)
-    sys.exit(EXIT_PASS if result.passed else EXIT_BREACH)
+    click.echo(quick_report.render(result), nl=False)
+    sys.exit(ExitCode.PASS if result.passed else ExitCode.BREACH)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 
 
 class LatencyGateError(Exception):
@@ -46,3 +47,18 @@ class GitHubError(LatencyGateError):
     def __init__(self, message: str, status: int | None = None) -> None:
         self.status = status
         super().__init__(message)
+
+
+class ExitCode(IntEnum):
+    """The exit codes of the CLI and the action alike (README, "Exit codes")."""
+
+    PASS = 0  # every gated number within budget
+    BREACH = 1  # budget breached, no data, interrupted, or a regression against the baseline
+    BAD_INPUT = 2  # bad input or configuration: nothing was measured
+    BUG = 3  # the gate itself failed
+
+
+BUG_MESSAGE = (
+    "latency-gate failed: this is a bug in latency-gate, not in your endpoint. "
+    "Please report it on the project's issue tracker with this message."
+)

@@ -16,7 +16,9 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import SecretStr
 
-from latency_gate.budget import evaluate
+from latency_gate.assess.stats import numbers
+from latency_gate.assess.timeline import chain_stats, stamp_stats
+from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget, Format, Header, Target
 from latency_gate.models import (
     CallPhase,
@@ -29,7 +31,6 @@ from latency_gate.models import (
     StampSource,
     Verdict,
 )
-from latency_gate.stats import numbers, phase_stats
 
 STARTED_AT = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC
 TOOL_VERSION = "0.0.0-test"
@@ -198,7 +199,7 @@ def make_result(
         samples = slow_samples(stream=stream) if passed is False else healthy_samples(stream=stream)
     run_numbers = numbers(samples)
     successful = sum(s.ok for s in samples)
-    verdict = evaluate(run_numbers, target.budget, successful_calls=successful)
+    verdict = judge(run_numbers, target.budget, successful_calls=successful)
     if passed is not None and passed != verdict.passed:
         verdict = Verdict(passed=passed, checks=verdict.checks, reasons=verdict.reasons)
     return RunResult(
@@ -211,7 +212,8 @@ def make_result(
         floor=floor,
         samples=tuple(samples),
         numbers=run_numbers,
-        phases=phase_stats(samples),
+        phases=stamp_stats(samples),
+        chain=chain_stats(samples),
         excluded_from_latency=len(samples) - successful,
         verdict=verdict,
         findings=tuple(findings),

@@ -467,8 +467,8 @@ def test_masks_come_first(run: Runner) -> None:
     result = run({"api-key": API_KEY, "headers": f"Content-Type: application/json\n{header}"})
     assert result.lines[:3] == [
         f"::add-mask::{API_KEY}",
-        f"::add-mask::{TOKEN}",
         "::add-mask::custom-secret-value",
+        f"::add-mask::{TOKEN}",
     ]
     rest = "\n".join(result.lines[3:])
     for secret in (API_KEY, TOKEN, "custom-secret-value"):

@@ -20,23 +20,16 @@ from pydantic import SecretStr
 from result_factory import healthy_samples, make_result, make_target, samples_for
 
 from latency_gate import cli
-from latency_gate.baseline import (
-    ALPHA,
-    DEFAULT_LIMIT,
-    RegressionLimit,
-    apply_plan,
-    compare,
-    config_differences,
-    dump_runs,
-    parse_max_regression,
-    parse_runs,
-    plan_baseline,
-)
+from latency_gate.assess.baseline import ALPHA, BaselinePlan, compare, config_differences
+from latency_gate.assess.result import assess_run
+from latency_gate.assess.significance import fisher_greater, mann_whitney_greater
+from latency_gate.assess.stats import percentile
+from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError
-from latency_gate.models import RunResult
-from latency_gate.significance import fisher_greater, mann_whitney_greater
-from latency_gate.stats import percentile
+from latency_gate.models import RunResult, StampSource
+from latency_gate.report.result_file import dump_runs, parse_runs
+from latency_gate.run import plan_baseline
 
 # --- limits ---------------------------------------------------------------------------------
 
@@ -186,7 +179,7 @@ def _slow(factor: float) -> RunResult:
 def test_compare_same_run_no_regression() -> None:
     """A run against itself: every number shown, none regressed, verdict unchanged."""
     run = make_result()
-    check = compare(run, run, DEFAULT_LIMIT, "base.json")
+    check = compare(run.samples, run.numbers, run, DEFAULT_LIMIT, "base.json")
     assert [d.number for d in check.deltas] == [
         "cold_start",
         "warm_p50",
@@ -200,7 +193,8 @@ def test_compare_same_run_no_regression() -> None:
 
 def test_compare_twice_slower_regresses() -> None:
     """Twice slower: warm p50, warm p95 and concurrent p95 regress; cold start cannot."""
-    check = compare(_slow(2.0), make_result(), DEFAULT_LIMIT, "base.json")
+    head = _slow(2.0)
+    check = compare(head.samples, head.numbers, make_result(), DEFAULT_LIMIT, "base.json")
     assert [d.number for d in check.regressions] == ["warm_p50", "warm_p95", "concurrent_p95"]
     result = apply_plan_for(_slow(2.0), make_result())
     assert not result.verdict.passed
@@ -208,21 +202,32 @@ def test_compare_twice_slower_regresses() -> None:
 
 
 def apply_plan_for(head: RunResult, base: RunResult) -> RunResult:
-    from latency_gate.baseline import BaselinePlan
+    return _judged(head, BaselinePlan("base.json", DEFAULT_LIMIT, {head.target: base}))
 
-    return apply_plan(BaselinePlan("base.json", DEFAULT_LIMIT, {head.target: base}), head)
+
+def _judged(head: RunResult, plan: BaselinePlan) -> RunResult:
+    """`head`'s samples judged again, as a run does, with the plan's baseline."""
+    return assess_run(
+        make_target(head.target),
+        head.samples,
+        started_at=head.started_at,
+        finished_at=head.finished_at,
+        stamp_source=StampSource.KERNEL,
+        baseline=plan,
+    )
 
 
 def test_compare_within_limit_is_not_a_regression() -> None:
     """5 % slower on every call: beyond noise perhaps, but within the 10 % limit."""
-    check = compare(_slow(1.05), make_result(), DEFAULT_LIMIT, "base.json")
+    head = _slow(1.05)
+    check = compare(head.samples, head.numbers, make_result(), DEFAULT_LIMIT, "base.json")
     assert check.regressions == ()
 
 
 def test_missing_baseline_file_is_said(tmp_path: Path) -> None:
     """No file at the path: status missing, the verdict rests on the budget, the check says so."""
     plan = plan_baseline([make_target()], tmp_path / "none.json", DEFAULT_LIMIT)
-    result = apply_plan(plan, make_result())
+    result = _judged(make_result(), plan)
     assert result.baseline is not None
     assert result.baseline.status == "missing"
     assert result.baseline.message == f"no baseline file at {tmp_path / 'none.json'} (a first run?)"

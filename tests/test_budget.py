@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from latency_gate.budget import evaluate
+from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
 from latency_gate.models import Numbers
 
@@ -21,7 +21,7 @@ def _numbers(**kw: float | None) -> Numbers:
 
 def test_default_budget_passes_a_fast_clean_run() -> None:
     """Under 3 s at p95 and no errors is a PASS."""
-    verdict = evaluate(_numbers(), Budget(), successful_calls=31)
+    verdict = judge(_numbers(), Budget(), successful_calls=31)
     assert verdict.passed
     assert verdict.label == "PASS"
     assert verdict.reasons == ()
@@ -29,13 +29,13 @@ def test_default_budget_passes_a_fast_clean_run() -> None:
 
 def test_number_at_its_limit_passes() -> None:
     """The limit itself is within budget."""
-    verdict = evaluate(_numbers(warm_p95=3.0), Budget(), successful_calls=31)
+    verdict = judge(_numbers(warm_p95=3.0), Budget(), successful_calls=31)
     assert verdict.passed
 
 
 def test_p95_over_budget_fails_and_names_the_number() -> None:
     """Warm p95 of 3.2 s against 3 s fails, and the reason says which number."""
-    verdict = evaluate(_numbers(warm_p95=3.2), Budget(), successful_calls=31)
+    verdict = judge(_numbers(warm_p95=3.2), Budget(), successful_calls=31)
     assert not verdict.passed
     assert verdict.reasons == ("warm_p95 over budget",)
     failed = [c.number for c in verdict.checks if c.passed is False]
@@ -44,14 +44,14 @@ def test_p95_over_budget_fails_and_names_the_number() -> None:
 
 def test_error_rate_over_one_percent_fails() -> None:
     """One failed call in 31 is 3.2 %, over the default 1 %."""
-    verdict = evaluate(_numbers(error_rate=1 / 31), Budget(), successful_calls=30)
+    verdict = judge(_numbers(error_rate=1 / 31), Budget(), successful_calls=30)
     assert not verdict.passed
     assert verdict.reasons == ("error_rate over budget",)
 
 
 def test_ungated_numbers_are_reported_not_judged() -> None:
     """Cold start has no default limit: its check carries passed=None."""
-    verdict = evaluate(_numbers(cold_start=60.0), Budget(), successful_calls=31)
+    verdict = judge(_numbers(cold_start=60.0), Budget(), successful_calls=31)
     cold = next(c for c in verdict.checks if c.number == "cold_start")
     assert (cold.passed, cold.limit, cold.value) == (None, None, 60.0)
     assert verdict.passed
@@ -63,14 +63,14 @@ def test_zero_successful_calls_is_fail_no_data() -> None:
     empty = Numbers(
         cold_start=None, warm_p50=None, warm_p95=None, concurrent_p95=None, error_rate=1.0
     )
-    verdict = evaluate(empty, budget, successful_calls=0)
+    verdict = judge(empty, budget, successful_calls=0)
     assert not verdict.passed
     assert verdict.reasons[0].startswith("no data")
 
 
 def test_gated_number_without_data_fails() -> None:
     """A burst where every call failed leaves concurrent p95 unknown: that is a FAIL."""
-    verdict = evaluate(_numbers(concurrent_p95=None), Budget(), successful_calls=21)
+    verdict = judge(_numbers(concurrent_p95=None), Budget(), successful_calls=21)
     check = next(c for c in verdict.checks if c.number == "concurrent_p95")
     assert (check.passed, check.note) == (False, "no data")
     assert not verdict.passed
@@ -78,5 +78,5 @@ def test_gated_number_without_data_fails() -> None:
 
 def test_ttft_is_left_out_when_neither_measured_nor_gated() -> None:
     """A non-streaming run shows no first-token line."""
-    verdict = evaluate(_numbers(), Budget(), successful_calls=31)
+    verdict = judge(_numbers(), Budget(), successful_calls=31)
     assert "ttft_p95" not in [c.number for c in verdict.checks]

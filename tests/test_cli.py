@@ -24,6 +24,7 @@ from click.testing import CliRunner, Result
 
 from latency_gate import __version__, cli
 from latency_gate.demo import EndpointSpec, serve_in_thread
+from latency_gate.errors import BUG_MESSAGE
 from latency_gate.models import RunResult
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -296,7 +297,7 @@ def test_unexpected_exception_exits_three() -> None:
 
     result = CliRunner().invoke(broken, ["explode"])
     assert result.exit_code == 3
-    assert result.stderr == f"{cli.BUG_MESSAGE}\nRuntimeError: boom\n"
+    assert result.stderr == f"{BUG_MESSAGE}\nRuntimeError: boom\n"
     assert "Traceback" not in result.output
 
 

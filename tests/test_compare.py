@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from result_factory import make_result, samples_for
 
 from latency_gate import action, cli, report
-from latency_gate.compare import compare_targets
+from latency_gate.assess.cheapest import compare_targets
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
 

@@ -30,7 +30,7 @@ from conftest import REPO_ROOT, free_port
 from latency_gate.config import build_target
 from latency_gate.demo import EndpointSpec, Fault, serve_in_thread
 from latency_gate.models import ErrorKind, RunResult
-from latency_gate.probe import probe
+from latency_gate.run import probe
 
 # Small runs: 1 cold + 1 warm + 2 concurrent calls, each allowed TIMEOUT seconds.
 TIMEOUT = 1.0

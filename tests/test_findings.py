@@ -11,12 +11,12 @@ import pytest
 import trustme
 from result_factory import failed_sample, healthy_samples, ok_sample, samples_for
 
+from latency_gate.assess.findings import find
+from latency_gate.assess.stats import numbers
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, classic_three
-from latency_gate.findings import find
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Finding, Sample
-from latency_gate.probe import probe
-from latency_gate.stats import numbers
+from latency_gate.run import probe
 
 
 def _find(samples: Sequence[Sample], *, streaming: bool = False) -> dict[str, Finding]:

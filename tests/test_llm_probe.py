@@ -6,7 +6,7 @@ import pytest
 
 from latency_gate.config import Target, build_target
 from latency_gate.models import CallPhase
-from latency_gate.probe import probe
+from latency_gate.run import probe
 
 pytestmark = pytest.mark.llm
 

@@ -13,9 +13,8 @@ from click.testing import CliRunner, Result
 from result_factory import make_result
 
 from latency_gate import cli
-from latency_gate.baseline import dump_runs, parse_runs
-from latency_gate.compare import label_runs
-from latency_gate.targets import load_targets
+from latency_gate.config.targets_file import load_targets
+from latency_gate.report.result_file import dump_runs, label_runs, parse_runs
 
 
 def invoke(*args: str) -> Result:

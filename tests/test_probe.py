@@ -13,8 +13,13 @@ import pytest
 
 from latency_gate.config import Target, build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault
+from latency_gate.measure.engine import Progress
 from latency_gate.models import CallPhase, ErrorKind, RunResult, StampSource
-from latency_gate.probe import Progress, probe
+from latency_gate.run import probe, probe_all
+
+
+def _ignore(_: Progress) -> None:
+    return None
 
 
 def _target(url: str, **raw: str) -> Target:
@@ -204,17 +209,48 @@ async def test_idle_wait_uses_the_injected_sleep() -> None:
 
 
 async def test_cancelled_run_returns_the_calls_so_far_marked_interrupted() -> None:
-    """A cancelled run (SIGTERM) still returns its samples, interrupted, and FAIL."""
+    """A cancelled run of the edges (SIGTERM) still returns its samples, interrupted, and FAIL."""
     async with DemoServer(EndpointSpec(latency=0.05, stream_format="raw", tokens=1)) as server:
         target = _target(server.url, **{"warm-calls": "100"})
-        task = asyncio.create_task(probe(target, measure_floor=False))
+        task = asyncio.create_task(
+            probe_all([target, target], progress_for=lambda _: _ignore, measure_floor=False)
+        )
         await asyncio.sleep(0.6)
         task.cancel()
-        result = await task
+        results = await task
+    assert len(results) == 1  # no further target after an interrupt
+    result = results[0]
     assert result.interrupted
     assert 3 <= len(result.samples) < 101
     assert not result.verdict.passed
     assert "the run was interrupted" in result.verdict.reasons
+
+
+async def test_probe_propagates_cancellation() -> None:
+    """The library's probe() does not swallow a cancellation: asyncio.timeout around it fires."""
+    async with DemoServer(EndpointSpec(latency=0.05, stream_format="raw", tokens=1)) as server:
+        target = _target(server.url, **{"warm-calls": "100"})
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(0.5):
+                await probe(target, measure_floor=False)
+
+
+async def test_burst_calls_finished_before_an_interrupt_are_kept() -> None:
+    """Calls of a burst that finished before a cancellation land in the partial result."""
+    # Requests 0 (cold), 1-2 (warm), 3-8 (the burst): 3 and 7 hang, the other four answer.
+    fault = Fault(kind="hang", every=4, offset=3)
+    spec = EndpointSpec(latency=0.01, stream_format="raw", tokens=1, faults=(fault,))
+    async with DemoServer(spec) as server:
+        target = _target(server.url, **{"warm-calls": "2", "concurrency": "6"})
+        task = asyncio.create_task(
+            probe_all([target], progress_for=lambda _: _ignore, measure_floor=False)
+        )
+        await asyncio.sleep(1.0)
+        task.cancel()
+        results = await task
+    concurrent = [s for s in results[0].samples if s.phase is CallPhase.CONCURRENT]
+    assert results[0].interrupted
+    assert [s.index for s in concurrent] == [1, 2, 3, 5]
 
 
 async def test_secret_echoed_by_the_server_is_scrubbed_from_details() -> None:

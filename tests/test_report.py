@@ -25,13 +25,10 @@ from result_factory import (
 )
 
 from latency_gate.config import Budget
-from latency_gate.formatting import clean_text
+from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape
 from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult
 from latency_gate.report import (
     environment,
-    fmt_duration,
-    fmt_percent,
-    md_escape,
     render_comment,
     render_markdown,
     render_summary,

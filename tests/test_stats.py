@@ -6,7 +6,8 @@ import statistics
 
 import pytest
 
-from latency_gate import stats
+from latency_gate.assess import stats
+from latency_gate.assess.timeline import stamp_stats
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
 
 
@@ -95,7 +96,7 @@ def test_phase_stats_per_call_phase_and_boundary() -> None:
     samples = [
         _sample(CallPhase.WARM, 0.1 * (i + 1), index=i, headers=0.01 * (i + 1)) for i in range(5)
     ]
-    table = stats.phase_stats(samples)
+    table = stamp_stats(samples)
     assert set(table) == {"warm"}
     assert table["warm"]["headers"].p50 == pytest.approx(0.03)
     assert table["warm"]["last_byte"].p95 == pytest.approx(0.48)

@@ -10,8 +10,14 @@ from collections.abc import Iterable
 import pytest
 
 from latency_gate.config import Format
+from latency_gate.measure.streams import (
+    MAX_EVENT,
+    MAX_KEPT,
+    FeedResult,
+    StreamOutcome,
+    StreamParser,
+)
 from latency_gate.models import ErrorKind
-from latency_gate.streams import MAX_EVENT, MAX_KEPT, FeedResult, StreamOutcome, StreamParser
 
 SSE = "text/event-stream"
 JSON = "application/json; charset=utf-8"

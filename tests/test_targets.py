@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from latency_gate.config import Format
+from latency_gate.config.targets_file import load_targets, parse_targets
 from latency_gate.errors import ConfigError
-from latency_gate.targets import load_targets, parse_targets
 
 YAML = """\
 defaults:

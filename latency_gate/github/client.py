@@ -14,7 +14,7 @@ from urllib.parse import quote, urljoin, urlsplit
 
 import httpx
 
-from latency_gate import __version__
+from latency_gate.version import __version__
 
 COMMENT_LIMIT = 65_536  # characters; GitHub refuses a longer comment body with a 422
 

@@ -22,8 +22,12 @@ The package: `stamps` (CallStamps, the context variable, the kernel stamps' deco
 (one connection: reads, writes, TLS), `backend` (the network backend and the httpx transport).
 """
 
-from latency_gate.clock.backend import StampingBackend, build_transport, make_ssl_context
-from latency_gate.clock.stamps import (
+from latency_gate.measure.transport.backend import (
+    StampingBackend,
+    build_transport,
+    make_ssl_context,
+)
+from latency_gate.measure.transport.stamps import (
     CallStamps,
     begin_call,
     current_call,

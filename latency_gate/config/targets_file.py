@@ -28,7 +28,6 @@ beside the file (CLI options, action inputs), the file's `defaults`, the target'
 from __future__ import annotations
 
 import json
-import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -37,7 +36,9 @@ from typing import Any
 
 import yaml
 
-from latency_gate.config import TARGET_KEYS, Target, build_target
+from latency_gate.config.build import TARGET_KEYS, build_target
+from latency_gate.config.files import read_input_file
+from latency_gate.config.target import Target
 from latency_gate.errors import ConfigError, InputProblem
 
 __all__ = ["MAX_TARGETS", "load_targets", "parse_targets"]
@@ -57,25 +58,25 @@ def load_targets(
     path: Path,
     *,
     given: Mapping[str, str | list[str] | None] | None = None,
-    environ: Mapping[str, str] | None = None,
+    environ: Mapping[str, str],
 ) -> list[Target]:
     """Read and validate a targets file; the targets in the file's order (cheapest first).
 
     `given` holds settings from beside the file (CLI options, action inputs), used where the
-    file says nothing. Raises ConfigError naming the file and line of every bad setting.
+    file says nothing; `environ` fills `${NAME}` references (the edge passes the environment).
+    Raises ConfigError naming the file and line of every bad setting.
     """
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError.single("targets", f"cannot read {str(path)!r}: {reason}") from None
+        text = read_input_file(path)
+    except ValueError as exc:
+        raise ConfigError.single("targets", str(exc)) from None
     return parse_targets(
         text,
         name=path.name,
         suffix=path.suffix.lower(),
         base_dir=path.parent,
         given=given,
-        environ=os.environ if environ is None else environ,
+        environ=environ,
     )
 
 

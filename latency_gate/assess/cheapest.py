@@ -7,15 +7,13 @@ both runs have it, as the cheapest passing target's value minus the dearer one's
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import RunResult
 
-__all__ = ["Comparison", "compare_targets", "label_runs"]
+__all__ = ["Comparison", "compare_targets"]
 
 # Differences under a millisecond are reported as none: below what a p95 of 20 calls can tell.
 _SAME = 0.001
@@ -93,28 +91,3 @@ def compare_targets(results: Sequence[RunResult]) -> Comparison | None:
             for dear in results[cheapest_index + 1 :]
         ),
     )
-
-
-def label_runs(files: Sequence[tuple[str, Sequence[RunResult]]]) -> list[RunResult]:
-    """Runs from several result files, each column named apart: a run keeps its own label;
-    an unlabelled run whose target name repeats is labelled with its file's stem (the
-    artifact's name in a matrix), and a label that still repeats gets "#2", "#3"."""
-    runs = [(Path(name).stem, run) for name, group in files for run in group]
-    counts = Counter(run.target for _, run in runs)
-    labelled = [
-        run.model_copy(update={"label": stem})
-        if run.label is None and counts[run.target] > 1
-        else run
-        for stem, run in runs
-    ]
-    seen: Counter[str] = Counter()
-    result = []
-    for run in labelled:
-        name = run.display_name
-        seen[name] += 1
-        if seen[name] == 1:
-            result.append(run)
-            continue
-        label = f"{run.label} #{seen[name]}" if run.label else f"#{seen[name]}"
-        result.append(run.model_copy(update={"label": label}))
-    return result

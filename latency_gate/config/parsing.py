@@ -14,6 +14,8 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
+from latency_gate.config.files import read_input_file
+
 REDACTED = "***"
 
 _DURATION = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m)?\s*$")
@@ -110,11 +112,7 @@ def read_body(text: str, base_dir: Path | None = None) -> str:
     path = Path(text[1:]).expanduser()
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ValueError(f"cannot read body file {str(path)!r}: {reason}") from None
+    return read_input_file(path, "body file ")
 
 
 def looks_like_json(text: str) -> bool:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from latency_gate.chain import CHAIN_LABELS, chain_stats, chart_lines
+from latency_gate.assess.timeline import CHAIN_LABELS
 from latency_gate.formatting import fmt_duration, fmt_value
 from latency_gate.models import (
     BaselineCheck,
@@ -21,6 +21,7 @@ from latency_gate.models import (
     Sample,
     StampSource,
 )
+from latency_gate.report.chain import chart_lines
 
 NUMBER_LABELS = {
     "cold_start": "cold start",
@@ -242,7 +243,7 @@ def _errors(samples: Sequence[Sample]) -> tuple[ErrorGroup, ...]:
 
 
 def _phase_table(result: RunResult) -> tuple[tuple[str, ...], tuple[BoundaryRow, ...]]:
-    stats = chain_stats(result.samples)
+    stats = result.chain
     columns = tuple(p.value for p in CallPhase if stats.get(p.value))
     rows = []
     for link, label in CHAIN_LABELS.items():

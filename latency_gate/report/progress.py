@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import TextIO
 
-from latency_gate.probe import Progress
+from latency_gate.measure.engine import Progress
 
 ProgressPrinter = Callable[[Progress], None]
 

@@ -1,86 +1,28 @@
-"""The chain of one call, link by link, and the chart of where its time went.
-
-A call's time passes through connect, TLS, waiting for headers, the first body byte, the first
-token and the rest of the body. These pure functions measure each link from a Sample's timings,
-summarise the links per call phase, and draw them: as a cell for the report tables, as a bar in
-the chart shared by every target, and as plain-text lines for the terminal.
+"""Drawing the chain of a call: a cell for the report tables, the chart shared by every target,
+and plain-text lines for the terminal. The links and stamps come from latency_gate.assess.timeline;
+the numbers from the result's `phases` and `chain`, never recomputed from samples here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from latency_gate.assess.timeline import CHAIN_LABELS, LINKS
 from latency_gate.formatting import fmt_duration
-from latency_gate.models import CallPhase, PhaseStats, RunResult, Sample
-from latency_gate.stats import percentile
+from latency_gate.models import CallPhase, PhaseStats, RunResult
 
-# The chain of one call, link by link, in the order its time passes. Durations of each call,
-# so a link's median and p95 say what that link cost; the links of one call add up to its latency.
-CHAIN_LABELS = {
-    "connect": "connect (DNS + TCP)",
-    "tls": "TLS",
-    "wait": "waiting for headers",
-    "headers_to_body": "headers → first body byte",
-    "first_token": "first body byte → first token",
-    "rest": "rest of the body → last byte",
-    "total": "whole call",
-}
+__all__ = [
+    "CHART_SEGMENTS",
+    "CHART_WIDTH",
+    "chain_cell",
+    "chart_lines",
+    "chart_scale",
+    "terminal_chain",
+]
 
-# The chart's segments: glyph, legend, and the boundary that ends the segment.
-CHART_SEGMENTS = (
-    ("░", "connect", "connect"),
-    ("▒", "TLS", "tls"),
-    ("█", "waiting for headers", "headers"),
-    ("▓", "headers → first byte", "first_byte"),
-    ("▄", "first byte → first token", "first_token"),
-    ("─", "rest of the body", "last_byte"),
-)
+# The chart's segments: glyph, legend, and the stamp that ends the segment.
+CHART_SEGMENTS = tuple((link.glyph, link.legend, link.ends_at) for link in LINKS)
 CHART_WIDTH = 48
-
-
-def call_chain(sample: Sample) -> dict[str, float]:
-    """How long each link of one call took, in seconds; a link the call did not have is absent.
-
-    A call on a kept-alive connection spent nothing on connect and TLS (0.0): what users felt.
-    Waiting for headers counts from the request's last byte; the rest of the body from the first
-    token in a stream, from the first body byte otherwise.
-    """
-    t = sample.timings
-    links = {"connect": (t.dns or 0.0) + (t.connect or 0.0), "tls": t.tls or 0.0}
-    sent = t.request_sent if t.request_sent is not None else links["connect"] + links["tls"]
-    if t.headers is not None:
-        links["wait"] = max(t.headers - sent, 0.0)
-        if t.first_byte is not None:
-            links["headers_to_body"] = max(t.first_byte - t.headers, 0.0)
-    if t.first_byte is not None and t.first_token is not None:
-        links["first_token"] = max(t.first_token - t.first_byte, 0.0)
-    body_from = t.first_token if t.first_token is not None else t.first_byte
-    if t.last_byte is not None and body_from is not None:
-        links["rest"] = max(t.last_byte - body_from, 0.0)
-    if sample.latency is not None:
-        links["total"] = sample.latency
-    return links
-
-
-def chain_stats(samples: Sequence[Sample]) -> dict[str, dict[str, PhaseStats]]:
-    """Median and p95 of each link of the chain, per call phase, over the successful calls.
-
-    The TLS link is left out when no call made a TLS handshake (plain HTTP).
-    """
-    tls_seen = any(s.timings.tls is not None for s in samples)
-    result: dict[str, dict[str, PhaseStats]] = {}
-    for phase in CallPhase:
-        chains = [call_chain(s) for s in samples if s.phase is phase and s.ok]
-        if not chains:
-            continue
-        result[phase.value] = {}
-        for link in CHAIN_LABELS:
-            values = [chain[link] for chain in chains if link in chain]
-            if values and (link != "tls" or tls_seen):
-                result[phase.value][link] = PhaseStats(
-                    n=len(values), p50=percentile(values, 50), p95=percentile(values, 95)
-                )
-    return result
 
 
 def chain_cell(cell: PhaseStats | None) -> str:
@@ -169,7 +111,7 @@ def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[s
     already cleaned for the terminal) for the warm calls, the steady state that compares.
     """
     if len(results) == 1:
-        stats = chain_stats(results[0].samples)
+        stats = results[0].chain
         columns = [p.value for p in CallPhase if stats.get(p.value)]
         if not columns:
             return []
@@ -179,7 +121,7 @@ def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[s
             if any(cells):
                 table.append([label, *(chain_cell(cell) for cell in cells)])
         return ["", "where the time went (p50 / p95):", *_text_table(table, "  ")]
-    warm = [chain_stats(result.samples).get(CallPhase.WARM.value, {}) for result in results]
+    warm = [result.chain.get(CallPhase.WARM.value, {}) for result in results]
     if not any(warm):
         return []
     table = [["link", *names]]

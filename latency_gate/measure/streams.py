@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from latency_gate.answer_formats import (
+from latency_gate.config import Format
+from latency_gate.measure.answer_formats import (
     MAX_DETAIL,
     Tally,
     anthropic_document,
@@ -29,9 +30,8 @@ from latency_gate.answer_formats import (
     responses_document,
     responses_event,
 )
-from latency_gate.config import Format
+from latency_gate.measure.sse import MAX_EVENT, Event, EventDecoder, EventTooLong
 from latency_gate.models import ErrorKind
-from latency_gate.sse import MAX_EVENT, Event, EventDecoder, EventTooLong
 
 __all__ = ["MAX_EVENT", "MAX_KEPT", "FeedResult", "StreamOutcome", "StreamParser"]
 

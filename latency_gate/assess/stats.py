@@ -11,21 +11,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 
-from latency_gate.models import CallPhase, CallTimings, Numbers, PhaseStats, Sample
+from latency_gate.models import CallPhase, Numbers, Sample
 
 PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy default)"
-
-# The boundaries of a call, in the order the bytes arrive; durations first.
-PHASE_BOUNDARIES = (
-    "dns",
-    "connect",
-    "tls",
-    "request_sent",
-    "headers",
-    "first_byte",
-    "first_token",
-    "last_byte",
-)
 
 
 def percentile(values: Iterable[float], q: float) -> float | None:
@@ -46,6 +34,16 @@ def latencies(samples: Iterable[Sample], phase: CallPhase) -> list[float]:
     return [s.latency for s in samples if s.phase is phase and s.ok and s.latency is not None]
 
 
+def first_tokens(samples: Iterable[Sample]) -> list[float]:
+    """First-token times of the successful warm and concurrent calls (the cold call's includes
+    the handshakes, so it is left out)."""
+    return [
+        s.timings.first_token
+        for s in samples
+        if s.ok and s.phase is not CallPhase.COLD and s.timings.first_token is not None
+    ]
+
+
 def error_rate(samples: Sequence[Sample]) -> float:
     """Share of all calls that failed; 0.0 for no calls (the verdict treats that as no data)."""
     if not samples:
@@ -58,42 +56,11 @@ def numbers(samples: Sequence[Sample]) -> Numbers:
     cold = latencies(samples, CallPhase.COLD)
     warm = latencies(samples, CallPhase.WARM)
     concurrent = latencies(samples, CallPhase.CONCURRENT)
-    first_tokens = [
-        s.timings.first_token
-        for s in samples
-        if s.ok and s.phase is not CallPhase.COLD and s.timings.first_token is not None
-    ]
     return Numbers(
         cold_start=cold[0] if cold else None,
         warm_p50=percentile(warm, 50),
         warm_p95=percentile(warm, 95),
         concurrent_p95=percentile(concurrent, 95),
         error_rate=error_rate(samples),
-        ttft_p95=percentile(first_tokens, 95),
+        ttft_p95=percentile(first_tokens(samples), 95),
     )
-
-
-def phase_stats(samples: Sequence[Sample]) -> dict[str, dict[str, PhaseStats]]:
-    """Median and p95 of each call boundary, per call phase, over successful calls."""
-    result: dict[str, dict[str, PhaseStats]] = {}
-    for phase in CallPhase:
-        timings = [s.timings for s in samples if s.phase is phase and s.ok]
-        if not timings:
-            continue
-        result[phase.value] = {}
-        for boundary in PHASE_BOUNDARIES:
-            values = _boundary_values(timings, boundary)
-            if values:
-                result[phase.value][boundary] = PhaseStats(
-                    n=len(values), p50=percentile(values, 50), p95=percentile(values, 95)
-                )
-    return result
-
-
-def _boundary_values(timings: Sequence[CallTimings], boundary: str) -> list[float]:
-    values: list[float] = []
-    for t in timings:
-        value = getattr(t, boundary)
-        if value is not None:
-            values.append(value)
-    return values

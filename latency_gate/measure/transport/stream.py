@@ -14,7 +14,7 @@ from typing import Any
 
 import httpcore
 
-from latency_gate.clock.stamps import _ANCILLARY_SIZE, _current, _kernel_stamp, now_ns
+from latency_gate.measure.transport.stamps import _ANCILLARY_SIZE, _current, _kernel_stamp, now_ns
 
 _RAW_READ_SIZE = 64 * 1024  # raw bytes per recvmsg under TLS
 

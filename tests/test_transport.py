@@ -16,7 +16,7 @@ import httpx
 import pytest
 import trustme
 
-from latency_gate import clock
+from latency_gate.measure import transport
 from latency_gate.models import StampSource
 
 MS = 1_000_000  # nanoseconds
@@ -114,9 +114,9 @@ async def tls_server(ca: trustme.CA) -> AsyncIterator[LoopbackServer]:
 
 
 def _client(
-    backend: clock.StampingBackend, verify: ssl.SSLContext | bool = True
+    backend: transport.StampingBackend, verify: ssl.SSLContext | bool = True
 ) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=clock.build_transport(backend, verify=verify))
+    return httpx.AsyncClient(transport=transport.build_transport(backend, verify=verify))
 
 
 def _trusting(ca: trustme.CA) -> ssl.SSLContext:
@@ -127,8 +127,8 @@ def _trusting(ca: trustme.CA) -> ssl.SSLContext:
 
 async def test_new_connection_stamps_are_present_and_ordered(server: LoopbackServer) -> None:
     """A call that resolves and connects gets every stamp, in the order the events happened."""
-    async with _client(clock.StampingBackend()) as client:
-        stamps = clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        stamps = transport.begin_call()
         response = await client.get(server.url("/", host="localhost"))
     assert response.text == "ok"
     assert stamps.new_connection is True
@@ -154,8 +154,8 @@ async def test_new_connection_stamps_are_present_and_ordered(server: LoopbackSer
 
 async def test_ip_literal_skips_dns(server: LoopbackServer) -> None:
     """An IP address is not looked up: no DNS stamps, the call starts at the connect."""
-    async with _client(clock.StampingBackend()) as client:
-        stamps = clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        stamps = transport.begin_call()
         await client.get(server.url("/"))
     assert stamps.dns_start_ns is None
     assert stamps.dns_end_ns is None
@@ -164,10 +164,10 @@ async def test_ip_literal_skips_dns(server: LoopbackServer) -> None:
 
 async def test_reused_connection_starts_at_first_write(server: LoopbackServer) -> None:
     """On a kept-alive connection the call starts at its first write and opens nothing."""
-    async with _client(clock.StampingBackend()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        transport.begin_call()
         await client.get(server.url("/"))
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         await client.get(server.url("/"))
     assert server.connections == 1
     assert stamps.new_connection is False
@@ -178,20 +178,20 @@ async def test_reused_connection_starts_at_first_write(server: LoopbackServer) -
 @linux_only
 async def test_kernel_stamps_on_linux(server: LoopbackServer) -> None:
     """On Linux the backend and the call both report kernel receive stamps."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     async with _client(backend) as client:
-        stamps = clock.begin_call(backend.source)
+        stamps = transport.begin_call(backend.source)
         await client.get(server.url("/"))
-    assert clock.kernel_stamps_supported() is True
+    assert transport.kernel_stamps_supported() is True
     assert backend.source is StampSource.KERNEL
     assert stamps.source is StampSource.KERNEL
 
 
 async def test_read_return_when_kernel_stamps_are_off(server: LoopbackServer) -> None:
     """Without kernel stamps the call is stamped at read return and says so."""
-    backend = clock.StampingBackend(kernel_stamps=False)
+    backend = transport.StampingBackend(kernel_stamps=False)
     async with _client(backend) as client:
-        stamps = clock.begin_call(StampSource.KERNEL)
+        stamps = transport.begin_call(StampSource.KERNEL)
         await client.get(server.url("/"))
     assert backend.source is StampSource.READ_RETURN
     assert stamps.source is StampSource.READ_RETURN
@@ -203,10 +203,10 @@ async def test_fifty_ms_server_measures_fifty_ms(
     server: LoopbackServer, kernel_stamps: bool
 ) -> None:
     """A warm call to a 50 ms server measures 50-80 ms from start to last read."""
-    async with _client(clock.StampingBackend(kernel_stamps=kernel_stamps)) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend(kernel_stamps=kernel_stamps)) as client:
+        transport.begin_call()
         await client.get(server.url("/"))
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         await client.get(server.url("/slow"))
     assert stamps.start_ns is not None
     assert stamps.last_read_ns is not None
@@ -215,8 +215,8 @@ async def test_fifty_ms_server_measures_fifty_ms(
 
 async def test_headers_and_late_body_get_their_own_stamps(server: LoopbackServer) -> None:
     """A body sent 200 ms after the headers is stamped ~200 ms after them."""
-    async with _client(clock.StampingBackend()) as client:
-        stamps = clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        stamps = transport.begin_call()
         async with client.stream("GET", server.url("/split")) as response:
             headers_ns = stamps.last_read_ns
             body = await response.aread()
@@ -230,15 +230,15 @@ async def test_headers_and_late_body_get_their_own_stamps(server: LoopbackServer
 
 async def test_preconnected_connection_is_handed_out_untimed(server: LoopbackServer) -> None:
     """A call after preconnect uses the connection opened ahead and stamps no connect."""
-    backend = clock.StampingBackend()
-    outer = clock.begin_call()
+    backend = transport.StampingBackend()
+    outer = transport.begin_call()
     await backend.preconnect(
         "127.0.0.1", server.port, 1, ssl_context=None, server_hostname=None, timeout=5.0
     )
     assert outer.connect_start_ns is None  # preconnect stamps nothing, even inside a call
     assert server.connections == 1
     async with _client(backend) as client:
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         await client.get(server.url("/"))
     assert server.connections == 1
     assert stamps.preconnected is True
@@ -251,14 +251,14 @@ async def test_preconnected_connection_closed_by_server_is_skipped(
     server: LoopbackServer,
 ) -> None:
     """A connection opened ahead that the server closed meanwhile is not handed out."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     await backend.preconnect(
         "127.0.0.1", server.port, 1, ssl_context=None, server_hostname=None, timeout=5.0
     )
     server.writers[0].close()
     await asyncio.sleep(0.1)
     async with _client(backend) as client:
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         response = await client.get(server.url("/"))
     assert response.text == "ok"
     assert server.connections == 2
@@ -268,14 +268,14 @@ async def test_preconnected_connection_closed_by_server_is_skipped(
 
 async def test_preconnect_burst_gets_one_connection_per_client(server: LoopbackServer) -> None:
     """Ten one-connection clients on one backend each take a connection opened ahead."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     await backend.preconnect(
         "127.0.0.1", server.port, 10, ssl_context=None, server_hostname=None, timeout=5.0
     )
     clients = [_client(backend) for _ in range(10)]
 
-    async def one(client: httpx.AsyncClient) -> clock.CallStamps:
-        stamps = clock.begin_call()
+    async def one(client: httpx.AsyncClient) -> transport.CallStamps:
+        stamps = transport.begin_call()
         await client.get(server.url("/slow"))
         return stamps
 
@@ -291,11 +291,11 @@ async def test_preconnect_burst_gets_one_connection_per_client(server: LoopbackS
 
 async def test_idle_connection_closed_by_server_is_not_reused(server: LoopbackServer) -> None:
     """A kept-alive connection the server closed while idle is dropped; the next call reconnects."""
-    async with _client(clock.StampingBackend()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        transport.begin_call()
         await client.get(server.url("/close-later"))
         await asyncio.sleep(0.2)
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         response = await client.get(server.url("/"))
     assert response.text == "ok"
     assert server.connections == 2
@@ -304,7 +304,7 @@ async def test_idle_connection_closed_by_server_is_not_reused(server: LoopbackSe
 
 async def test_is_readable_sees_a_closed_peer(server: LoopbackServer) -> None:
     """is_readable is False on a quiet open connection and True once the server closed it."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     stream = await backend.connect_tcp("127.0.0.1", server.port, timeout=5.0)
     try:
         assert stream.get_extra_info("is_readable") is False
@@ -318,12 +318,12 @@ async def test_is_readable_sees_a_closed_peer(server: LoopbackServer) -> None:
 
 async def test_end_of_stream_is_not_stamped(server: LoopbackServer) -> None:
     """A read that returns no data (the server closed) leaves the stamps alone."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     stream = await backend.connect_tcp("127.0.0.1", server.port, timeout=5.0)
     try:
         await stream.write(b"GET /close-later HTTP/1.1\r\nHost: x\r\n\r\n", timeout=5.0)
         await stream.read(1024, timeout=5.0)
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         assert await stream.read(1024, timeout=5.0) == b""
     finally:
         await stream.aclose()
@@ -333,7 +333,7 @@ async def test_end_of_stream_is_not_stamped(server: LoopbackServer) -> None:
 
 async def test_extra_info_names_the_connection(server: LoopbackServer) -> None:
     """get_extra_info answers socket, both addresses, and no ssl_object on plain TCP."""
-    stream = await clock.StampingBackend().connect_tcp("127.0.0.1", server.port, timeout=5.0)
+    stream = await transport.StampingBackend().connect_tcp("127.0.0.1", server.port, timeout=5.0)
     try:
         sock = stream.get_extra_info("socket")
         assert isinstance(sock, socket.socket)
@@ -347,11 +347,11 @@ async def test_extra_info_names_the_connection(server: LoopbackServer) -> None:
 
 async def test_https_keeps_kernel_stamps(tls_server: LoopbackServer, ca: trustme.CA) -> None:
     """An https call through the TLS layer works, stamps its handshake, and keeps its source."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     async with _client(backend, verify=_trusting(ca)) as client:
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         response = await client.get(tls_server.url("/", scheme="https", host="localhost"))
-        warm = clock.begin_call()
+        warm = transport.begin_call()
         await client.get(tls_server.url("/slow", scheme="https", host="localhost"))
     assert response.text == "ok"
     assert stamps.connect_end_ns is not None
@@ -371,13 +371,13 @@ async def test_https_preconnect_skips_the_handshake(
     tls_server: LoopbackServer, ca: trustme.CA
 ) -> None:
     """A TLS connection opened ahead is used as it is: no second handshake, no TLS stamps."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     context = _trusting(ca)
     await backend.preconnect(
         "localhost", tls_server.port, 1, ssl_context=context, server_hostname=None, timeout=5.0
     )
     async with _client(backend, verify=context) as client:
-        stamps = clock.begin_call()
+        stamps = transport.begin_call()
         response = await client.get(tls_server.url("/", scheme="https", host="localhost"))
     assert response.text == "ok"
     assert tls_server.connections == 1
@@ -389,8 +389,8 @@ async def test_https_with_untrusted_certificate_is_a_connect_error(
     tls_server: LoopbackServer,
 ) -> None:
     """A certificate the client does not trust fails as httpx.ConnectError."""
-    async with _client(clock.StampingBackend(), verify=ssl.create_default_context()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend(), verify=ssl.create_default_context()) as client:
+        transport.begin_call()
         with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
             await client.get(tls_server.url("/", scheme="https", host="localhost"))
 
@@ -400,39 +400,39 @@ async def test_closed_port_is_a_connect_error() -> None:
     with socket.socket() as placeholder:
         placeholder.bind(("127.0.0.1", 0))
         port = placeholder.getsockname()[1]
-    async with _client(clock.StampingBackend()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        transport.begin_call()
         with pytest.raises(httpx.ConnectError):
             await client.get(f"http://127.0.0.1:{port}/")
 
 
 async def test_reset_connection_is_a_read_error(server: LoopbackServer) -> None:
     """A server that resets the connection instead of answering raises httpx.ReadError."""
-    async with _client(clock.StampingBackend()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        transport.begin_call()
         with pytest.raises(httpx.ReadError):
             await client.get(server.url("/reset"))
 
 
 async def test_silent_server_is_a_read_timeout(server: LoopbackServer) -> None:
     """A server that never answers raises httpx.ReadTimeout after the read timeout."""
-    async with _client(clock.StampingBackend()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend()) as client:
+        transport.begin_call()
         with pytest.raises(httpx.ReadTimeout):
             await client.get(server.url("/hang"), timeout=httpx.Timeout(5.0, read=0.2))
 
 
 async def test_handshake_that_never_finishes_is_a_connect_timeout(server: LoopbackServer) -> None:
     """A TLS handshake the server never answers raises httpx.ConnectTimeout."""
-    async with _client(clock.StampingBackend(), verify=ssl.create_default_context()) as client:
-        clock.begin_call()
+    async with _client(transport.StampingBackend(), verify=ssl.create_default_context()) as client:
+        transport.begin_call()
         with pytest.raises(httpx.ConnectTimeout):
             await client.get(server.url("/", scheme="https"), timeout=httpx.Timeout(0.2))
 
 
 async def test_write_to_a_server_that_does_not_read_times_out(server: LoopbackServer) -> None:
     """A write that cannot drain raises httpcore.WriteTimeout (httpx maps it to WriteTimeout)."""
-    backend = clock.StampingBackend()
+    backend = transport.StampingBackend()
     small_buffer = (socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
     stream = await backend.connect_tcp(
         "127.0.0.1", server.port, timeout=5.0, socket_options=[small_buffer]
@@ -447,12 +447,12 @@ async def test_write_to_a_server_that_does_not_read_times_out(server: LoopbackSe
 
 async def test_no_call_means_no_stamps(server: LoopbackServer) -> None:
     """Outside begin_call there is no current call, and requests still work."""
-    assert clock.current_call() is None
-    async with _client(clock.StampingBackend()) as client:
+    assert transport.current_call() is None
+    async with _client(transport.StampingBackend()) as client:
         response = await client.get(server.url("/"))
     assert response.text == "ok"
-    stamps = clock.begin_call()
-    assert clock.current_call() is stamps
+    stamps = transport.begin_call()
+    assert transport.current_call() is stamps
 
 
 async def test_unix_socket_connection_is_stamped(tmp_path: pathlib.Path) -> None:
@@ -467,8 +467,8 @@ async def test_unix_socket_connection_is_stamped(tmp_path: pathlib.Path) -> None
     path = str(tmp_path / "http.sock")
     unix_server = await asyncio.start_unix_server(answer, path)
     try:
-        stamps = clock.begin_call()
-        stream = await clock.StampingBackend().connect_unix_socket(path, timeout=5.0)
+        stamps = transport.begin_call()
+        stream = await transport.StampingBackend().connect_unix_socket(path, timeout=5.0)
         try:
             await stream.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n", timeout=5.0)
             data = await stream.read(1024, timeout=5.0)

@@ -14,15 +14,15 @@ ANSWER = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\
 _MAX_HEAD = 16 * 1024
 
 
-class EchoServer:
-    """`async with EchoServer() as server:` serves `server.url` on 127.0.0.1 until the end."""
+class FloorServer:
+    """`async with FloorServer() as server:` serves `server.url` on 127.0.0.1 until the end."""
 
     def __init__(self) -> None:
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self.url = ""
 
-    async def __aenter__(self) -> EchoServer:
+    async def __aenter__(self) -> FloorServer:
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         port = self._server.sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{port}/"

@@ -16,8 +16,13 @@ from typing import Any
 import httpcore
 import httpx
 
-from latency_gate.clock.stamps import _SO_TIMESTAMPNS, _current, kernel_stamps_supported, now_ns
-from latency_gate.clock.stream import StampingStream, _map_errors, _RawSocket
+from latency_gate.measure.transport.stamps import (
+    _SO_TIMESTAMPNS,
+    _current,
+    kernel_stamps_supported,
+    now_ns,
+)
+from latency_gate.measure.transport.stream import StampingStream, _map_errors, _RawSocket
 from latency_gate.models import StampSource
 
 SocketOption = (

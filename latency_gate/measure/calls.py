@@ -1,9 +1,10 @@
 """One timed call: its phase timings from the socket stamps, and its failure named once.
 
-Every call gets its own `CallStamps` in a context variable, filled by latency_gate.clock's network
-backend at the socket (the kernel's receive timestamp where it can); this module only reads them
-(docs/design.md, "The clock"). A transport failure is classified here, from httpx's exception tree,
-and any secret of the target a server echoes back is scrubbed from the detail.
+Every call gets its own `CallStamps` in a context variable, filled at the socket by the network
+backend of latency_gate.measure.transport (the kernel's receive timestamp where it can); this
+module only reads them (docs/design.md, "The clock"). A transport failure is classified here, from
+httpx's exception tree, and any secret of the target a server echoes back is scrubbed from the
+detail.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Literal
 
 import httpx
 
-from latency_gate import clock
 from latency_gate.config import Target, redact_url
+from latency_gate.measure import transport
+from latency_gate.measure.streams import StreamParser
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
-from latency_gate.streams import StreamParser
 
 # An error body is read for its first bytes only, to name the failure.
 _ERROR_BODY_LIMIT = 2048
@@ -29,19 +30,19 @@ _DETAIL_LIMIT = 200
 async def call(client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int) -> Sample:
     """One timed call. A stale pooled connection is retried once on a new connection."""
     started_at = time.time()
-    stamps = clock.begin_call()
+    stamps = transport.begin_call()
     first = await _attempt(client, target, stamps)
     if not _stale_connection_failure(first, stamps):
         return first.sample(phase, index, started_at, stamps, stamps, retries=0, target=target)
     # The server closed a kept-alive connection while it was idle (llama.cpp does this after
     # every streamed answer) and failed before any byte of the answer: a browser retries once on
     # a new connection, and the user waits for both attempts, so t0 stays the first attempt's.
-    retry_stamps = clock.begin_call()
+    retry_stamps = transport.begin_call()
     second = await _attempt(client, target, retry_stamps)
     return second.sample(phase, index, started_at, stamps, retry_stamps, retries=1, target=target)
 
 
-def _stale_connection_failure(attempt: _Attempt, stamps: clock.CallStamps) -> bool:
+def _stale_connection_failure(attempt: _Attempt, stamps: transport.CallStamps) -> bool:
     return (
         attempt.error in {ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET}
         and attempt.status is None
@@ -66,15 +67,15 @@ class _Attempt:
     tokens_source: Literal["usage", "deltas"] | None = None
     token_events: int = 0
     token_reads: int = 0
-    began_ns: int = field(default_factory=clock.now_ns)
+    began_ns: int = field(default_factory=transport.now_ns)
 
     def sample(
         self,
         phase: CallPhase,
         index: int,
         started_at: float,
-        first_stamps: clock.CallStamps,
-        stamps: clock.CallStamps,
+        first_stamps: transport.CallStamps,
+        stamps: transport.CallStamps,
         *,
         retries: int,
         target: Target,
@@ -121,7 +122,9 @@ class _Attempt:
         )
 
 
-async def _attempt(client: httpx.AsyncClient, target: Target, stamps: clock.CallStamps) -> _Attempt:
+async def _attempt(
+    client: httpx.AsyncClient, target: Target, stamps: transport.CallStamps
+) -> _Attempt:
     attempt = _Attempt()
     try:
         async with asyncio.timeout(target.timeout):
@@ -134,7 +137,7 @@ async def _attempt(client: httpx.AsyncClient, target: Target, stamps: clock.Call
 
 
 def _timed_out(
-    attempt: _Attempt, stamps: clock.CallStamps, timeout: float
+    attempt: _Attempt, stamps: transport.CallStamps, timeout: float
 ) -> tuple[ErrorKind, str]:
     """Name a call the --timeout ended by where it stood, as httpx's own timeouts would.
 
@@ -154,7 +157,7 @@ def _timed_out(
 async def _exchange(
     client: httpx.AsyncClient,
     target: Target,
-    stamps: clock.CallStamps,
+    stamps: transport.CallStamps,
     attempt: _Attempt,
 ) -> None:
     async with client.stream(
@@ -164,7 +167,7 @@ async def _exchange(
         content=target.request_body(),
     ) as response:
         attempt.status = response.status_code
-        attempt.headers_ns = stamps.last_read_ns or clock.now_ns()
+        attempt.headers_ns = stamps.last_read_ns or transport.now_ns()
         if response.status_code >= 300:
             await _read_failure(response, attempt, stamps)
             return
@@ -172,7 +175,7 @@ async def _exchange(
         complete = True
         try:
             async for chunk in response.aiter_bytes():
-                read_ns = stamps.last_read_ns or clock.now_ns()
+                read_ns = stamps.last_read_ns or transport.now_ns()
                 if attempt.first_byte_ns is None and chunk:
                     attempt.first_byte_ns = read_ns
                 attempt.bytes_received += len(chunk)
@@ -190,7 +193,7 @@ async def _exchange(
         except httpx.DecodingError as exc:
             attempt.error, attempt.detail = ErrorKind.MALFORMED, f"undecodable body: {exc}"
             return
-        attempt.last_byte_ns = stamps.last_read_ns or clock.now_ns()
+        attempt.last_byte_ns = stamps.last_read_ns or transport.now_ns()
         outcome = parser.finish(body_complete=complete)
         if not complete:
             attempt.error = ErrorKind.STREAM_CUT
@@ -203,7 +206,7 @@ async def _exchange(
 
 
 async def _read_failure(
-    response: httpx.Response, attempt: _Attempt, stamps: clock.CallStamps
+    response: httpx.Response, attempt: _Attempt, stamps: transport.CallStamps
 ) -> None:
     status = response.status_code
     if status < 400:

@@ -1,0 +1,1 @@
+"""Judging: pure functions from samples to numbers, intervals, checks, the verdict, findings."""

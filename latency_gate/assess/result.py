@@ -1,0 +1,98 @@
+"""A run's samples judged, once: numbers, the chain, findings, the baseline check, the verdict.
+
+The one place a `RunResult` is assembled, for a finished run and an interrupted one alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from latency_gate.assess import stats
+from latency_gate.assess.baseline import BaselinePlan, baseline_check
+from latency_gate.assess.findings import find
+from latency_gate.assess.timeline import chain_stats, stamp_stats
+from latency_gate.assess.verdict import judge
+from latency_gate.config import Target
+from latency_gate.models import CallPhase, Floor, RunResult, Sample, StampSource
+from latency_gate.version import __version__
+
+__all__ = ["assess_run", "floor_from", "overall_stamp_source"]
+
+
+def assess_run(
+    target: Target,
+    samples: Sequence[Sample],
+    *,
+    started_at: float,
+    finished_at: float,
+    stamp_source: StampSource,
+    floor: Floor | None = None,
+    interrupted: bool = False,
+    label: str | None = None,
+    baseline: BaselinePlan | None = None,
+) -> RunResult:
+    """Everything derived from a run's samples, and its verdict."""
+    numbers = stats.numbers(samples)
+    successful = sum(s.ok for s in samples)
+    check = None if baseline is None else baseline_check(baseline, target.name, samples, numbers)
+    warnings: list[str] = []
+    if interrupted:
+        warnings.append("the run was interrupted; the numbers cover the calls finished")
+    if target.insecure:
+        warnings.append("TLS certificate checks were turned off (--insecure)")
+    return RunResult(
+        findings=find(samples, numbers, streaming=target.stream),
+        tool_version=__version__,
+        target=target.name,
+        config=target.redacted(),
+        started_at=started_at,
+        finished_at=finished_at,
+        stamp_source=stamp_source,
+        floor=floor,
+        samples=tuple(samples),
+        numbers=numbers,
+        phases=stamp_stats(samples),
+        chain=chain_stats(samples),
+        excluded_from_latency=len(samples) - successful,
+        verdict=judge(
+            numbers,
+            target.budget,
+            successful_calls=successful,
+            interrupted=interrupted,
+            regressions=() if check is None else check.regressions,
+        ),
+        interrupted=interrupted,
+        warnings=tuple(warnings),
+        label=label,
+        baseline=check,
+    )
+
+
+def floor_from(
+    sequential: Sequence[Sample],
+    concurrent: Sequence[Sample],
+    *,
+    concurrency: int,
+    stamp_source: StampSource,
+) -> Floor:
+    """The floor's two figures: p50 of the sequential calls after the first (which opened the
+    connection) and p95 of the burst."""
+    seq = stats.latencies(sequential[1:], CallPhase.WARM)
+    conc = stats.latencies(concurrent, CallPhase.CONCURRENT)
+    return Floor(
+        sequential_p50=stats.percentile(seq, 50) or 0.0,
+        concurrent_p95=stats.percentile(conc, 95) or 0.0,
+        concurrency=concurrency,
+        stamp_source=stamp_source,
+    )
+
+
+def overall_stamp_source(samples: Sequence[Sample], *, kernel_possible: bool) -> StampSource:
+    """Kernel when every successful call had kernel stamps; with no successful call, what the
+    platform would have given (`kernel_possible`)."""
+    sources = {s.stamp_source for s in samples if s.ok}
+    if sources == {StampSource.KERNEL}:
+        return StampSource.KERNEL
+    if not sources and kernel_possible:
+        return StampSource.KERNEL
+    return StampSource.READ_RETURN

@@ -1,0 +1,54 @@
+"""What to probe and the budget: the models, the string parsers, the builder, targets files.
+
+The first layer of the flow (config -> measure -> assess -> report): nothing here measures,
+judges or reads the environment; the edges hand it raw strings (and a targets file's text).
+"""
+
+from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target, parse_header
+from latency_gate.config.parsing import (
+    REDACTED,
+    Format,
+    chat_body,
+    detect_format,
+    parse_bool,
+    parse_count,
+    parse_duration,
+    parse_fraction,
+    parse_url,
+    read_body,
+    redact_url,
+)
+from latency_gate.config.target import (
+    HARMLESS_HEADERS,
+    NOT_COMPARED,
+    Budget,
+    Header,
+    Target,
+    find_secrets,
+    url_secrets,
+)
+
+__all__ = [
+    "BUDGET_KEYS",
+    "HARMLESS_HEADERS",
+    "NOT_COMPARED",
+    "REDACTED",
+    "TARGET_KEYS",
+    "Budget",
+    "Format",
+    "Header",
+    "Target",
+    "build_target",
+    "chat_body",
+    "detect_format",
+    "find_secrets",
+    "parse_bool",
+    "parse_count",
+    "parse_duration",
+    "parse_fraction",
+    "parse_header",
+    "parse_url",
+    "read_body",
+    "redact_url",
+    "url_secrets",
+]

@@ -1,0 +1,201 @@
+"""What to probe and the budget: the typed, frozen models (`Target`, `Budget`, `Header`).
+
+They are built from raw strings by `latency_gate.config.build.build_target`; this module holds
+what a target is and how it shows itself safely: its redacted settings, the secrets it carries,
+the settings that decide whether two runs measured the same thing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
+
+from latency_gate.config.parsing import REDACTED, Format, looks_like_json, redact_url
+
+__all__ = [
+    "HARMLESS_HEADERS",
+    "NOT_COMPARED",
+    "Budget",
+    "Header",
+    "Target",
+    "find_secrets",
+    "url_secrets",
+]
+
+# Header values that carry no secret and help a reader of the report; every other value is masked.
+HARMLESS_HEADERS = frozenset(
+    {
+        "accept",
+        "accept-encoding",
+        "accept-language",
+        "anthropic-version",
+        "anthropic-beta",
+        "cache-control",
+        "content-type",
+        "openai-beta",
+        "user-agent",
+    }
+)
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Budget(_Frozen):
+    """The limits each number is held against; None means reported, not gated.
+
+    A number passes when it is at or under its limit.
+    """
+
+    max_cold_start: float | None = Field(default=None, gt=0)
+    max_warm_p50: float | None = Field(default=None, gt=0)
+    max_warm_p95: float | None = Field(default=3.0, gt=0)
+    max_concurrent_p95: float | None = Field(default=3.0, gt=0)
+    max_error_rate: float | None = Field(default=0.01, ge=0, le=1)
+    max_ttft_p95: float | None = Field(default=None, gt=0)
+
+
+class Header(_Frozen):
+    name: str
+    value: SecretStr
+
+    @property
+    def harmless(self) -> bool:
+        return self.name.lower() in HARMLESS_HEADERS
+
+
+# A value shorter than this is not masked: masking "a" or "123" would garble every log line.
+MIN_SECRET_LENGTH = 4
+
+
+def find_secrets(
+    *,
+    api_key: str | None = None,
+    headers: Iterable[tuple[str, str]] = (),
+    url: str = "",
+    others: Iterable[str] = (),
+) -> list[str]:
+    """Every secret among these values, by one rule: the API key, each header value that is not
+    plainly harmless, the URL's password and query values, and `others` (a token, an inline
+    body); values shorter than MIN_SECRET_LENGTH (after trimming) are left out."""
+    values = [api_key or ""]
+    values += [value for name, value in headers if name.strip().lower() not in HARMLESS_HEADERS]
+    values += url_secrets(url)
+    values += others
+    return [v for v in values if len(v.strip()) >= MIN_SECRET_LENGTH]
+
+
+def url_secrets(url: str) -> list[str]:
+    """The parts of a URL that may hold a secret: the userinfo password and every query value.
+
+    Works on a URL not yet validated (the action masks secrets before it validates anything).
+    """
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return []
+    values = [password] if password else []
+    return values + [v for _, v in parse_qsl(parts.query) if v]
+
+
+class Target(_Frozen):
+    """One endpoint and how to probe it."""
+
+    name: str = "endpoint"
+    url: str
+    method: str = "GET"
+    headers: tuple[Header, ...] = ()
+    body: SecretStr | None = None
+    api_key: SecretStr | None = None
+    model: str | None = None
+    prompt: str | None = None
+    format: Format = Format.RAW
+    stream: bool = False
+    timeout: float = Field(default=30.0, gt=0)
+    idle: float = Field(default=0.0, ge=0)
+    warm_calls: int = Field(default=20, ge=1, le=100_000)
+    concurrency: int = Field(default=10, ge=1, le=10_000)
+    fresh_connections: bool = False
+    follow_redirects: bool = False
+    ca_bundle: str | None = None
+    insecure: bool = False
+    budget: Budget = Budget()
+    cost: str | None = Field(default=None, description="a note on its price, from a targets file")
+
+    def request_headers(self) -> list[tuple[str, str]]:
+        """Headers to send, auth included. Values are secrets: never log this list."""
+        headers = [(h.name, h.value.get_secret_value()) for h in self.headers]
+        names = {name.lower() for name, _ in headers}
+        if self.api_key is not None:
+            key = self.api_key.get_secret_value()
+            if self.format is Format.ANTHROPIC:
+                if "x-api-key" not in names:
+                    headers.append(("x-api-key", key))
+                if "anthropic-version" not in names:
+                    headers.append(("anthropic-version", "2023-06-01"))
+            elif "authorization" not in names:
+                headers.append(("Authorization", f"Bearer {key}"))
+        if (
+            self.body is not None
+            and "content-type" not in names
+            and looks_like_json(self.body.get_secret_value())
+        ):
+            headers.append(("Content-Type", "application/json"))
+        if self.stream and "accept" not in names:
+            headers.append(("Accept", "text/event-stream"))
+        return headers
+
+    def request_body(self) -> bytes | None:
+        return None if self.body is None else self.body.get_secret_value().encode()
+
+    @property
+    def display_url(self) -> str:
+        """The URL with any userinfo and every query value masked: safe to print."""
+        return redact_url(self.url)
+
+    def secrets(self) -> list[str]:
+        """Every secret value this target holds, to mask in CI logs and to grep reports for."""
+        return find_secrets(
+            api_key=None if self.api_key is None else self.api_key.get_secret_value(),
+            headers=[(h.name, h.value.get_secret_value()) for h in self.headers],
+            url=self.url,
+        )
+
+    def redacted(self) -> dict[str, object]:
+        """The settings as a JSON-ready mapping with every secret replaced by ***."""
+        data: dict[str, Any] = self.model_dump(mode="json", exclude={"headers", "body", "api_key"})
+        data["url"] = self.display_url
+        data["headers"] = [
+            f"{h.name}: {h.value.get_secret_value() if h.harmless else REDACTED}"
+            for h in self.headers
+        ]
+        data["body"] = None if self.body is None else _body_fingerprint(self.body)
+        data["api_key"] = None if self.api_key is None else REDACTED
+        return data
+
+    def comparable(self) -> dict[str, object]:
+        """The settings that decide whether two runs measured the same thing (for baselines)."""
+        data = self.redacted()
+        for key in NOT_COMPARED:
+            data.pop(key, None)
+        return data
+
+
+# Settings that do not change what a run measures: a baseline with other values still compares.
+NOT_COMPARED = ("budget", "name", "idle", "cost")
+
+
+def _body_fingerprint(body: SecretStr) -> str:
+    """The body hidden, with a short digest so a baseline can tell a changed body from the same.
+
+    12 hex digits of SHA-256 of the whole body: enough to tell bodies apart, and a body holding a
+    secret cannot be recovered from it.
+    """
+    digest = hashlib.sha256(body.get_secret_value().encode()).hexdigest()[:12]
+    return f"{REDACTED} (sha256 {digest})"

@@ -1,0 +1,105 @@
+"""`latency-gate quick URL`: the three-call check for people without a pipeline (the calls).
+
+Three calls, each on a new connection as curl makes them, each with its own prompt (a nonce added
+to the last user message) so no cache answers them; each shown with curl -w style cumulative
+phases and the first token; then the curl command line that reproduces one call by hand, with
+every secret elided.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import SecretStr
+
+from latency_gate.config import Format, Target
+from latency_gate.measure.calls import call
+from latency_gate.measure.engine import open_client, ssl_context_for
+from latency_gate.models import CallPhase, Sample
+
+CALLS = 3
+
+
+@dataclass(frozen=True)
+class QuickCall:
+    """One of the three calls: what was sent (its prompt mark) and what the probe measured."""
+
+    number: int
+    varied: bool
+    sample: Sample
+
+
+@dataclass(frozen=True)
+class QuickResult:
+    """The three calls against one target, and the first call's target (its varied prompt),
+    which the report turns into the curl line to repeat it by hand."""
+
+    target: Target
+    calls: tuple[QuickCall, ...]
+    first_target: Target
+
+    @property
+    def passed(self) -> bool:
+        return all(c.sample.ok for c in self.calls)
+
+
+async def quick(target: Target, *, calls: int = CALLS, kernel_stamps: bool = True) -> QuickResult:
+    """Make `calls` calls, one after another, each on a new connection with its own prompt."""
+    context = ssl_context_for(target)
+    done: list[QuickCall] = []
+    first_target = target
+    for number in range(1, calls + 1):
+        body, varied = vary_body(target, secrets.token_hex(3))
+        one = target if body is None else target.model_copy(update={"body": SecretStr(body)})
+        if number == 1:
+            first_target = one
+        async with open_client(one, context, kernel_stamps) as (client, _):
+            sample = await call(client, one, CallPhase.COLD, number - 1)
+        done.append(QuickCall(number=number, varied=varied, sample=sample))
+    return QuickResult(target=target, calls=tuple(done), first_target=first_target)
+
+
+def vary_body(target: Target, mark: str) -> tuple[str | None, bool]:
+    """The target's body with `mark` added to its last user prompt, and whether that worked.
+
+    A raw body, or a JSON body with no prompt found, is sent unchanged: (body, False).
+    """
+    raw = target.request_body()
+    if raw is None:
+        return None, False
+    text = raw.decode()
+    if target.format is Format.RAW:
+        return text, False
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text, False
+    if not isinstance(data, dict) or not _mark_prompt(data, f" [{mark}]"):
+        return text, False
+    return json.dumps(data), True
+
+
+def _mark_prompt(data: dict[str, Any], suffix: str) -> bool:
+    if isinstance(data.get("input"), str):  # openai-responses with a plain prompt
+        data["input"] += suffix
+        return True
+    messages = data.get("messages", data.get("input"))
+    if not isinstance(messages, list):
+        return False
+    for message in reversed(messages):
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            message["content"] = content + suffix
+            return True
+        if isinstance(content, list):
+            for part in reversed(content):
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    part["text"] += suffix
+                    return True
+        return False
+    return False

@@ -1,0 +1,174 @@
+"""One run, shared by the edges (cli and action): baseline file in, targets probed, results out.
+
+The data flows one way: config (a Target) -> measure (samples) -> assess (numbers, verdict) ->
+report. `probe` is that path for one target, and the library's entry point; `probe_all` is what
+the CLI and the action run, with the interrupt policy: a cancelled run (SIGINT, SIGTERM) keeps
+the calls finished so far in a result marked interrupted and probes no further target. This
+module and the two edges are the only ones that read files or choose exit codes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from latency_gate.assess.baseline import BaselinePlan, match_baseline
+from latency_gate.assess.result import assess_run, floor_from, overall_stamp_source
+from latency_gate.config import Target
+from latency_gate.config.regression import RegressionLimit
+from latency_gate.errors import ConfigError, ExitCode
+from latency_gate.measure import transport
+from latency_gate.measure.engine import Measurement, Progress, ProgressCallback, measure
+from latency_gate.measure.floor import measure_floor
+from latency_gate.models import RunResult
+from latency_gate.report.result_file import parse_runs
+
+__all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
+
+
+def _ignore(_: Progress) -> None:
+    return None
+
+
+async def probe(
+    target: Target,
+    *,
+    progress: ProgressCallback | None = None,
+    measure_floor: bool = True,
+    kernel_stamps: bool = True,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    label: str | None = None,
+    baseline: BaselinePlan | None = None,
+) -> RunResult:
+    """Probe one target: floor, idle wait, cold call, warm calls, concurrent burst; then its
+    numbers and verdict.
+
+    Never raises for endpoint trouble: every failure is a sample with its ErrorKind. A
+    cancellation propagates (`probe_all` is where an interrupted run still gets a result).
+    """
+    into = Measurement()
+    await _measure(
+        target,
+        into,
+        progress or _ignore,
+        with_floor=measure_floor,
+        kernel_stamps=kernel_stamps,
+        sleep=sleep,
+    )
+    return _result(target, into, kernel_stamps, label, baseline, interrupted=False)
+
+
+async def _measure(
+    target: Target,
+    into: Measurement,
+    progress: ProgressCallback,
+    *,
+    with_floor: bool,
+    kernel_stamps: bool,
+    sleep: Callable[[float], Awaitable[None]],
+) -> None:
+    if with_floor:
+        progress(Progress("floor"))
+        into.floor = await measure_floor(
+            concurrency=min(target.concurrency, 10), kernel_stamps=kernel_stamps
+        )
+    await measure(target, into, progress=progress, kernel_stamps=kernel_stamps, sleep=sleep)
+
+
+def _result(
+    target: Target,
+    into: Measurement,
+    kernel_stamps: bool,
+    label: str | None,
+    baseline: BaselinePlan | None,
+    *,
+    interrupted: bool,
+) -> RunResult:
+    floor = None
+    if into.floor is not None:
+        floor = floor_from(
+            into.floor.sequential,
+            into.floor.concurrent,
+            concurrency=into.floor.concurrency,
+            stamp_source=into.floor.stamp_source,
+        )
+    kernel_possible = kernel_stamps and transport.kernel_stamps_supported()
+    return assess_run(
+        target,
+        into.samples,
+        started_at=into.started_at,
+        finished_at=time.time(),
+        stamp_source=overall_stamp_source(into.samples, kernel_possible=kernel_possible),
+        floor=floor,
+        interrupted=interrupted,
+        label=label,
+        baseline=baseline,
+    )
+
+
+async def probe_all(
+    targets: Sequence[Target],
+    *,
+    progress_for: Callable[[Target], ProgressCallback],
+    measure_floor: bool = True,
+    label: str | None = None,
+    plan: BaselinePlan | None = None,
+) -> list[RunResult]:
+    """Probe targets one after another (so they do not disturb each other), each result labelled
+    and held against the baseline plan.
+
+    When the task running this is cancelled (SIGINT, SIGTERM), the calls finished so far become a
+    result marked interrupted (a FAIL) and no further target is probed.
+    `progress_for(target)` is called as each target's run begins.
+    """
+    results: list[RunResult] = []
+    for target in targets:
+        into = Measurement()
+        progress = progress_for(target)
+        try:
+            await _measure(
+                target,
+                into,
+                progress,
+                with_floor=measure_floor,
+                kernel_stamps=True,
+                sleep=asyncio.sleep,
+            )
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None:
+                current.uncancel()
+            progress(Progress("done", len(into.samples), len(into.samples)))
+            results.append(_result(target, into, True, label, plan, interrupted=True))
+            break
+        results.append(_result(target, into, True, label, plan, interrupted=False))
+    return results
+
+
+def exit_code(results: Sequence[RunResult], *, fail_on_breach: bool = True) -> ExitCode:
+    """PASS (0) when every run passed; BREACH (1) otherwise, unless told not to fail."""
+    passed = all(result.verdict.passed for result in results)
+    return ExitCode.PASS if passed or not fail_on_breach else ExitCode.BREACH
+
+
+def load_runs(path: Path, option: str) -> list[RunResult]:
+    """The runs of a result file; a file that cannot be read is a ConfigError naming `option`."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        raise ConfigError.single(option, f"cannot read {str(path)!r}: {reason}") from None
+    return parse_runs(text, f"{option} {path}")
+
+
+def plan_baseline(
+    targets: Sequence[Target], path: Path, limit: RegressionLimit, option: str = "--baseline"
+) -> BaselinePlan:
+    """Load the baseline at `path` and match it to `targets`; ConfigError on a bad file or a
+    baseline of another configuration. A missing file is not an error (see BaselinePlan)."""
+    if not path.exists():
+        return BaselinePlan(str(path), limit, None)
+    runs = load_runs(path, option)
+    return BaselinePlan(str(path), limit, match_baseline(targets, runs, option))
