@@ -255,8 +255,9 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     passed = all(result.verdict.passed for result in results)
 
     if output_path is not None:
-        github.write_outputs(
-            output_path, _outputs(results, passed, json_path, workspace, comment_url)
+        _append(
+            output_path,
+            github.format_outputs(_outputs(results, passed, json_path, workspace, comment_url)),
         )
     if not passed and not settings.fail_on_breach:
         print("latency-gate: budget breached, but fail-on-breach is false", file=out)
@@ -400,9 +401,16 @@ def _optional_path(value: str | None) -> Path | None:
     return Path(value) if value else None
 
 
+def _append(path: Path, text: str) -> None:
+    """Append to a file the runner reads back (outputs, summary), with Unix line ends."""
+    with path.open("a", encoding="utf-8", newline="\n") as file:
+        file.write(text)
+
+
 def _safe_summary(path: Path, markdown: str, out: TextIO) -> None:
     try:
-        github.write_step_summary(path, markdown)
+        existing = path.stat().st_size if path.exists() else 0
+        _append(path, github.step_summary_text(markdown, existing))
     except (OSError, ValueError) as exc:
         print(github.annotation("warning", f"could not write the job summary: {exc}"), file=out)
 

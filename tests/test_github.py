@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -20,9 +19,9 @@ from latency_gate.github import (
     comment_marker,
     escape_data,
     escape_property,
+    format_outputs,
     pull_request_number,
-    write_outputs,
-    write_step_summary,
+    step_summary_text,
 )
 
 TOKEN = "ghs_fake_token"
@@ -76,50 +75,40 @@ def test_add_mask_of_nothing_is_empty() -> None:
 # --- files ---------------------------------------------------------------------------------------
 
 
-def test_write_outputs_single_line_values(tmp_path: Path) -> None:
-    """Single-line values are appended as name=value lines."""
-    path = tmp_path / "output"
-    path.write_text("earlier=1\n")
-    write_outputs(path, {"passed": "true", "warm-p95": "0.123"})
-    assert path.read_text() == "earlier=1\npassed=true\nwarm-p95=0.123\n"
+def test_format_outputs_single_line_values() -> None:
+    """Single-line values become name=value lines."""
+    assert format_outputs({"passed": "true", "warm-p95": "0.123"}) == (
+        "passed=true\nwarm-p95=0.123\n"
+    )
 
 
-def test_write_outputs_multiline_value_uses_a_fresh_delimiter(tmp_path: Path) -> None:
+def test_format_outputs_multiline_value_uses_a_fresh_delimiter() -> None:
     """A multi-line value is a heredoc block whose delimiter is not in the value."""
-    path = tmp_path / "output"
     value = "line 1\nghadelimiter_\nline 3"
-    write_outputs(path, {"report": value, "verdict": "FAIL"})
-    lines = path.read_text().split("\n")
+    text = format_outputs({"report": value, "verdict": "FAIL"})
+    lines = text.split("\n")
     assert re.fullmatch(r"report<<ghadelimiter_[0-9a-f-]{36}", lines[0])
     delimiter = lines[0].removeprefix("report<<")
     assert delimiter not in value
     assert lines[1:] == ["line 1", "ghadelimiter_", "line 3", delimiter, "verdict=FAIL", ""]
-    assert parse_github_output(path.read_text()) == {"report": value, "verdict": "FAIL"}
+    assert parse_github_output(text) == {"report": value, "verdict": "FAIL"}
 
 
-def test_write_outputs_refuses_a_name_the_runner_cannot_parse(tmp_path: Path) -> None:
-    """An output name with = or a line break raises ValueError and writes nothing."""
-    path = tmp_path / "output"
+def test_format_outputs_refuses_a_name_the_runner_cannot_parse() -> None:
+    """An output name with = or a line break raises ValueError."""
     with pytest.raises(ValueError, match="output name"):
-        write_outputs(path, {"a=b": "1"})
-    assert not path.exists()
+        format_outputs({"a=b": "1"})
 
 
-def test_write_step_summary_appends(tmp_path: Path) -> None:
-    """The summary is appended, ending with a newline."""
-    path = tmp_path / "summary.md"
-    path.write_text("# before\n")
-    write_step_summary(path, "## latency-gate: PASS")
-    assert path.read_text() == "# before\n## latency-gate: PASS\n"
+def test_step_summary_text_ends_with_a_newline() -> None:
+    """The summary text to append ends with a newline."""
+    assert step_summary_text("## latency-gate: PASS", existing_size=9) == "## latency-gate: PASS\n"
 
 
-def test_write_step_summary_over_the_limit_raises_and_writes_nothing(tmp_path: Path) -> None:
-    """Growing the file past the limit (in bytes) raises ValueError; the file is untouched."""
-    path = tmp_path / "summary.md"
-    path.write_text("x" * 90 + "\n")
+def test_step_summary_over_the_limit_raises() -> None:
+    """Growing the file past the limit (in bytes, existing ones counted) raises ValueError."""
     with pytest.raises(ValueError, match="over the limit of 100"):
-        write_step_summary(path, "é" * 5, limit=100)  # 91 + 10 bytes + newline
-    assert path.read_text() == "x" * 90 + "\n"
+        step_summary_text("é" * 5, existing_size=91, limit=100)  # 91 + 10 bytes + newline
 
 
 # --- marker and event ---------------------------------------------------------------------------

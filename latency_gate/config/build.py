@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import SecretStr, ValidationError
 
+from latency_gate.config.files import input_file
 from latency_gate.config.parsing import (
     Format,
     chat_body,
@@ -281,18 +282,9 @@ def _parse_format(text: str) -> Format:
         raise ValueError(f"expected one of {choices}; got {text!r}") from None
 
 
-def _readable_file(text: str, base_dir: Path | None) -> str:
-    path = Path(text).expanduser()
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    if not path.is_file():
-        raise ValueError(f"no readable file at {str(path)!r}")
-    return str(path)
-
-
 def _ca_bundle(text: str, base_dir: Path | None) -> str:
     """A readable PEM file that holds at least one CA certificate."""
-    path = _readable_file(text, base_dir)
+    path = input_file(text, base_dir)
     try:
         ssl.create_default_context(cafile=path)
     except (ssl.SSLError, OSError, ValueError) as exc:

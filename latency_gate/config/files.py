@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["read_input_file"]
+__all__ = ["input_file", "read_input_file"]
 
 
 def read_input_file(path: Path, what: str = "") -> str:
@@ -20,3 +20,14 @@ def read_input_file(path: Path, what: str = "") -> str:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ValueError(f"cannot read {what}{str(path)!r}: {reason}") from None
+
+
+def input_file(text: str, base_dir: Path | None) -> str:
+    """The path of a file the user named (relative to `base_dir`); ValueError when there is no
+    readable file there."""
+    path = Path(text).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    if not path.is_file():
+        raise ValueError(f"no readable file at {str(path)!r}")
+    return str(path)

@@ -1,6 +1,7 @@
-"""The GitHub side: workflow commands, the outputs and summary files, and the sticky PR comment.
+"""The GitHub side: workflow commands, the outputs and summary text, and the sticky PR comment.
 
-Nothing here reads the environment: the action module passes paths, the token and the event in.
+Nothing here reads the environment or writes a file: the action passes the token and the event
+in, and appends the outputs and summary text to the files.
 GitHub trouble never raises out of `GitHubClient.upsert_comment`; it becomes a `CommentOutcome`
 whose `warning` says what went wrong and how to fix it, and the verdict stays what it was.
 """
@@ -18,9 +19,9 @@ from latency_gate.github.commands import (
     comment_marker,
     escape_data,
     escape_property,
+    format_outputs,
     pull_request_number,
-    write_outputs,
-    write_step_summary,
+    step_summary_text,
 )
 
 __all__ = [
@@ -34,7 +35,7 @@ __all__ = [
     "comment_marker",
     "escape_data",
     "escape_property",
+    "format_outputs",
     "pull_request_number",
-    "write_outputs",
-    "write_step_summary",
+    "step_summary_text",
 ]

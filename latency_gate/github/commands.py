@@ -1,5 +1,6 @@
-"""Workflow commands (annotations, masks) and the `$GITHUB_OUTPUT` / `$GITHUB_STEP_SUMMARY` files,
-with the escaping the runner expects; the PR comment's marker and the PR number of an event.
+"""Workflow commands (annotations, masks) and the text of the `$GITHUB_OUTPUT` and
+`$GITHUB_STEP_SUMMARY` files, with the escaping the runner expects; the PR comment's marker and
+the PR number of an event. Text only: the action appends it to the files.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Literal
 
 STEP_SUMMARY_LIMIT = 1024 * 1024  # bytes; GitHub drops a bigger step summary whole
@@ -43,8 +43,8 @@ def annotation(
     return f"::{level}{properties}::{escape_data(message)}"
 
 
-def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
-    """Append step outputs to the `$GITHUB_OUTPUT` file.
+def format_outputs(outputs: Mapping[str, str]) -> str:
+    """Step outputs as the text to append to the `$GITHUB_OUTPUT` file.
 
     Single-line values as `name=value`; values with a line break in the heredoc form
     `name<<DELIMITER` with a random delimiter that occurs nowhere in the value.
@@ -61,23 +61,20 @@ def write_outputs(path: Path, outputs: Mapping[str, str]) -> None:
             lines += [f"{name}<<{delimiter}", value, delimiter]
         else:
             lines.append(f"{name}={value}")
-    with path.open("a", encoding="utf-8", newline="\n") as file:
-        file.write("".join(f"{line}\n" for line in lines))
+    return "".join(f"{line}\n" for line in lines)
 
 
-def write_step_summary(path: Path, markdown: str, limit: int = STEP_SUMMARY_LIMIT) -> None:
-    """Append Markdown to the `$GITHUB_STEP_SUMMARY` file.
+def step_summary_text(markdown: str, existing_size: int, limit: int = STEP_SUMMARY_LIMIT) -> str:
+    """The text to append to a `$GITHUB_STEP_SUMMARY` file already `existing_size` bytes long.
 
-    Raises ValueError, writing nothing, when the file would grow past `limit` bytes: GitHub
-    would drop the whole summary, so the caller shrinks the report first.
+    Raises ValueError when the file would grow past `limit` bytes: GitHub would drop the whole
+    summary, so the caller shrinks the report first (and writes nothing).
     """
     text = markdown if markdown.endswith("\n") else markdown + "\n"
-    existing = path.stat().st_size if path.exists() else 0
-    size = existing + len(text.encode("utf-8"))
+    size = existing_size + len(text.encode("utf-8"))
     if size > limit:
         raise ValueError(f"step summary would be {size} bytes, over the limit of {limit}")
-    with path.open("a", encoding="utf-8", newline="\n") as file:
-        file.write(text)
+    return text
 
 
 def comment_marker(workflow: str, job: str, target_names: Sequence[str]) -> str:

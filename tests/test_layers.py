@@ -1,0 +1,131 @@
+"""The layer rules of docs/design.md, checked: imports flow one way, and only the edges touch the
+environment, the exit code and files."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "latency_gate"
+
+# The edges: they alone read the environment, choose exit codes and read or write files.
+EDGES = frozenset({"cli.py", "action.py", "run.py", "__main__.py"})
+# The one module below the edges that reads files: the input files a user names.
+INPUT_FILES = "config/files.py"
+FILE_METHODS = frozenset(
+    {
+        "write_text",
+        "write_bytes",
+        "read_text",
+        "read_bytes",
+        "open",
+        "mkdir",
+        "unlink",
+        "rmdir",
+        "touch",
+        "exists",
+        "is_file",
+        "is_dir",
+        "stat",
+    }
+)
+
+
+def _lint_imports_command() -> list[str]:
+    exe = shutil.which("lint-imports")
+    if exe is None:
+        pytest.skip("import-linter is not installed (pip install -e '.[dev]')")
+    return [exe]
+
+
+def _run_contract(root: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*_lint_imports_command(), "--config", str(root / "pyproject.toml")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={"PATH": str(Path(sys.executable).parent), "PYTHONPATH": str(root)},
+    )
+
+
+def test_the_import_contract_is_kept() -> None:
+    """import-linter finds no import from a lower layer into a higher one."""
+    result = _run_contract(REPO)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Contracts: 1 kept, 0 broken." in result.stdout
+
+
+def test_the_import_contract_catches_an_upward_import(tmp_path: Path) -> None:
+    """The same contract fails on a copy where assess imports the engine (measure)."""
+    shutil.copytree(
+        PACKAGE, tmp_path / "latency_gate", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    stats = tmp_path / "latency_gate" / "assess" / "stats.py"
+    stats.write_text(stats.read_text() + "\nfrom latency_gate.run import probe  # noqa\n")
+    result = _run_contract(tmp_path)
+    assert result.returncode != 0
+    assert "latency_gate.assess.stats -> latency_gate.run" in result.stdout
+
+
+def _violations(source: str, relative: str) -> list[str]:
+    """Where a module (its source, its path under latency_gate/) reads the environment, exits,
+    or touches a file."""
+    tree = ast.parse(source, filename=relative)
+    found = []
+    for node in ast.walk(tree):
+        where = f"{relative}:{getattr(node, 'lineno', '?')}"
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == "os" and node.attr in {"environ", "getenv", "putenv"}:
+                found.append(f"{where} os.{node.attr}")
+            if node.value.id == "sys" and node.attr == "exit":
+                found.append(f"{where} sys.exit")
+        if isinstance(node, ast.Call):
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "open":
+                found.append(f"{where} open()")
+            if (
+                isinstance(func, ast.Attribute)
+                and func.attr in FILE_METHODS
+                and relative != INPUT_FILES
+            ):
+                found.append(f"{where} .{func.attr}()")
+    return sorted(found)
+
+
+def test_only_the_edges_touch_environment_exit_codes_and_files() -> None:
+    """Below the edges no module reads os.environ, calls sys.exit or opens a file (one reader of
+    the user's input files excepted)."""
+    modules = [p for p in PACKAGE.rglob("*.py") if p.relative_to(PACKAGE).as_posix() not in EDGES]
+    assert len(modules) > 40
+    violations = [
+        v
+        for module in modules
+        for v in _violations(
+            module.read_text(encoding="utf-8"), module.relative_to(PACKAGE).as_posix()
+        )
+    ]
+    assert violations == []
+
+
+def test_the_rule_sees_each_kind_of_access() -> None:
+    """A file write, an environment read, an exit and open() are each reported with the line."""
+    source = (
+        "import os, sys\nfrom pathlib import Path\n"
+        "Path('x').write_text(os.environ['A'])\nsys.exit(open('y').read())\n"
+    )
+    assert _violations(source, "assess/sneaky.py") == [
+        "assess/sneaky.py:3 .write_text()",
+        "assess/sneaky.py:3 os.environ",
+        "assess/sneaky.py:4 open()",
+        "assess/sneaky.py:4 sys.exit",
+    ]
+    assert _violations("Path('b').read_text()\n", INPUT_FILES) == []
