@@ -1,0 +1,105 @@
+"""A targets file's document decoded, with the line of every key, so errors can name it.
+
+YAML, TOML or JSON; YAML's nodes carry line marks (and JSON is nearly always YAML), TOML's lines
+are found by a line scan.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping
+from typing import Any
+
+import yaml
+
+from latency_gate.errors import ConfigError
+
+__all__ = ["PathKey", "decode", "line_of"]
+
+PathKey = tuple[str | int, ...]
+
+
+def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
+    """The document (`kind` yaml, toml or json) and the line of each of its keys, by path;
+    ConfigError naming `name` (and the line, where the parser says it) when it does not parse."""
+    try:
+        if kind == "yaml":
+            node = yaml.compose(text, Loader=yaml.SafeLoader)
+            data = yaml.safe_load(text)
+            return data, _yaml_lines(node) if node is not None else {}
+        if kind == "toml":
+            return tomllib.loads(text), _toml_lines(text)
+        data = json.loads(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f"{name}:{mark.line + 1}" if mark is not None else name
+        raise ConfigError.single(where, f"not valid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError.single(name, f"not valid YAML: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        # The message carries "(at line N, column M)".
+        raise ConfigError.single(name, f"not valid TOML: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError.single(f"{name}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    # JSON is (nearly always) valid YAML too, and YAML's nodes carry line marks.
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return data, {}
+    return data, _yaml_lines(node) if node is not None else {}
+
+
+def _yaml_lines(node: yaml.Node, at: PathKey = ()) -> dict[PathKey, int]:
+    """Line (from 1) of every mapping key and sequence item, by its path in the document."""
+    lines: dict[PathKey, int] = {at: node.start_mark.line + 1}
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = str(key_node.value)
+            lines.update(_yaml_lines(value_node, (*at, key)))
+            lines[(*at, key)] = key_node.start_mark.line + 1
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines.update(_yaml_lines(item, (*at, index)))
+    return lines
+
+
+_TOML_TABLE = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\"' -]+?)\s*\]\]?\s*(?:#.*)?$")
+_TOML_KEY = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_-]+))\s*=""")
+
+
+def _toml_lines(text: str) -> dict[PathKey, int]:
+    """Lines of `[table]` / `[[array]]` headers and their `key =` lines, by a line scan.
+
+    Good enough for the shapes a targets file takes; a key written in an inline table is found
+    at its table's line instead (the lookup walks up the path).
+    """
+    lines: dict[PathKey, int] = {}
+    counts: dict[tuple[str, ...], int] = {}
+    table: PathKey = ()
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = _TOML_TABLE.match(line)
+        if header:
+            parts = tuple(p.strip().strip("\"'") for p in header[2].split("."))
+            if header[1] == "[[":
+                index = counts.get(parts, 0)
+                counts[parts] = index + 1
+                table = (*parts, index)
+            else:
+                table = parts
+            lines.setdefault(table, number)
+            continue
+        key = _TOML_KEY.match(line)
+        if key:
+            lines.setdefault((*table, key[1] or key[2] or key[3]), number)
+    return lines
+
+
+def line_of(lines: Mapping[PathKey, int], path: PathKey) -> int | None:
+    """The line of `path`, or of its nearest enclosing item that has one."""
+    while path:
+        if path in lines:
+            return lines[path]
+        path = path[:-1]
+    return lines.get(())
