@@ -1,0 +1,93 @@
+"""`demo` and `demo-server`: the embedded loopback endpoints, probed or served."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+
+import click
+
+from latency_gate import report
+from latency_gate.cli.app import color, main, progress
+from latency_gate.config import build_target
+from latency_gate.models import RunResult
+from latency_gate.run import probe
+from latency_gate.signals import run_with_signals
+
+__all__ = ["DEMO_DESCRIPTIONS", "demo_command", "demo_server_command"]
+
+DEMO_DESCRIPTIONS = {
+    "local": "a local model, fast and streaming honestly",
+    "free": "a free server with a cold start, serving one request at a time",
+    "paid": "a paid production endpoint, fast but with its stream buffered by a layer in front",
+}
+
+
+@main.command("demo")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default="latency-gate-demo",
+    show_default=True,
+    help="Folder for the JSON and Markdown reports.",
+)
+def demo_command(out: str) -> None:
+    """Probe three embedded loopback endpoints: local model, free server, paid production."""
+    from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    results: list[RunResult] = []
+    specs = demo.classic_three()
+    with demo.serve_in_thread(*specs) as servers:
+        for spec, server in zip(specs, servers, strict=True):
+            target = build_target(
+                {"name": spec.name, "url": server.url, "prompt": "Hello", "stream": "true"}
+            )
+            click.echo(f"probing {spec.name}: {DEMO_DESCRIPTIONS[spec.name]}", err=True)
+            result = run_with_signals(probe(target, progress=progress(target)))
+            results.append(result)
+            (folder / f"{spec.name}.json").write_text(result.model_dump_json(indent=2) + "\n")
+            click.echo(report.render_terminal([result], color=color()))
+    (folder / "report.md").write_text(report.render_markdown(results))
+    click.echo(report.render_terminal(results, color=color()))
+    click.echo(f"reports written to {folder}/ (report.md and one JSON file per environment)")
+
+
+@main.command("demo-server")
+@click.option(
+    "--preset",
+    type=click.Choice(["local", "free", "paid", "echo"]),
+    default="local",
+    show_default=True,
+)
+@click.option(
+    "--host",
+    default="127.0.0.1",
+    show_default=True,
+    help="Address to listen on (0.0.0.0 lets a container reach it).",
+)
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True)
+@click.option(
+    "--duration",
+    type=click.FloatRange(min=0, min_open=True),
+    default=3600.0,
+    show_default=True,
+    help="Stop by itself after this many seconds.",
+)
+def demo_server_command(preset: str, host: str, port: int, duration: float) -> None:
+    """Serve one demo endpoint on 127.0.0.1 in the foreground (for workflows and benchmarks)."""
+    from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
+
+    presets = {spec.name: spec for spec in demo.classic_three()}
+    presets["echo"] = demo.EndpointSpec(name="echo", latency=0.0, tokens=1, token_interval=0.0)
+    spec = presets[preset]
+
+    async def serve() -> None:
+        async with demo.DemoServer(spec, host=host, port=port) as server:
+            click.echo(f"serving {preset} at {server.url} for {duration:g} s", err=True)
+            await asyncio.sleep(duration)
+
+    with contextlib.suppress(asyncio.CancelledError):
+        run_with_signals(serve())

@@ -1,0 +1,173 @@
+"""`probe`, `merge` and `quick`: the commands that measure an endpoint or combine results."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from latency_gate import report
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.cli.app import (
+    check_writable,
+    cli_spelling,
+    color,
+    endpoint_options,
+    main,
+    progress,
+    write_reports,
+)
+from latency_gate.config import Target, build_target
+from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.targets_file import load_targets
+from latency_gate.errors import ConfigError, ExitCode
+from latency_gate.report.result_file import label_runs
+from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
+from latency_gate.signals import run_with_signals
+
+__all__ = ["merge_command", "probe_command", "quick_command"]
+
+
+@main.command("probe")
+@click.argument("url", required=False)
+@endpoint_options
+@click.option("--idle", help="Seconds to wait before the cold call, e.g. 60s [default: 0].")
+@click.option("--warm-calls", help="Sequential warm calls [default: 20].")
+@click.option("--concurrency", help="Calls started together [default: 10].")
+@click.option(
+    "--fresh-connections",
+    is_flag=True,
+    default=None,
+    help="Open the burst's connections inside the burst (measures handshakes too).",
+)
+@click.option("--max-cold-start", help="Budget for cold start [default: not gated].")
+@click.option("--max-warm-p50", help="Budget for warm p50 [default: not gated].")
+@click.option("--max-warm-p95", help="Budget for warm p95 [default: 3s].")
+@click.option("--max-concurrent-p95", help="Budget for concurrent p95 [default: 3s].")
+@click.option("--max-error-rate", help="Budget for the error rate [default: 0.01].")
+@click.option("--max-ttft-p95", help="Budget for first-token p95 [default: not gated].")
+@click.option("--name", help="A name for the target in reports [default: endpoint].")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON result.")
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+)
+@click.option("--no-floor", is_flag=True, help="Skip measuring the gate's own floor.")
+@click.option(
+    "--targets",
+    "targets_path",
+    type=click.Path(dir_okay=False),
+    help="A YAML, TOML or JSON file of several targets, cheapest first (instead of URL).",
+)
+@click.option("--baseline", "baseline_path", help="An earlier run's JSON result to compare with.")
+@click.option(
+    "--max-regression",
+    help="How much worse a number may get against --baseline: 20%, 200ms or 20%,200ms "
+    "[default: 10%].",
+)
+@click.option(
+    "--label",
+    envvar="LATENCY_GATE_LABEL",
+    show_envvar=True,
+    help="Where this ran (runner, region): names the run's column when results are merged.",
+)
+def probe_command(
+    *,
+    url: str | None,
+    headers: tuple[str, ...],
+    json_path: str | None,
+    markdown_path: str | None,
+    no_floor: bool,
+    targets_path: str | None,
+    baseline_path: str | None,
+    max_regression: str | None,
+    label: str | None,
+    **options: str | bool | None,
+) -> None:
+    """Probe URL (or every target of --targets, one after another): cold start, warm p50/p95,
+    concurrent p95, error rate; exit 1 on a breach or a regression against --baseline."""
+    raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
+    for key, value in options.items():
+        if value is not None:
+            raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
+    targets = _targets(raw, targets_path)
+    plan = _baseline_plan(targets, baseline_path, max_regression)
+    check_writable({"--json": json_path, "--markdown": markdown_path})
+    results = run_with_signals(
+        probe_all(
+            targets, progress_for=progress, measure_floor=not no_floor, label=label, plan=plan
+        )
+    )
+    write_reports(results, json_path, markdown_path)
+    click.echo(report.render_terminal(results, color=color()))
+    for result in results:  # e.g. --insecure: said where the person running it looks
+        for warning in result.warnings:
+            click.echo(f"warning: {warning}", err=True)
+    sys.exit(exit_code(results))
+
+
+def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -> list[Target]:
+    """The one target of the options, or the targets file's (options fill in what it omits)."""
+    if targets_path is None:
+        return [build_target(raw, cli_spelling, base_dir=Path.cwd())]
+    clash = [cli_spelling(k) for k in ("url", "name") if raw.get(k) is not None]
+    if clash:
+        raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
+    given = {k: v for k, v in raw.items() if v is not None and v != [] and k != "url"}
+    return load_targets(Path(targets_path), given=given, environ=os.environ)
+
+
+def _baseline_plan(
+    targets: list[Target], baseline_path: str | None, max_regression: str | None
+) -> BaselinePlan | None:
+    """Load and check the baseline before anything is measured (a mismatch exits 2)."""
+    if baseline_path is None:
+        if max_regression is not None:
+            raise ConfigError.single("--max-regression", "needs --baseline to compare with")
+        return None
+    limit = DEFAULT_LIMIT
+    if max_regression is not None:
+        try:
+            limit = parse_max_regression(max_regression)
+        except ValueError as exc:
+            raise ConfigError.single("--max-regression", str(exc)) from None
+    return plan_baseline(targets, Path(baseline_path), limit)
+
+
+@main.command("merge")
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False), help="Write the merged JSON result."
+)
+@click.option(
+    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+)
+def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: str | None) -> None:
+    """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
+    a column per run; exit 1 when any run failed."""
+    check_writable({"--json": json_path, "--markdown": markdown_path})
+    loaded = [(name, load_runs(Path(name), "merge")) for name in files]
+    results = label_runs(loaded)
+    write_reports(results, json_path, markdown_path)
+    click.echo(report.render_terminal(results, color=color()))
+    sys.exit(exit_code(results))
+
+
+@main.command("quick")
+@click.argument("url", required=False)
+@endpoint_options
+def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bool | None) -> None:
+    """Three calls to URL with curl's phases, and the curl line to repeat one; exit 1 on failure."""
+    # Only this command needs them.
+    from latency_gate.measure import quick  # noqa: PLC0415
+    from latency_gate.report import quick as quick_report  # noqa: PLC0415
+
+    raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
+    for key, value in options.items():
+        if value is not None:
+            raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
+    target = build_target(raw, cli_spelling, base_dir=Path.cwd())
+    result = run_with_signals(quick.quick(target))
+    click.echo(quick_report.render(result), nl=False)
+    sys.exit(ExitCode.PASS if result.passed else ExitCode.BREACH)
