@@ -10,9 +10,10 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    import yaml
 
 from latency_gate.errors import ConfigError
 
@@ -24,6 +25,9 @@ PathKey = tuple[str | int, ...]
 def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
     """The document (`kind` yaml, toml or json) and the line of each of its keys, by path;
     ConfigError naming `name` (and the line, where the parser says it) when it does not parse."""
+    # Imported here: PyYAML costs ~15 ms of start-up, and only a targets file needs it.
+    import yaml  # noqa: PLC0415
+
     try:
         if kind == "yaml":
             node = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -53,6 +57,8 @@ def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
 
 def _yaml_lines(node: yaml.Node, at: PathKey = ()) -> dict[PathKey, int]:
     """Line (from 1) of every mapping key and sequence item, by its path in the document."""
+    import yaml  # noqa: PLC0415 - imported by decode() already; see there
+
     lines: dict[PathKey, int] = {at: node.start_mark.line + 1}
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
