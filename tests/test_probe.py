@@ -274,3 +274,33 @@ async def test_connection_closed_before_the_answer_is_retried_once_on_a_new_one(
     assert all(s.ok and s.retries == 1 and s.new_connection for s in retried)
     assert result.numbers.error_rate == 0.0
     assert len(server.records) == len(result.samples) + len(retried)
+
+
+async def test_a_request_dropped_on_a_connection_that_never_answered_is_a_failed_call() -> None:
+    """The burst's connections are opened ahead but never answered: a drop there is no stale
+    keep-alive, so no retry hides it and every such call counts in the error rate."""
+    # Requests 0 (cold), 1 (warm), 2-6 (the burst): every request of the burst is dropped.
+    drops = tuple(Fault(kind="close_before_response", every=100, offset=n) for n in range(2, 7))
+    spec = EndpointSpec(latency=0.0, stream_format="raw", tokens=1, faults=drops)
+    result, server = await _probe(spec, **{"warm-calls": "1", "concurrency": "5"})
+    burst = [s for s in result.samples if s.phase is CallPhase.CONCURRENT]
+    assert [(s.ok, s.retries) for s in burst] == [(False, 0)] * 5
+    assert result.numbers.error_rate == 5 / 7
+    assert len(server.records) == 7
+
+
+async def test_a_retried_call_lives_within_one_timeout() -> None:
+    """A stale connection reset after 0.6 s, then a retry that needs 0.6 s more: the call ends
+    at its one 1 s timeout as a failure, not after 1.2 s as a success."""
+    # Request 2 is the second warm call, on the kept-alive connection that answered request 1.
+    spec = EndpointSpec(
+        latency=0.6,
+        stream_format="raw",
+        tokens=1,
+        faults=(Fault(kind="reset", every=100, offset=2),),
+    )
+    result, _ = await _probe(spec, **{"warm-calls": "2", "concurrency": "1", "timeout": "1s"})
+    second = [s for s in result.samples if s.phase is CallPhase.WARM][1]
+    assert not second.ok
+    assert second.retries == 1
+    assert second.error is ErrorKind.READ_TIMEOUT or second.error is ErrorKind.TOTAL_TIMEOUT

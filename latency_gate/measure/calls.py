@@ -28,26 +28,36 @@ _DETAIL_LIMIT = 200
 
 
 async def call(client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int) -> Sample:
-    """One timed call. A stale pooled connection is retried once on a new connection."""
+    """One timed call. A stale kept-alive connection is retried once on a new connection.
+
+    The whole call, a retry included, lives within one `target.timeout`.
+    """
     started_at = time.time()
+    deadline = asyncio.get_running_loop().time() + target.timeout
     stamps = transport.begin_call()
-    first = await _attempt(client, target, stamps)
+    first = await _attempt(client, target, stamps, deadline)
     if not _stale_connection_failure(first, stamps):
         return first.sample(phase, index, started_at, stamps, stamps, retries=0, target=target)
     # The server closed a kept-alive connection while it was idle (llama.cpp does this after
     # every streamed answer) and failed before any byte of the answer: a browser retries once on
     # a new connection, and the user waits for both attempts, so t0 stays the first attempt's.
     retry_stamps = transport.begin_call()
-    second = await _attempt(client, target, retry_stamps)
+    second = await _attempt(client, target, retry_stamps, deadline)
     return second.sample(phase, index, started_at, stamps, retry_stamps, retries=1, target=target)
 
 
 def _stale_connection_failure(attempt: _Attempt, stamps: transport.CallStamps) -> bool:
+    """A failure before any byte of the answer on a connection that had answered before.
+
+    A connection opened ahead of the burst that never answered anything is not stale: a server
+    that drops such a request has failed the call, and it counts in the error rate.
+    """
     return (
         attempt.error in {ErrorKind.CONNECTION_CLOSED, ErrorKind.CONNECTION_RESET}
         and attempt.status is None
         and stamps.bytes_read == 0
         and not stamps.new_connection
+        and stamps.reused_answered
     )
 
 
@@ -123,11 +133,11 @@ class _Attempt:
 
 
 async def _attempt(
-    client: httpx.AsyncClient, target: Target, stamps: transport.CallStamps
+    client: httpx.AsyncClient, target: Target, stamps: transport.CallStamps, deadline: float
 ) -> _Attempt:
     attempt = _Attempt()
     try:
-        async with asyncio.timeout(target.timeout):
+        async with asyncio.timeout_at(deadline):
             await _exchange(client, target, stamps, attempt)
     except TimeoutError:
         attempt.error, attempt.detail = _timed_out(attempt, stamps, target.timeout)

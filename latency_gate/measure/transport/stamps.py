@@ -54,6 +54,8 @@ class CallStamps:
     bytes_read: int = 0
     new_connection: bool = False  # this call opened its connection (timed)
     preconnected: bool = False  # it used a connection opened ahead, untimed
+    # The connection had answered an earlier request when this call began to write on it.
+    reused_answered: bool = False
 
     def _stamp_read(self, nbytes: int, kernel_ns: int | None, returned_ns: int) -> None:
         if kernel_ns is None:

@@ -151,6 +151,9 @@ class StampingStream(httpcore.AsyncNetworkStream):
         self._tls = tls
         # Set on a stream opened ahead with TLS: httpcore's start_tls must not shake hands twice.
         self._tls_ready = False
+        # Whether the server has sent anything on this connection yet: only a connection that
+        # has answered before can be a stale kept-alive one (calls.py retries only those).
+        self.answered = False
 
     # Reading.
 
@@ -162,6 +165,7 @@ class StampingStream(httpcore.AsyncNetworkStream):
                 else:
                     data, kernel_ns, returned_ns = await self._read_tls(self._tls, max_bytes)
         if data:
+            self.answered = True
             stamps = _current.get()
             if stamps is not None:
                 stamps._stamp_read(len(data), kernel_ns, returned_ns)
@@ -208,6 +212,8 @@ class StampingStream(httpcore.AsyncNetworkStream):
                     buffer = self._tls.outgoing.read()
                 stamps = _current.get()
                 if stamps is not None:
+                    if stamps.first_write_ns is None:
+                        stamps.reused_answered = self.answered
                     stamps._stamp_write(now_ns())
                 await self._raw.send_all(buffer)
 
