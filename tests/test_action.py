@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO_ROOT
-from fake_github import BOT_USER, FakeGitHub, parse_github_output
+from fake_github import BOT_USER, OTHER_USER, FakeGitHub, parse_github_output
 
 from latency_gate.action import main
 from latency_gate.demo import EndpointSpec, serve_in_thread
@@ -219,8 +219,24 @@ def test_comment_found_among_150_others(run: Runner) -> None:
     assert len(ours) == 1
     assert len(list(run.github.all_comments())) == 151
     assert _writes(run.github) == [CREATE, _update(ours[0])]
-    pages = [r.query.get("page", "1") for r in run.github.requests if r.method == "GET"]
+    pages = [
+        r.query.get("page", "1")
+        for r in run.github.requests
+        if r.method == "GET" and r.path != "/user"
+    ]
     assert pages == ["1", "2", "1", "2"]
+
+
+def test_foreign_comment_carrying_the_marker_is_never_edited(run: Runner) -> None:
+    """A comment by someone else that holds our marker stays as it was; ours is made beside it."""
+    marker = comment_marker("latency", "gate", ["endpoint"])
+    run.github.seed_comments(PR, 1, body=f"{marker}\nnot the bot's", user=OTHER_USER)
+    run()
+    run()
+    foreign, ours = list(run.github.all_comments())
+    assert (foreign["user"]["login"], foreign["body"]) == ("octocat", f"{marker}\nnot the bot's")
+    assert foreign["created_at"] == foreign["updated_at"]
+    assert _writes(run.github) == [CREATE, _update(ours)]
 
 
 def test_read_only_token_warns_with_the_permissions_hint(read_only_run: Runner) -> None:
@@ -327,7 +343,10 @@ def test_on_failure_pass_creates_nothing(run: Runner) -> None:
     result = run({"comment": "on-failure"})
     assert result.code == 0
     assert _writes(run.github) == []
-    assert [r.method for r in run.github.requests] == ["GET"]
+    assert [(r.method, r.path) for r in run.github.requests] == [
+        ("GET", "/user"),
+        ("GET", f"/repos/{REPOSITORY}/issues/{PR}/comments"),
+    ]
     assert result.outputs["comment-url"] == ""
     assert (
         "latency-gate: the budget held and there is no earlier report to update, "
