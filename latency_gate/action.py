@@ -7,13 +7,17 @@ summary, outputs, annotations, JSON result and sticky PR comment, and returns th
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
+from urllib.parse import urlsplit
 
 from latency_gate import github, report
 from latency_gate.baseline import (
@@ -47,6 +51,15 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 DEFAULT_REPORT_DIR = "latency-gate-report"
+
+# Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
+# is the container itself. The CLI and the composite action on the runner never set it.
+IN_CONTAINER_VAR = "LATENCY_GATE_IN_CONTAINER"
+HOST_ACTION = "latency-gate/latency-gate/host@v0"
+# Names that mean "this machine" whatever DNS says (RFC 6761 reserves *.localhost too), and
+# Debian's /etc/hosts names for ::1, which Docker writes into every container.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_LEGACY_IPV4 = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}")
 
 
 def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
@@ -82,6 +95,47 @@ def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
     return [v for v in values if len(v.strip()) >= 4]
 
 
+def is_loopback_host(host: str) -> bool:
+    """True when `host` (a URL's host, without brackets) means the machine the call starts on.
+
+    localhost and its aliases, 127.0.0.0/8, ::1, the unspecified 0.0.0.0 and :: (a connection
+    to them reaches this machine), IPv4-mapped forms of those, and the short or numeric IPv4
+    spellings the system resolver also accepts (127.1, 2130706433, 0x7f.0.0.1).
+    """
+    name = host.lower().rstrip(".")
+    if name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        if not _LEGACY_IPV4.fullmatch(name):
+            return False
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(name))
+        except OSError:
+            return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_unspecified
+
+
+def loopback_message(target: Target) -> str | None:
+    """Why a loopback URL cannot work from the Docker action and what does; None if not one."""
+    host = urlsplit(target.url).hostname or ""
+    if not is_loopback_host(host):
+        return None
+    return (
+        f"{target.display_url} points at {host}, the machine the call starts on; this Docker "
+        "action runs in a container with a network of its own, so that is the container, not "
+        "the runner where your endpoint listens. What works: serve the endpoint on 0.0.0.0 and "
+        "call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, usually "
+        "172.17.0.1), as latency-gate's self-test workflow does; or call a service container "
+        f"by its name; or run latency-gate on the runner itself with `uses: {HOST_ACTION}`, "
+        "which reaches localhost."
+    )
+
+
 @dataclass(frozen=True)
 class ActionSettings:
     """What the action was asked to do, validated."""
@@ -103,11 +157,16 @@ class ActionSettings:
 
 
 def parse_settings(
-    inputs: Mapping[str, str], workspace: Path, environ: Mapping[str, str] | None = None
+    inputs: Mapping[str, str],
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    in_container: bool = False,
 ) -> ActionSettings:
     """Validate every input at once; ConfigError names each bad one by its input name.
 
     `environ` fills `${NAME}` references in a targets file (default: this process's).
+    `in_container` (the Docker action) refuses loopback URLs, which would reach the container.
     """
     problems: list[InputProblem] = []
     known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS)
@@ -145,6 +204,17 @@ def parse_settings(
             targets = [build_target(raw, base_dir=workspace)]
     except ConfigError as exc:
         problems += exc.problems
+    if in_container:
+        for target in targets:
+            message = loopback_message(target)
+            if message is None:
+                continue
+            where = (
+                f"targets ({inputs['targets']}): target {target.name!r}, url"
+                if "targets" in inputs
+                else "url"
+            )
+            problems.append(InputProblem(where, message))
     plan: BaselinePlan | None = None
     if "baseline" in inputs:
         try:
@@ -210,7 +280,9 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     output_path = _optional_path(env.get("GITHUB_OUTPUT"))
 
     try:
-        settings = parse_settings(inputs, workspace, env)
+        settings = parse_settings(
+            inputs, workspace, env, in_container=env.get(IN_CONTAINER_VAR) == "1"
+        )
     except ConfigError as exc:
         # A secret given to the wrong input is quoted back by its message; the runner masks
         # the log, but not the job summary.

@@ -21,7 +21,7 @@ import yaml
 from conftest import REPO_ROOT
 from fake_github import BOT_USER, OTHER_USER, FakeGitHub, parse_github_output
 
-from latency_gate.action import main
+from latency_gate.action import is_loopback_host, main
 from latency_gate.demo import EndpointSpec, serve_in_thread
 from latency_gate.github import PERMISSIONS_HINT, GitHubClient, comment_marker
 
@@ -540,3 +540,108 @@ def test_update_only_updates_a_marked_comment(github: FakeGitHub) -> None:
     assert (created.action, updated.action) == ("created", "updated")
     assert updated.url == comment["html_url"]
     assert comment["body"] == f"{MARKER}\nsecond"
+
+
+# --- the localhost trap: loopback inside the Docker action's container ------------------------
+
+IN_CONTAINER = {"LATENCY_GATE_IN_CONTAINER": "1"}
+LOOPBACK_HELP = (
+    "this Docker action runs in a container with a network of its own, so that is the "
+    "container, not the runner where your endpoint listens. What works: serve the endpoint on "
+    "0.0.0.0 and call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, "
+    "usually 172.17.0.1), as latency-gate's self-test workflow does; or call a service "
+    "container by its name; or run latency-gate on the runner itself with "
+    "`uses: latency-gate/latency-gate/host@v0`, which reaches localhost."
+)
+
+
+def _errors(result: ActionRun) -> list[str]:
+    return [line for line in result.lines if line.startswith("::error")]
+
+
+def test_loopback_url_is_refused_in_the_container(run: Runner) -> None:
+    """In the Docker action a localhost `url` is bad input: exit 2, why and what works."""
+    url = "http://localhost:8080/v1/chat/completions"
+    result = run({"url": url}, raw_env=IN_CONTAINER)
+    assert result.code == 2
+    assert _errors(result) == [
+        "::error title=latency-gate%3A invalid input::invalid input url: "
+        f"{url} points at localhost, the machine the call starts on; {LOOPBACK_HELP}"
+    ]
+    assert result.outputs == {}
+    assert run.github.requests == []
+    assert not (result.workspace / "latency-gate-report").exists()
+
+
+def test_loopback_url_message_hides_the_urls_secrets(run: Runner) -> None:
+    """The refusal shows the URL with its query values masked, never the key in it."""
+    result = run({"url": "http://127.0.0.1:8080/v1?key=sk-in-the-url-1234"}, raw_env=IN_CONTAINER)
+    assert result.code == 2
+    [error] = _errors(result)
+    # display_url's *** is percent-encoded in the URL, and % again in the workflow command.
+    assert "url: http://127.0.0.1:8080/v1?key=%252A%252A%252A points at 127.0.0.1," in error
+    assert "url: http://127.0.0.1:8080/v1?key=%2A%2A%2A points at 127.0.0.1," in result.summary
+    assert "sk-in-the-url-1234" not in error
+    assert "sk-in-the-url-1234" not in result.summary
+
+
+def test_loopback_target_in_a_targets_file_is_named(run: Runner) -> None:
+    """A targets file's loopback target is refused by its name; the other target is fine."""
+    (run.workspace / "targets.yml").write_text(
+        "targets:\n"
+        "  - name: local\n"
+        "    url: http://[::1]:8080/v1/chat/completions\n"
+        "  - name: paid\n"
+        "    url: https://api.example.com/v1/chat/completions\n",
+        encoding="utf-8",
+    )
+    result = run({"url": "", "targets": "targets.yml"}, raw_env=IN_CONTAINER)
+    assert result.code == 2
+    assert _errors(result) == [
+        "::error title=latency-gate%3A invalid input::invalid input targets (targets.yml): "
+        "target 'local', url: http://[::1]:8080/v1/chat/completions points at ::1, the machine "
+        f"the call starts on; {LOOPBACK_HELP}"
+    ]
+    assert run.github.requests == []
+
+
+def test_loopback_url_is_probed_outside_the_container(run: Runner) -> None:
+    """Without the Docker action's variable (the CLI, the action on the runner) loopback works."""
+    result = run(raw_env={"LATENCY_GATE_IN_CONTAINER": ""})
+    assert run.url.startswith("http://127.0.0.1:")
+    assert result.code == 0, result.log
+    assert result.outputs["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("LOCALHOST.", True),
+        ("api.localhost", True),
+        ("localhost.localdomain", True),
+        ("ip6-localhost", True),
+        ("ip6-loopback", True),
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("127.1", True),
+        ("2130706433", True),
+        ("0x7f.0.0.1", True),
+        ("0.0.0.0", True),
+        ("::1", True),
+        ("::", True),
+        ("::ffff:127.0.0.1", True),
+        ("172.17.0.1", False),
+        ("10.0.0.5", False),
+        ("::ffff:172.17.0.1", False),
+        ("fe80::1", False),
+        ("llm", False),
+        ("localhost.example.com", False),
+        ("mylocalhost", False),
+        ("api.example.com", False),
+        ("128.0.0.1", False),
+    ],
+)
+def test_is_loopback_host(host: str, loopback: bool) -> None:
+    """Loopback names, addresses and their other spellings are caught; bridge and LAN ones not."""
+    assert is_loopback_host(host) is loopback
