@@ -150,6 +150,8 @@ class ActionSettings:
     targets: tuple[Target, ...] = ()
     baseline: BaselinePlan | None = None
     label: str | None = None
+    # The Markdown report's file: only in the action's own folder, when json-path is not given.
+    markdown_path: Path | None = None
 
     @property
     def all_targets(self) -> tuple[Target, ...]:
@@ -231,21 +233,50 @@ def parse_settings(
             problems += exc.problems
     elif "max-regression" in inputs:
         problems.append(InputProblem("max-regression", "needs `baseline` to compare with"))
+    # Named by the user: that one file and nothing beside it. Left to the action: its own
+    # folder, with the Markdown report beside the JSON result.
+    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
+    markdown_path = None if "json-path" in inputs else Path(DEFAULT_REPORT_DIR, "report.md")
+    if (problem := _written_path_problem("json-path", json_path, workspace)) is not None:
+        problems.append(problem)
     if problems or not targets:
         raise ConfigError(problems)
 
-    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
     return ActionSettings(
         target=targets[0],
         comment=comment,  # type: ignore[arg-type]
         summary=flags["summary"],
         json_path=json_path,
+        markdown_path=markdown_path,
         fail_on_breach=flags["fail-on-breach"],
         github_token=inputs.get("github-token", ""),
         targets=tuple(targets) if "targets" in inputs else (),
         baseline=plan,
         label=inputs.get("label", "").strip() or None,
     )
+
+
+def _written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem | None:
+    """Why the action may not write `path` (relative to the workspace, or absolute), if so.
+
+    Symbolic links and `..` are followed first: the file must land inside the workspace,
+    the one folder the job shares with later steps (and, for the Docker action, the only
+    one that outlives its container).
+    """
+    root = workspace.resolve()
+    try:
+        target = (path if path.is_absolute() else workspace / path).resolve()
+    except (OSError, RuntimeError) as exc:
+        return InputProblem(name, f"cannot resolve {str(path)!r}: {exc}")
+    if target == root or not target.is_relative_to(root):
+        return InputProblem(
+            name,
+            f"{str(path)!r} is outside the workspace ({root}); the action writes only inside "
+            "it: give a path relative to the workspace, such as latency/result.json",
+        )
+    if target.is_dir():
+        return InputProblem(name, f"{str(path)!r} is a directory; name the file to write")
+    return None
 
 
 def main(environ: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
@@ -316,12 +347,18 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     )
     print(report.render_terminal(results), file=out)
 
-    json_path = (
-        settings.json_path if settings.json_path.is_absolute() else workspace / settings.json_path
-    )
+    json_path = workspace / settings.json_path  # an absolute json-path stays as it is
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(dump_runs(results), encoding="utf-8")
-    (json_path.parent / "report.md").write_text(report.render_markdown(results), encoding="utf-8")
+    written = [json_path]
+    if settings.markdown_path is not None:
+        markdown_path = workspace / settings.markdown_path
+        markdown_path.write_text(report.render_markdown(results), encoding="utf-8")
+        written.append(markdown_path)
+    print(
+        f"latency-gate: wrote {', '.join(_in_workspace(path, workspace) for path in written)}",
+        file=out,
+    )
 
     for result in results:
         _annotate(result, out)
@@ -395,10 +432,7 @@ def _outputs(
 ) -> dict[str, str]:
     """Outputs; the per-number ones are empty for several targets (the JSON has each)."""
     numbers = results[0].numbers if len(results) == 1 else None
-    try:
-        report_path = str(json_path.relative_to(workspace))
-    except ValueError:
-        report_path = str(json_path)
+    report_path = _in_workspace(json_path, workspace)
 
     def seconds(number: str) -> str:
         value: float | None = None if numbers is None else getattr(numbers, number)
@@ -464,6 +498,14 @@ def _comment(
     else:
         print(f"latency-gate: PR comment {outcome.action}: {outcome.url}", file=out)
     return outcome.url
+
+
+def _in_workspace(path: Path, workspace: Path) -> str:
+    """`path` relative to the workspace where it is spelt inside it, else as it is."""
+    try:
+        return str(path.relative_to(workspace))
+    except ValueError:
+        return str(path)
 
 
 def _load_event(path: str | None) -> Mapping[str, object]:

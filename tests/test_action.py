@@ -159,6 +159,10 @@ def _ours(github: FakeGitHub) -> list[dict[str, Any]]:
     return [c for c in github.all_comments() if c["user"]["login"] == BOT_USER["login"]]
 
 
+def _errors(result: ActionRun) -> list[str]:
+    return [line for line in result.lines if line.startswith("::error")]
+
+
 CREATE = ("POST", f"/repos/{REPOSITORY}/issues/{PR}/comments")
 
 
@@ -411,7 +415,87 @@ def test_json_path_input(run: Runner) -> None:
     assert result.outputs["report-path"] == "out/latency.json"
     document = json.loads((result.workspace / "out" / "latency.json").read_text())
     assert document["schema_version"] == 1
-    assert (result.workspace / "out" / "report.md").read_text().startswith("## ✅ latency-gate")
+
+
+# --- files the action writes -----------------------------------------------------------------
+
+
+def test_default_files_are_the_actions_own_folder_and_said(run: Runner) -> None:
+    """Without json-path the action writes result.json and report.md in its folder, and says so."""
+    result = run()
+    folder = result.workspace / "latency-gate-report"
+    assert sorted(path.name for path in folder.iterdir()) == ["report.md", "result.json"]
+    assert (folder / "report.md").read_text().startswith("## ✅ latency-gate: PASS\n")
+    assert (
+        "latency-gate: wrote latency-gate-report/result.json, latency-gate-report/report.md"
+        in result.lines
+    )
+
+
+def test_named_json_path_is_the_only_file_written(run: Runner) -> None:
+    """A named json-path gets that one file: a report.md of the user's beside it is untouched."""
+    out = run.workspace / "out"
+    out.mkdir()
+    (out / "report.md").write_text("the user's own notes\n", encoding="utf-8")
+    result = run({"json-path": "out/latency.json"})
+    assert result.code == 0, result.log
+    assert sorted(path.name for path in out.iterdir()) == ["latency.json", "report.md"]
+    assert (out / "report.md").read_text(encoding="utf-8") == "the user's own notes\n"
+    assert not (run.workspace / "latency-gate-report").exists()
+    assert "latency-gate: wrote out/latency.json" in result.lines
+
+
+def test_absolute_json_path_inside_the_workspace_is_taken(run: Runner) -> None:
+    """An absolute json-path inside the workspace is fine; report-path is still relative."""
+    result = run({"json-path": str(run.workspace / "abs" / "result.json")})
+    assert result.code == 0, result.log
+    assert result.outputs["report-path"] == "abs/result.json"
+    assert (run.workspace / "abs" / "result.json").is_file()
+
+
+def _refused_json_path(result: ActionRun, shown: str, reason: str) -> None:
+    assert result.code == 2
+    assert _errors(result) == [
+        f"::error title=latency-gate%3A invalid input::invalid input json-path: '{shown}' {reason}"
+    ]
+    assert result.outputs == {}
+
+
+@pytest.mark.parametrize("where", ["../escaped.json", "out/../../escaped.json", "ABSOLUTE"])
+def test_json_path_leaving_the_workspace_is_refused(run: Runner, where: str) -> None:
+    """A json-path outside the workspace (.., or absolute elsewhere) is exit 2, nothing written."""
+    path = str(run.tmp_path / "escaped.json") if where == "ABSOLUTE" else where
+    result = run({"json-path": path})
+    _refused_json_path(
+        result,
+        path,
+        f"is outside the workspace ({run.workspace.resolve()}); the action writes only inside "
+        "it: give a path relative to the workspace, such as latency/result.json",
+    )
+    assert not (run.tmp_path / "escaped.json").exists()
+    assert run.github.requests == []
+
+
+def test_json_path_through_a_symlink_out_of_the_workspace_is_refused(run: Runner) -> None:
+    """A folder link pointing out of the workspace does not let json-path leave it."""
+    outside = run.tmp_path / "outside"
+    outside.mkdir()
+    (run.workspace / "link").symlink_to(outside, target_is_directory=True)
+    result = run({"json-path": "link/result.json"})
+    _refused_json_path(
+        result,
+        "link/result.json",
+        f"is outside the workspace ({run.workspace.resolve()}); the action writes only inside "
+        "it: give a path relative to the workspace, such as latency/result.json",
+    )
+    assert list(outside.iterdir()) == []
+
+
+def test_json_path_naming_a_directory_is_refused(run: Runner) -> None:
+    """json-path must name a file: an existing directory is exit 2, not a crash."""
+    (run.workspace / "results").mkdir()
+    result = run({"json-path": "results"})
+    _refused_json_path(result, "results", "is a directory; name the file to write")
 
 
 def test_annotation_for_each_breached_number(run: Runner) -> None:
@@ -553,10 +637,6 @@ LOOPBACK_HELP = (
     "container by its name; or run latency-gate on the runner itself with "
     "`uses: latency-gate/latency-gate/host@v0`, which reaches localhost."
 )
-
-
-def _errors(result: ActionRun) -> list[str]:
-    return [line for line in result.lines if line.startswith("::error")]
 
 
 def test_loopback_url_is_refused_in_the_container(run: Runner) -> None:
