@@ -4,12 +4,17 @@ A real HTTP server (ThreadingHTTPServer in a thread), so clients talk to it over
 as they talk to api.github.com: the library's tests, the action's tests and the container test
 (the action in Docker with --network host, GITHUB_API_URL pointed at `url`) all use it.
 
+Comments have authors: each token maps to an identity (GITHUB_TOKEN's github-actions[bot], or
+a user for a personal token), answers GET /user as GitHub does for it, and writes as it.
+
 Every request and every response is checked with openapi-core against GitHub's OpenAPI
-description (tests/fixtures/github/api.github.com.subset.json); each problem is appended to
-`violations`, and tests assert it stays empty. GitHub's description lists only some error
-statuses per operation, while GitHub answers any operation with 401, 403, 404, 429 or 5xx in
-its basic-error shape; the fake's copy of the description says so with a `default` response of
-that shape, so those answers are checked too rather than waved through.
+description (tests/fixtures/github/api.github.com.subset.json, cut with trim_spec.py beside it
+from @octokit/openapi 23.0.2 to the issue-comment, pulls, check-run and artifact paths and
+/user); each problem is appended to `violations`, and tests assert it stays empty. GitHub's
+description lists only some error statuses per operation, while GitHub answers any operation
+with 401, 403, 404, 429 or 5xx in its basic-error shape; the fake's copy of the description says
+so with a `default` response of that shape, so those answers are checked too rather than waved
+through.
 """
 
 from __future__ import annotations
