@@ -7,13 +7,17 @@ summary, outputs, annotations, JSON result and sticky PR comment, and returns th
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
+import re
+import socket
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
+from urllib.parse import urlsplit
 
 from latency_gate import github, report
 from latency_gate.assess.baseline import BaselinePlan
@@ -37,6 +41,15 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 DEFAULT_REPORT_DIR = "latency-gate-report"
+
+# Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
+# is the container itself. The CLI and the composite action on the runner never set it.
+IN_CONTAINER_VAR = "LATENCY_GATE_IN_CONTAINER"
+HOST_ACTION = "latency-gate/latency-gate/host@v0"
+# Names that mean "this machine" whatever DNS says (RFC 6761 reserves *.localhost too), and
+# Debian's /etc/hosts names for ::1, which Docker writes into every container.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_LEGACY_IPV4 = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}")
 
 
 def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
@@ -77,6 +90,47 @@ def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
     )
 
 
+def is_loopback_host(host: str) -> bool:
+    """True when `host` (a URL's host, without brackets) means the machine the call starts on.
+
+    localhost and its aliases, 127.0.0.0/8, ::1, the unspecified 0.0.0.0 and :: (a connection
+    to them reaches this machine), IPv4-mapped forms of those, and the short or numeric IPv4
+    spellings the system resolver also accepts (127.1, 2130706433, 0x7f.0.0.1).
+    """
+    name = host.lower().rstrip(".")
+    if name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        if not _LEGACY_IPV4.fullmatch(name):
+            return False
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(name))
+        except OSError:
+            return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_unspecified
+
+
+def loopback_message(target: Target) -> str | None:
+    """Why a loopback URL cannot work from the Docker action and what does; None if not one."""
+    host = urlsplit(target.url).hostname or ""
+    if not is_loopback_host(host):
+        return None
+    return (
+        f"{target.display_url} points at {host}, the machine the call starts on; this Docker "
+        "action runs in a container with a network of its own, so that is the container, not "
+        "the runner where your endpoint listens. What works: serve the endpoint on 0.0.0.0 and "
+        "call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, usually "
+        "172.17.0.1), as latency-gate's self-test workflow does; or call a service container "
+        f"by its name; or run latency-gate on the runner itself with `uses: {HOST_ACTION}`, "
+        "which reaches localhost."
+    )
+
+
 @dataclass(frozen=True)
 class ActionSettings:
     """What the action was asked to do, validated."""
@@ -91,6 +145,8 @@ class ActionSettings:
     targets: tuple[Target, ...] = ()
     baseline: BaselinePlan | None = None
     label: str | None = None
+    # The Markdown report's file: only in the action's own folder, when json-path is not given.
+    markdown_path: Path | None = None
 
     @property
     def all_targets(self) -> tuple[Target, ...]:
@@ -98,11 +154,16 @@ class ActionSettings:
 
 
 def parse_settings(
-    inputs: Mapping[str, str], workspace: Path, environ: Mapping[str, str] | None = None
+    inputs: Mapping[str, str],
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    in_container: bool = False,
 ) -> ActionSettings:
     """Validate every input at once; ConfigError names each bad one by its input name.
 
     `environ` fills `${NAME}` references in a targets file (default: this process's).
+    `in_container` (the Docker action) refuses loopback URLs, which would reach the container.
     """
     problems: list[InputProblem] = []
     known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS)
@@ -142,6 +203,17 @@ def parse_settings(
             targets = [build_target(raw, base_dir=workspace)]
     except ConfigError as exc:
         problems += exc.problems
+    if in_container:
+        for target in targets:
+            message = loopback_message(target)
+            if message is None:
+                continue
+            where = (
+                f"targets ({inputs['targets']}): target {target.name!r}, url"
+                if "targets" in inputs
+                else "url"
+            )
+            problems.append(InputProblem(where, message))
     plan: BaselinePlan | None = None
     if "baseline" in inputs:
         try:
@@ -158,21 +230,50 @@ def parse_settings(
             problems += exc.problems
     elif "max-regression" in inputs:
         problems.append(InputProblem("max-regression", "needs `baseline` to compare with"))
+    # Named by the user: that one file and nothing beside it. Left to the action: its own
+    # folder, with the Markdown report beside the JSON result.
+    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
+    markdown_path = None if "json-path" in inputs else Path(DEFAULT_REPORT_DIR, "report.md")
+    if (problem := _written_path_problem("json-path", json_path, workspace)) is not None:
+        problems.append(problem)
     if problems or not targets:
         raise ConfigError(problems)
 
-    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
     return ActionSettings(
         target=targets[0],
         comment=comment,  # type: ignore[arg-type]
         summary=flags["summary"],
         json_path=json_path,
+        markdown_path=markdown_path,
         fail_on_breach=flags["fail-on-breach"],
         github_token=inputs.get("github-token", ""),
         targets=tuple(targets) if "targets" in inputs else (),
         baseline=plan,
         label=inputs.get("label", "").strip() or None,
     )
+
+
+def _written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem | None:
+    """Why the action may not write `path` (relative to the workspace, or absolute), if so.
+
+    Symbolic links and `..` are followed first: the file must land inside the workspace,
+    the one folder the job shares with later steps (and, for the Docker action, the only
+    one that outlives its container).
+    """
+    root = workspace.resolve()
+    try:
+        target = (path if path.is_absolute() else workspace / path).resolve()
+    except (OSError, RuntimeError) as exc:
+        return InputProblem(name, f"cannot resolve {str(path)!r}: {exc}")
+    if target == root or not target.is_relative_to(root):
+        return InputProblem(
+            name,
+            f"{str(path)!r} is outside the workspace ({root}); the action writes only inside "
+            "it: give a path relative to the workspace, such as latency/result.json",
+        )
+    if target.is_dir():
+        return InputProblem(name, f"{str(path)!r} is a directory; name the file to write")
+    return None
 
 
 def main(environ: Mapping[str, str] | None = None, out: TextIO | None = None) -> int:
@@ -204,7 +305,9 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     output_path = _optional_path(env.get("GITHUB_OUTPUT"))
 
     try:
-        settings = parse_settings(inputs, workspace, env)
+        settings = parse_settings(
+            inputs, workspace, env, in_container=env.get(IN_CONTAINER_VAR) == "1"
+        )
     except ConfigError as exc:
         # A secret given to the wrong input is quoted back by its message; the runner masks
         # the log, but not the job summary.
@@ -238,12 +341,18 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     )
     print(report.render_terminal(results), file=out)
 
-    json_path = (
-        settings.json_path if settings.json_path.is_absolute() else workspace / settings.json_path
-    )
+    json_path = workspace / settings.json_path  # an absolute json-path stays as it is
     json_path.parent.mkdir(parents=True, exist_ok=True)
     json_path.write_text(dump_runs(results), encoding="utf-8")
-    (json_path.parent / "report.md").write_text(report.render_markdown(results), encoding="utf-8")
+    written = [json_path]
+    if settings.markdown_path is not None:
+        markdown_path = workspace / settings.markdown_path
+        markdown_path.write_text(report.render_markdown(results), encoding="utf-8")
+        written.append(markdown_path)
+    print(
+        f"latency-gate: wrote {', '.join(_in_workspace(path, workspace) for path in written)}",
+        file=out,
+    )
 
     for result in results:
         _annotate(result, out)
@@ -316,10 +425,7 @@ def _outputs(
 ) -> dict[str, str]:
     """Outputs; the per-number ones are empty for several targets (the JSON has each)."""
     numbers = results[0].numbers if len(results) == 1 else None
-    try:
-        report_path = str(json_path.relative_to(workspace))
-    except ValueError:
-        report_path = str(json_path)
+    report_path = _in_workspace(json_path, workspace)
 
     def seconds(number: str) -> str:
         value: float | None = None if numbers is None else getattr(numbers, number)
@@ -385,6 +491,14 @@ def _comment(
     else:
         print(f"latency-gate: PR comment {outcome.action}: {outcome.url}", file=out)
     return outcome.url
+
+
+def _in_workspace(path: Path, workspace: Path) -> str:
+    """`path` relative to the workspace where it is spelt inside it, else as it is."""
+    try:
+        return str(path.relative_to(workspace))
+    except ValueError:
+        return str(path)
 
 
 def _load_event(path: str | None) -> Mapping[str, object]:

@@ -4,12 +4,17 @@ A real HTTP server (ThreadingHTTPServer in a thread), so clients talk to it over
 as they talk to api.github.com: the library's tests, the action's tests and the container test
 (the action in Docker with --network host, GITHUB_API_URL pointed at `url`) all use it.
 
+Comments have authors: each token maps to an identity (GITHUB_TOKEN's github-actions[bot], or
+a user for a personal token), answers GET /user as GitHub does for it, and writes as it.
+
 Every request and every response is checked with openapi-core against GitHub's OpenAPI
-description (tests/fixtures/github/api.github.com.subset.json); each problem is appended to
-`violations`, and tests assert it stays empty. GitHub's description lists only some error
-statuses per operation, while GitHub answers any operation with 401, 403, 404, 429 or 5xx in
-its basic-error shape; the fake's copy of the description says so with a `default` response of
-that shape, so those answers are checked too rather than waved through.
+description (tests/fixtures/github/api.github.com.subset.json, cut with trim_spec.py beside it
+from @octokit/openapi 23.0.2 to the issue-comment, pulls, check-run and artifact paths and
+/user); each problem is appended to `violations`, and tests assert it stays empty. GitHub's
+description lists only some error statuses per operation, while GitHub answers any operation
+with 401, 403, 404, 429 or 5xx in its basic-error shape; the fake's copy of the description says
+so with a `default` response of that shape, so those answers are checked too rather than waved
+through.
 """
 
 from __future__ import annotations
@@ -38,8 +43,13 @@ SPEC_HOST = "https://api.github.com"
 DOCS = "https://docs.github.com/rest/issues/comments"
 MAX_BODY = 65_536
 
+# Who a token is: a "Bot" is an installation token's identity (GITHUB_TOKEN writes as
+# github-actions[bot], and GitHub answers its GET /user with 403); a "User" is a personal
+# token's, and GET /user gives that user.
 BOT_USER = {"login": "github-actions[bot]", "id": 41898282, "type": "Bot"}
 OTHER_USER = {"login": "octocat", "id": 583231, "type": "User"}
+PERSONAL_USER = {"login": "release-captain", "id": 7654321, "type": "User"}
+USERS_DOCS = "https://docs.github.com/rest/users/users#get-the-authenticated-user"
 
 _LIST_OR_CREATE = re.compile(
     r"^/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)/issues/(?P<pr>\d+)/comments$"
@@ -165,13 +175,16 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class FakeGitHub:
-    """GitHub's issue-comment endpoints for one repository, in memory.
+    """GitHub's issue-comment endpoints for one repository, in memory, and GET /user.
 
     GET/POST /repos/{owner}/{repo}/issues/{n}/comments (per_page up to 100, page, Link headers)
-    and GET/PATCH/DELETE /repos/{owner}/{repo}/issues/comments/{id}. 401 for a wrong token,
-    404 for another repository, 403 "Resource not accessible by integration" for writes with a
-    `read_only` token, 422 for a body over 65,536 characters. `fail_next` and `hang_next` inject
-    faults into the next requests, whatever they are.
+    and GET/PATCH/DELETE /repos/{owner}/{repo}/issues/comments/{id}. Each token stands for an
+    identity: `token` for GITHUB_TOKEN's bot, `tokens` maps more (a "User" for a personal
+    token). A comment is written as the identity of the token that posts it; GET /user answers
+    a personal token with its user and an installation token (a "Bot") with 403, as GitHub does.
+    401 for an unknown token, 404 for another repository, 403 "Resource not accessible by
+    integration" for writes with a `read_only` token, 422 for a body over 65,536 characters.
+    `fail_next` and `hang_next` inject faults into the next requests, whatever they are.
     """
 
     def __init__(
@@ -179,10 +192,12 @@ class FakeGitHub:
         spec_path: Path = SPEC_PATH,
         *,
         token: str = "ghs_fake_token",
+        tokens: Mapping[str, Mapping[str, Any]] | None = None,
         read_only: bool = False,
         repository: str = "octo-org/octo-repo",
     ) -> None:
         self.token = token
+        self.tokens: dict[str, Mapping[str, Any]] = {token: BOT_USER, **(tokens or {})}
         self.read_only = read_only
         self.repository = repository
         self.comments: dict[int, list[dict[str, Any]]] = {}
@@ -302,9 +317,15 @@ class FakeGitHub:
 
     def _route(self, request: RecordedRequest) -> _Reply:
         auth = request.headers.get("authorization", "")
-        if auth not in (f"Bearer {self.token}", f"token {self.token}"):
+        scheme, _, token = auth.partition(" ")
+        identity = self.tokens.get(token) if scheme in ("Bearer", "token") else None
+        if identity is None:
             return _error(401, "Bad credentials", "https://docs.github.com/rest")
         method = request.method
+        if request.path == "/user" and method == "GET":
+            if identity["type"] == "Bot":
+                return _error(403, "Resource not accessible by integration", USERS_DOCS)
+            return _Reply(200, _public_user(identity))
         if match := _LIST_OR_CREATE.match(request.path):
             if not self._is_our_repo(match):
                 return _error(404, "Not Found", f"{DOCS}#list-issue-comments")
@@ -312,7 +333,7 @@ class FakeGitHub:
             if method == "GET":
                 return self._list(request, match, pr)
             if method == "POST":
-                return self._create(request, match, pr)
+                return self._create(request, pr, identity)
         elif match := _ONE_COMMENT.match(request.path):
             if not self._is_our_repo(match):
                 return _error(404, "Not Found", f"{DOCS}#get-an-issue-comment")
@@ -361,7 +382,7 @@ class FakeGitHub:
         start = (page - 1) * per_page
         return _Reply(200, comments[start : start + per_page], headers)
 
-    def _create(self, request: RecordedRequest, match: re.Match[str], pr: int) -> _Reply:
+    def _create(self, request: RecordedRequest, pr: int, identity: Mapping[str, Any]) -> _Reply:
         if self.read_only:
             return _error(
                 403, "Resource not accessible by integration", f"{DOCS}#create-an-issue-comment"
@@ -369,7 +390,7 @@ class FakeGitHub:
         text = _body_of(request)
         if isinstance(text, _Reply):
             return text
-        comment = self._add_comment(pr, text, BOT_USER)
+        comment = self._add_comment(pr, text, identity)
         return _Reply(201, comment, {"Location": comment["url"]})
 
     def _update(self, request: RecordedRequest, comment: dict[str, Any]) -> _Reply:
@@ -475,6 +496,27 @@ def _simple_user(user: Mapping[str, Any]) -> dict[str, Any]:
         "received_events_url": f"{api}/received_events",
         "type": user["type"],
         "site_admin": False,
+    }
+
+
+def _public_user(user: Mapping[str, Any]) -> dict[str, Any]:
+    """GET /user's answer for a personal token: the user's public profile."""
+    return {
+        **_simple_user(user),
+        "user_view_type": "public",
+        "name": None,
+        "company": None,
+        "blog": "",
+        "location": None,
+        "email": None,
+        "hireable": None,
+        "bio": None,
+        "public_repos": 3,
+        "public_gists": 0,
+        "followers": 1,
+        "following": 0,
+        "created_at": "2020-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
     }
 
 

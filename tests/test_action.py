@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 import yaml
 from conftest import REPO_ROOT
-from fake_github import BOT_USER, FakeGitHub, parse_github_output
+from fake_github import BOT_USER, OTHER_USER, FakeGitHub, parse_github_output
 
-from latency_gate.action import main
+from latency_gate.action import is_loopback_host, main
 from latency_gate.demo import EndpointSpec, serve_in_thread
 from latency_gate.github import PERMISSIONS_HINT, GitHubClient, comment_marker
 
@@ -159,6 +159,10 @@ def _ours(github: FakeGitHub) -> list[dict[str, Any]]:
     return [c for c in github.all_comments() if c["user"]["login"] == BOT_USER["login"]]
 
 
+def _errors(result: ActionRun) -> list[str]:
+    return [line for line in result.lines if line.startswith("::error")]
+
+
 CREATE = ("POST", f"/repos/{REPOSITORY}/issues/{PR}/comments")
 
 
@@ -219,8 +223,24 @@ def test_comment_found_among_150_others(run: Runner) -> None:
     assert len(ours) == 1
     assert len(list(run.github.all_comments())) == 151
     assert _writes(run.github) == [CREATE, _update(ours[0])]
-    pages = [r.query.get("page", "1") for r in run.github.requests if r.method == "GET"]
+    pages = [
+        r.query.get("page", "1")
+        for r in run.github.requests
+        if r.method == "GET" and r.path != "/user"
+    ]
     assert pages == ["1", "2", "1", "2"]
+
+
+def test_foreign_comment_carrying_the_marker_is_never_edited(run: Runner) -> None:
+    """A comment by someone else that holds our marker stays as it was; ours is made beside it."""
+    marker = comment_marker("latency", "gate", ["endpoint"])
+    run.github.seed_comments(PR, 1, body=f"{marker}\nnot the bot's", user=OTHER_USER)
+    run()
+    run()
+    foreign, ours = list(run.github.all_comments())
+    assert (foreign["user"]["login"], foreign["body"]) == ("octocat", f"{marker}\nnot the bot's")
+    assert foreign["created_at"] == foreign["updated_at"]
+    assert _writes(run.github) == [CREATE, _update(ours)]
 
 
 def test_read_only_token_warns_with_the_permissions_hint(read_only_run: Runner) -> None:
@@ -327,7 +347,10 @@ def test_on_failure_pass_creates_nothing(run: Runner) -> None:
     result = run({"comment": "on-failure"})
     assert result.code == 0
     assert _writes(run.github) == []
-    assert [r.method for r in run.github.requests] == ["GET"]
+    assert [(r.method, r.path) for r in run.github.requests] == [
+        ("GET", "/user"),
+        ("GET", f"/repos/{REPOSITORY}/issues/{PR}/comments"),
+    ]
     assert result.outputs["comment-url"] == ""
     assert (
         "latency-gate: the budget held and there is no earlier report to update, "
@@ -392,7 +415,87 @@ def test_json_path_input(run: Runner) -> None:
     assert result.outputs["report-path"] == "out/latency.json"
     document = json.loads((result.workspace / "out" / "latency.json").read_text())
     assert document["schema_version"] == 1
-    assert (result.workspace / "out" / "report.md").read_text().startswith("## ✅ latency-gate")
+
+
+# --- files the action writes -----------------------------------------------------------------
+
+
+def test_default_files_are_the_actions_own_folder_and_said(run: Runner) -> None:
+    """Without json-path the action writes result.json and report.md in its folder, and says so."""
+    result = run()
+    folder = result.workspace / "latency-gate-report"
+    assert sorted(path.name for path in folder.iterdir()) == ["report.md", "result.json"]
+    assert (folder / "report.md").read_text().startswith("## ✅ latency-gate: PASS\n")
+    assert (
+        "latency-gate: wrote latency-gate-report/result.json, latency-gate-report/report.md"
+        in result.lines
+    )
+
+
+def test_named_json_path_is_the_only_file_written(run: Runner) -> None:
+    """A named json-path gets that one file: a report.md of the user's beside it is untouched."""
+    out = run.workspace / "out"
+    out.mkdir()
+    (out / "report.md").write_text("the user's own notes\n", encoding="utf-8")
+    result = run({"json-path": "out/latency.json"})
+    assert result.code == 0, result.log
+    assert sorted(path.name for path in out.iterdir()) == ["latency.json", "report.md"]
+    assert (out / "report.md").read_text(encoding="utf-8") == "the user's own notes\n"
+    assert not (run.workspace / "latency-gate-report").exists()
+    assert "latency-gate: wrote out/latency.json" in result.lines
+
+
+def test_absolute_json_path_inside_the_workspace_is_taken(run: Runner) -> None:
+    """An absolute json-path inside the workspace is fine; report-path is still relative."""
+    result = run({"json-path": str(run.workspace / "abs" / "result.json")})
+    assert result.code == 0, result.log
+    assert result.outputs["report-path"] == "abs/result.json"
+    assert (run.workspace / "abs" / "result.json").is_file()
+
+
+def _refused_json_path(result: ActionRun, shown: str, reason: str) -> None:
+    assert result.code == 2
+    assert _errors(result) == [
+        f"::error title=latency-gate%3A invalid input::invalid input json-path: '{shown}' {reason}"
+    ]
+    assert result.outputs == {}
+
+
+@pytest.mark.parametrize("where", ["../escaped.json", "out/../../escaped.json", "ABSOLUTE"])
+def test_json_path_leaving_the_workspace_is_refused(run: Runner, where: str) -> None:
+    """A json-path outside the workspace (.., or absolute elsewhere) is exit 2, nothing written."""
+    path = str(run.tmp_path / "escaped.json") if where == "ABSOLUTE" else where
+    result = run({"json-path": path})
+    _refused_json_path(
+        result,
+        path,
+        f"is outside the workspace ({run.workspace.resolve()}); the action writes only inside "
+        "it: give a path relative to the workspace, such as latency/result.json",
+    )
+    assert not (run.tmp_path / "escaped.json").exists()
+    assert run.github.requests == []
+
+
+def test_json_path_through_a_symlink_out_of_the_workspace_is_refused(run: Runner) -> None:
+    """A folder link pointing out of the workspace does not let json-path leave it."""
+    outside = run.tmp_path / "outside"
+    outside.mkdir()
+    (run.workspace / "link").symlink_to(outside, target_is_directory=True)
+    result = run({"json-path": "link/result.json"})
+    _refused_json_path(
+        result,
+        "link/result.json",
+        f"is outside the workspace ({run.workspace.resolve()}); the action writes only inside "
+        "it: give a path relative to the workspace, such as latency/result.json",
+    )
+    assert list(outside.iterdir()) == []
+
+
+def test_json_path_naming_a_directory_is_refused(run: Runner) -> None:
+    """json-path must name a file: an existing directory is exit 2, not a crash."""
+    (run.workspace / "results").mkdir()
+    result = run({"json-path": "results"})
+    _refused_json_path(result, "results", "is a directory; name the file to write")
 
 
 def test_annotation_for_each_breached_number(run: Runner) -> None:
@@ -521,3 +624,104 @@ def test_update_only_updates_a_marked_comment(github: FakeGitHub) -> None:
     assert (created.action, updated.action) == ("created", "updated")
     assert updated.url == comment["html_url"]
     assert comment["body"] == f"{MARKER}\nsecond"
+
+
+# --- the localhost trap: loopback inside the Docker action's container ------------------------
+
+IN_CONTAINER = {"LATENCY_GATE_IN_CONTAINER": "1"}
+LOOPBACK_HELP = (
+    "this Docker action runs in a container with a network of its own, so that is the "
+    "container, not the runner where your endpoint listens. What works: serve the endpoint on "
+    "0.0.0.0 and call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, "
+    "usually 172.17.0.1), as latency-gate's self-test workflow does; or call a service "
+    "container by its name; or run latency-gate on the runner itself with "
+    "`uses: latency-gate/latency-gate/host@v0`, which reaches localhost."
+)
+
+
+def test_loopback_url_is_refused_in_the_container(run: Runner) -> None:
+    """In the Docker action a localhost `url` is bad input: exit 2, why and what works."""
+    url = "http://localhost:8080/v1/chat/completions"
+    result = run({"url": url}, raw_env=IN_CONTAINER)
+    assert result.code == 2
+    assert _errors(result) == [
+        "::error title=latency-gate%3A invalid input::invalid input url: "
+        f"{url} points at localhost, the machine the call starts on; {LOOPBACK_HELP}"
+    ]
+    assert result.outputs == {}
+    assert run.github.requests == []
+    assert not (result.workspace / "latency-gate-report").exists()
+
+
+def test_loopback_url_message_hides_the_urls_secrets(run: Runner) -> None:
+    """The refusal shows the URL with its query values masked, never the key in it."""
+    result = run({"url": "http://127.0.0.1:8080/v1?key=sk-in-the-url-1234"}, raw_env=IN_CONTAINER)
+    assert result.code == 2
+    [error] = _errors(result)
+    # display_url's *** is percent-encoded in the URL, and % again in the workflow command.
+    assert "url: http://127.0.0.1:8080/v1?key=%252A%252A%252A points at 127.0.0.1," in error
+    assert "url: http://127.0.0.1:8080/v1?key=%2A%2A%2A points at 127.0.0.1," in result.summary
+    assert "sk-in-the-url-1234" not in error
+    assert "sk-in-the-url-1234" not in result.summary
+
+
+def test_loopback_target_in_a_targets_file_is_named(run: Runner) -> None:
+    """A targets file's loopback target is refused by its name; the other target is fine."""
+    (run.workspace / "targets.yml").write_text(
+        "targets:\n"
+        "  - name: local\n"
+        "    url: http://[::1]:8080/v1/chat/completions\n"
+        "  - name: paid\n"
+        "    url: https://api.example.com/v1/chat/completions\n",
+        encoding="utf-8",
+    )
+    result = run({"url": "", "targets": "targets.yml"}, raw_env=IN_CONTAINER)
+    assert result.code == 2
+    assert _errors(result) == [
+        "::error title=latency-gate%3A invalid input::invalid input targets (targets.yml): "
+        "target 'local', url: http://[::1]:8080/v1/chat/completions points at ::1, the machine "
+        f"the call starts on; {LOOPBACK_HELP}"
+    ]
+    assert run.github.requests == []
+
+
+def test_loopback_url_is_probed_outside_the_container(run: Runner) -> None:
+    """Without the Docker action's variable (the CLI, the action on the runner) loopback works."""
+    result = run(raw_env={"LATENCY_GATE_IN_CONTAINER": ""})
+    assert run.url.startswith("http://127.0.0.1:")
+    assert result.code == 0, result.log
+    assert result.outputs["verdict"] == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("LOCALHOST.", True),
+        ("api.localhost", True),
+        ("localhost.localdomain", True),
+        ("ip6-localhost", True),
+        ("ip6-loopback", True),
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("127.1", True),
+        ("2130706433", True),
+        ("0x7f.0.0.1", True),
+        ("0.0.0.0", True),
+        ("::1", True),
+        ("::", True),
+        ("::ffff:127.0.0.1", True),
+        ("172.17.0.1", False),
+        ("10.0.0.5", False),
+        ("::ffff:172.17.0.1", False),
+        ("fe80::1", False),
+        ("llm", False),
+        ("localhost.example.com", False),
+        ("mylocalhost", False),
+        ("api.example.com", False),
+        ("128.0.0.1", False),
+    ],
+)
+def test_is_loopback_host(host: str, loopback: bool) -> None:
+    """Loopback names, addresses and their other spellings are caught; bridge and LAN ones not."""
+    assert is_loopback_host(host) is loopback

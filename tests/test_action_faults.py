@@ -275,7 +275,11 @@ class GitHubFault:
 
 GITHUB_FAULTS = [
     pytest.param(
-        GitHubFault(lambda gh: gh.fail_next(403), ("GitHub answered 403", PERMISSIONS_HINT), 15.0),
+        GitHubFault(
+            lambda gh: gh.fail_next(403, method="POST"),
+            ("GitHub answered 403", PERMISSIONS_HINT),
+            15.0,
+        ),
         id="403",
     ),
     pytest.param(

@@ -99,6 +99,14 @@ def test_probe_pass_prints_verdict_then_table(url: str) -> None:
     check_golden("cli_probe_pass.txt", normalise(result.stdout))
 
 
+def test_probe_reaches_loopback_even_in_a_container(url: str) -> None:
+    """The Docker action's LATENCY_GATE_IN_CONTAINER=1 does not make the CLI refuse loopback."""
+    assert url.startswith("http://127.0.0.1:")
+    result = invoke("probe", url, *FEW_CALLS, env={"LATENCY_GATE_IN_CONTAINER": "1"})
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("PASS: every gated number within budget\n")
+
+
 def test_probe_breach_exits_one(url: str) -> None:
     """A breached budget: FAIL first, naming the number and its budget; exit 1."""
     result = invoke("probe", url, *FEW_CALLS, "--max-warm-p95", "1ms")

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fake_github import BOT_USER, FakeGitHub, parse_github_output
+from fake_github import BOT_USER, OTHER_USER, PERSONAL_USER, FakeGitHub, parse_github_output
 
 from latency_gate.github import (
     CommentOutcome,
@@ -25,6 +25,7 @@ from latency_gate.github import (
 )
 
 TOKEN = "ghs_fake_token"
+PERSONAL_TOKEN = "ghp_fake_personal_token"
 MARKER = comment_marker("ci", "gate", ["api"])
 PR = 7
 
@@ -232,7 +233,9 @@ def test_second_upsert_updates_the_same_comment(
     assert (first.action, second.action) == ("created", "updated")
     assert second.url == first.url == comment["html_url"]
     assert comment["body"] == f"{MARKER}\nrun 2"
-    assert [r.method for r in github.requests] == ["GET", "POST", "GET", "PATCH"]
+    # Who the token is, asked once per client; then list and create, list and update.
+    assert [(r.method, r.path) for r in github.requests][:1] == [("GET", "/user")]
+    assert [r.method for r in github.requests] == ["GET", "GET", "POST", "GET", "PATCH"]
 
 
 def test_marker_is_added_to_a_body_without_it(
@@ -252,6 +255,75 @@ def test_comment_of_another_job_is_left_alone(
     outcome = make_client().upsert_comment(PR, MARKER, f"{MARKER}\nnew")
     assert outcome.action == "created"
     assert [c["body"] for c in github.comments[PR]] == [f"{other}\nold report", f"{MARKER}\nnew"]
+
+
+# --- only our own comment: the marker is a hint, the author decides -------------------------------
+
+
+def test_foreign_comment_with_the_marker_is_left_alone(
+    github: FakeGitHub, make_client: ClientFactory
+) -> None:
+    """Someone else's comment starting with our marker is never edited; ours is created beside."""
+    github.seed_comments(PR, 1, body=f"{MARKER}\nI typed the marker", user=OTHER_USER)
+    outcome = make_client().upsert_comment(PR, MARKER, f"{MARKER}\nPASS")
+    assert outcome.action == "created"
+    assert [(c["user"]["login"], c["body"]) for c in github.comments[PR]] == [
+        ("octocat", f"{MARKER}\nI typed the marker"),
+        ("github-actions[bot]", f"{MARKER}\nPASS"),
+    ]
+    assert [r.method for r in github.requests] == ["GET", "GET", "POST"]
+
+
+def test_github_token_updates_the_bots_own_comment(
+    github: FakeGitHub, make_client: ClientFactory
+) -> None:
+    """GITHUB_TOKEN gets 403 from GET /user, so github-actions[bot]'s marked comment is ours."""
+    github.seed_comments(PR, 1, body=f"{MARKER}\nforged", user=OTHER_USER)
+    github.seed_comments(PR, 1, body=f"{MARKER}\nrun 1", user=BOT_USER)
+    outcome = make_client().upsert_comment(PR, MARKER, f"{MARKER}\nrun 2")
+    [forged, own] = github.comments[PR]
+    assert outcome == CommentOutcome("updated", own["html_url"], None)
+    assert (forged["body"], own["body"]) == (f"{MARKER}\nforged", f"{MARKER}\nrun 2")
+    assert (github.requests[0].method, github.requests[0].path) == ("GET", "/user")
+
+
+def test_personal_token_updates_its_users_comment_only(make_client: ClientFactory) -> None:
+    """A personal token is its user (GET /user): the bot's marked comment is not its own."""
+    with FakeGitHub(token=TOKEN, tokens={PERSONAL_TOKEN: PERSONAL_USER}) as github:
+        github.seed_comments(PR, 1, body=f"{MARKER}\nby the bot", user=BOT_USER)
+        github.seed_comments(PR, 1, body=f"{MARKER}\nrun 1", user=PERSONAL_USER)
+        client = make_client(api_url=github.url, token=PERSONAL_TOKEN)
+        outcome = client.upsert_comment(PR, MARKER, f"{MARKER}\nrun 2")
+        assert github.violations == []
+    [bots, own] = github.comments[PR]
+    assert outcome == CommentOutcome("updated", own["html_url"], None)
+    assert (bots["body"], own["body"]) == (f"{MARKER}\nby the bot", f"{MARKER}\nrun 2")
+
+
+def test_personal_token_creates_its_comment_as_its_user(make_client: ClientFactory) -> None:
+    """With only another identity's marked comment, a personal token creates its own."""
+    with FakeGitHub(token=TOKEN, tokens={PERSONAL_TOKEN: PERSONAL_USER}) as github:
+        github.seed_comments(PR, 1, body=f"{MARKER}\nby the bot", user=BOT_USER)
+        client = make_client(api_url=github.url, token=PERSONAL_TOKEN)
+        first = client.upsert_comment(PR, MARKER, f"{MARKER}\nrun 1")
+        second = client.upsert_comment(PR, MARKER, f"{MARKER}\nrun 2")
+        assert github.violations == []
+    assert (first.action, second.action) == ("created", "updated")
+    assert [(c["user"]["login"], c["body"]) for c in github.comments[PR]] == [
+        ("github-actions[bot]", f"{MARKER}\nby the bot"),
+        ("release-captain", f"{MARKER}\nrun 2"),
+    ]
+    assert [r.path for r in github.requests].count("/user") == 1
+
+
+def test_identity_failure_posts_nothing(github: FakeGitHub, make_client: ClientFactory) -> None:
+    """When GitHub cannot say who the token is (a 404 on GET /user), nothing is written."""
+    github.fail_next(404, method="GET")
+    outcome = make_client().upsert_comment(PR, MARKER, f"{MARKER}\nPASS")
+    assert outcome.action == "failed"
+    assert outcome.warning is not None
+    assert outcome.warning.startswith("Could not ask GitHub who the token is: GitHub answered 404")
+    assert [(r.method, r.path) for r in github.requests] == [("GET", "/user")]
 
 
 def test_comment_starting_with_the_marker_is_preferred(
@@ -278,7 +350,11 @@ def test_pagination_finds_the_comment_on_page_two(
     assert client.upsert_comment(PR, MARKER, f"{MARKER}\nrun 2").action == "updated"
     assert [c["body"] for c in ours(github)] == [f"{MARKER}\nrun 2"]
     assert len(github.comments[PR]) == 151
-    pages = [(r.method, r.query.get("page", "1"), r.query.get("per_page")) for r in github.requests]
+    pages = [
+        (r.method, r.query.get("page", "1"), r.query.get("per_page"))
+        for r in github.requests
+        if r.path != "/user"
+    ]
     assert pages == [
         ("GET", "1", "100"),
         ("GET", "2", "100"),
@@ -414,7 +490,8 @@ def test_failed_create_looks_again_before_posting_again(
     github.fail_next(502, method="POST")
     outcome = make_client().upsert_comment(PR, MARKER, "PASS")
     assert outcome.action == "created"
-    assert [r.method for r in github.requests] == ["GET", "POST", "GET", "POST"]
+    methods = [r.method for r in github.requests if r.path != "/user"]
+    assert methods == ["GET", "POST", "GET", "POST"]
     assert clock.sleeps == [1.0]
     assert len(ours(github)) == 1
 
@@ -462,7 +539,7 @@ def test_every_request_carries_githubs_headers(
 ) -> None:
     """Bearer token, GitHub's JSON media type, the pinned API version and our User-Agent."""
     make_client().upsert_comment(PR, MARKER, "PASS")
-    assert len(github.requests) == 2
+    assert len(github.requests) == 3
     for request in github.requests:
         assert request.headers["authorization"] == f"Bearer {TOKEN}"
         assert request.headers["accept"] == "application/vnd.github+json"
@@ -533,10 +610,15 @@ def test_token_with_a_line_break_is_refused_without_sending(
 def upsert_against(
     answer: Callable[[httpx.Request], httpx.Response], repository: str = "octo-org/octo-repo"
 ) -> tuple[CommentOutcome, list[httpx.Request]]:
-    """Upsert once against a scripted API at api.github.com; the outcome and every request sent."""
+    """Upsert once against a scripted API at api.github.com; the outcome and every request sent.
+
+    GET /user is answered as GitHub answers GITHUB_TOKEN (403) and not recorded.
+    """
     seen: list[httpx.Request] = []
 
     def handler(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/user":
+            return httpx.Response(403, json={"message": "Resource not accessible by integration"})
         seen.append(request)
         return answer(request)
 

@@ -164,6 +164,7 @@ def test_action_run_writes_no_canary_anywhere(
         "outputs",
         "latency-gate-report/result.json",
         "latency-gate-report/report.md",
+        "GitHub GET /user",
         f"GitHub GET /repos/{github.repository}/issues/{PR}/comments",
         f"GitHub POST /repos/{github.repository}/issues/{PR}/comments",
     }

@@ -7,8 +7,10 @@ whose `warning` says what went wrong and how to fix it, and the verdict stays wh
 """
 
 from latency_gate.github.client import (
+    ACTIONS_BOT_LOGIN,
     COMMENT_LIMIT,
     PERMISSIONS_HINT,
+    Author,
     CommentOutcome,
     GitHubClient,
 )
@@ -25,9 +27,11 @@ from latency_gate.github.commands import (
 )
 
 __all__ = [
+    "ACTIONS_BOT_LOGIN",
     "COMMENT_LIMIT",
     "PERMISSIONS_HINT",
     "STEP_SUMMARY_LIMIT",
+    "Author",
     "CommentOutcome",
     "GitHubClient",
     "add_mask",

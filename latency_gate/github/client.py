@@ -18,6 +18,11 @@ from latency_gate.version import __version__
 
 COMMENT_LIMIT = 65_536  # characters; GitHub refuses a longer comment body with a 422
 
+# GITHUB_TOKEN is an installation token of the GitHub Actions app: GitHub answers its GET /user
+# with 403 "Resource not accessible by integration" (GET /app wants the app's JWT, not this
+# token), and the comments it writes are by this bot user.
+ACTIONS_BOT_LOGIN = "github-actions[bot]"
+
 PERMISSIONS_HINT = (
     "Give the job `permissions: pull-requests: write`. For pull requests from forks GitHub "
     "hands out a read-only token whatever the workflow asks; post the comment from a second "
@@ -33,6 +38,24 @@ class CommentOutcome:
     action: Literal["created", "updated", "skipped", "failed"]
     url: str | None
     warning: str | None
+
+
+@dataclass(frozen=True)
+class Author:
+    """Who the token writes comments as: a user id when GitHub told us, else a login."""
+
+    login: str
+    id: int | None = None
+
+    def wrote(self, comment: dict[str, Any]) -> bool:
+        """True when `comment` (as the API returns it) was written by this author."""
+        user = comment.get("user")
+        if not isinstance(user, dict):
+            return False
+        if self.id is not None:
+            return user.get("id") == self.id
+        login = user.get("login")
+        return isinstance(login, str) and login.lower() == self.login.lower()
 
 
 class _Failure(Exception):
@@ -90,6 +113,7 @@ class GitHubClient:
         self._backoff_base = backoff_base
         self._max_backoff = max_backoff
         self._max_pages = max_pages
+        self._author: Author | None = None
         # A token with a line break or other control character would make httpx raise an
         # error that quotes the header value; refuse it here instead, without sending it.
         self._token_ok = bool(token) and token.isprintable() and token.strip() == token
@@ -163,8 +187,9 @@ class GitHubClient:
                 "GITHUB_REPOSITORY."
             )
         repo = "/".join(quote(part, safe="") for part in self._repository.split("/", 1))
+        author = self._token_author()
         while True:
-            comment_id = self._find_comment(repo, pr_number, marker)
+            comment_id = self._find_comment(repo, pr_number, marker, author)
             if comment_id is not None:
                 url = f"{self._api_url}/repos/{repo}/issues/comments/{comment_id}"
                 response = self._send("PATCH", url, {"body": body}, what="update the PR comment")
@@ -185,8 +210,34 @@ class GitHubClient:
                 continue
             return CommentOutcome("created", _html_url(response), None)
 
-    def _find_comment(self, repo: str, pr_number: int, marker: str) -> int | None:
-        """The id of the comment holding the marker; one starting with it is preferred."""
+    def _token_author(self) -> Author:
+        """Who the token writes as, asked of GitHub once per client; raises _Failure.
+
+        A personal token (classic or fine-grained) or an OAuth token gets its user from
+        GET /user. An installation token gets 403 there: GitHub Actions' GITHUB_TOKEN is
+        one, and writes as github-actions[bot]. (Another GitHub App's installation token
+        is taken for the same bot; its comments are then not recognised as ours.)
+        """
+        if self._author is None:
+            response = self._send(
+                "GET", f"{self._api_url}/user", None, what="ask GitHub who the token is", keep=403
+            )
+            if response.status_code == 403:
+                self._author = Author(ACTIONS_BOT_LOGIN)
+            else:
+                data = _decode(response)
+                login = data.get("login") if isinstance(data, dict) else None
+                user_id = data.get("id") if isinstance(data, dict) else None
+                if not isinstance(login, str) or not isinstance(user_id, int):
+                    _fail_unreadable(response)
+                self._author = Author(login, user_id)
+        return self._author
+
+    def _find_comment(self, repo: str, pr_number: int, marker: str, author: Author) -> int | None:
+        """The id of `author`'s comment holding the marker; one starting with it is preferred.
+
+        Anyone can type the marker: a comment by someone else is never ours to edit.
+        """
         url: str | None = f"{self._api_url}/repos/{repo}/issues/{pr_number}/comments?per_page=100"
         found: int | None = None
         pages = 0
@@ -202,6 +253,8 @@ class GitHubClient:
                 text = comment.get("body") if isinstance(comment, dict) else None
                 comment_id = comment.get("id") if isinstance(comment, dict) else None
                 if not isinstance(text, str) or not isinstance(comment_id, int):
+                    continue
+                if not author.wrote(comment):
                     continue
                 if text.startswith(marker):
                     return comment_id
@@ -226,8 +279,12 @@ class GitHubClient:
         *,
         what: str,
         retry: bool = True,
+        keep: int | None = None,
     ) -> httpx.Response:
-        """One API call with retries; returns a 2xx response or raises _Failure."""
+        """One API call with retries; returns a 2xx response or raises _Failure.
+
+        A response of status `keep` is returned too, unless it is a rate limit (retried).
+        """
         redirects = 0
         while True:
             remaining = self._deadline - self._monotonic()
@@ -256,7 +313,9 @@ class GitHubClient:
                     retryable=True,
                 )
             else:
-                if response.is_success:
+                if response.is_success or (
+                    response.status_code == keep and not _rate_limited(response)
+                ):
                     return response
                 if response.is_redirect and redirects < 3:
                     # GitHub asks for a redirected request to be repeated verbatim; only
@@ -278,14 +337,7 @@ class GitHubClient:
     def _classify(self, response: httpx.Response, what: str) -> _Failure:
         status = response.status_code
         message = _github_message(response)
-        rate_limited = status == 429 or (
-            status == 403
-            and (
-                "retry-after" in response.headers
-                or response.headers.get("x-ratelimit-remaining") == "0"
-            )
-        )
-        if rate_limited or status >= 500:
+        if _rate_limited(response) or status >= 500:
             return _Failure(
                 f"Could not {what}: GitHub answered {status} ({message}).",
                 retryable=True,
@@ -352,6 +404,16 @@ class GitHubClient:
 
     def _redact(self, text: str) -> str:
         return text.replace(self._token, "***") if self._token else text
+
+
+def _rate_limited(response: httpx.Response) -> bool:
+    return response.status_code == 429 or (
+        response.status_code == 403
+        and (
+            "retry-after" in response.headers
+            or response.headers.get("x-ratelimit-remaining") == "0"
+        )
+    )
 
 
 def _origin(url: str) -> str:
