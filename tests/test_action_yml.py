@@ -60,9 +60,14 @@ def _default_nodes() -> dict[str, yaml.ScalarNode]:
 
 
 def test_runs_as_docker_action_from_the_dockerfile() -> None:
-    """The action runs the repository's Dockerfile, so the runner builds it on each use."""
+    """The action runs the repository's Dockerfile and tells the code it runs in the container
+    (where a loopback URL reaches the container, not the runner)."""
     assert ACTION["name"] == "latency-gate"
-    assert ACTION["runs"] == {"using": "docker", "image": "Dockerfile"}
+    assert ACTION["runs"] == {
+        "using": "docker",
+        "image": "Dockerfile",
+        "env": {"LATENCY_GATE_IN_CONTAINER": "1"},
+    }
     assert set(ACTION["branding"]) == {"icon", "color"}
 
 
