@@ -7,6 +7,9 @@ tests/test_lint.py lints release.yml with the other workflows.
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import subprocess
+import sysconfig
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -80,6 +83,23 @@ def test_check_fails_on_main() -> None:
     """On main action.yml builds the Dockerfile, so the release check refuses to push from it."""
     assert pin.runs_image(ACTION_YML) == "Dockerfile"
     assert pin.main(["--check", IMAGE, "--action-yml", str(REPO_ROOT / "action.yml")]) == 1
+
+
+def test_pinned_action_yml_is_valid_metadata(tmp_path: Path) -> None:
+    """The release commit's action.yml passes the action metadata schema, as main's does."""
+    action_yml = tmp_path / "action.yml"
+    action_yml.write_text(pin.pin_image(ACTION_YML, IMAGE), encoding="utf-8")
+    beside = Path(sysconfig.get_path("scripts")) / "check-jsonschema"
+    tool = str(beside) if beside.is_file() else shutil.which("check-jsonschema")
+    assert tool is not None, "check-jsonschema is not installed: pip install -e '.[dev]'"
+    done = subprocess.run(
+        [tool, "--builtin-schema", "vendor.github-actions", str(action_yml)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_release_runs_on_version_tags_only() -> None:
