@@ -9,6 +9,7 @@ kept, the GITHUB_* variables, and the four mounts (workspace, file_commands, wor
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import uuid
@@ -49,7 +50,14 @@ class ActionRun:
 
 @pytest.fixture(scope="module")
 def action_image(docker_env: DockerEnv) -> str:
-    """The project's Dockerfile built on the stand-in base image (the runner's build, plus args)."""
+    """The project's Dockerfile built on the stand-in base image (the runner's build, plus args).
+
+    LATENCY_GATE_ACTION_IMAGE names an image already built instead: the release workflow tests
+    the very image it is about to push.
+    """
+    prebuilt = os.environ.get("LATENCY_GATE_ACTION_IMAGE")
+    if prebuilt:
+        return prebuilt
     build = docker_env.run(
         "build",
         "--network",

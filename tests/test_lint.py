@@ -73,8 +73,12 @@ def test_action_yml_schema() -> None:
 
 
 def test_workflows_exist() -> None:
-    """Both workflows are there, so the linters below have something to check."""
-    assert WORKFLOWS == [".github/workflows/ci.yml", ".github/workflows/self-test.yml"]
+    """The workflows are there, so the linters below have something to check."""
+    assert WORKFLOWS == [
+        ".github/workflows/ci.yml",
+        ".github/workflows/release.yml",
+        ".github/workflows/self-test.yml",
+    ]
 
 
 def test_workflow_schema() -> None:
