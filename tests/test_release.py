@@ -54,7 +54,11 @@ def test_pin_changes_only_the_image_line() -> None:
         if old != new
     ]
     assert changed == [("  image: Dockerfile", f"  image: {IMAGE}")]
-    assert yaml.safe_load(pinned)["runs"] == {"using": "docker", "image": IMAGE}
+    assert yaml.safe_load(pinned)["runs"] == {
+        "using": "docker",
+        "image": IMAGE,
+        "env": {"LATENCY_GATE_IN_CONTAINER": "1"},
+    }
 
 
 @pytest.mark.parametrize(
