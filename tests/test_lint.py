@@ -16,7 +16,11 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob(".github/workflows/*.yml"))
-DOCKERFILES = ["Dockerfile", "tests/container/Dockerfile.standin"]
+DOCKERFILES = [
+    "Dockerfile",
+    "tests/container/Dockerfile.standin",
+    "tests/container/Dockerfile.act-base",
+]
 # Where the project keeps shell: not a tree-wide glob, which would wander into caches.
 SHELL_SCRIPTS = [
     ".ci/run",
