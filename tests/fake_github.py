@@ -1,8 +1,9 @@
 """A stateful fake of GitHub's issue-comment API on 127.0.0.1, checked against GitHub's own words.
 
 A real HTTP server (ThreadingHTTPServer in a thread), so clients talk to it over a socket exactly
-as they talk to api.github.com: the library's tests, the action's tests and the container test
-(the action in Docker with --network host, GITHUB_API_URL pointed at `url`) all use it.
+as they talk to api.github.com: the library's tests, the action's tests, the container test
+(the action in Docker with --network host, GITHUB_API_URL pointed at `url`) and the act test
+(the action on the Docker bridge, the fake on the bridge's address) all use it.
 
 Every request and every response is checked with openapi-core against GitHub's OpenAPI
 description (tests/fixtures/github/api.github.com.subset.json); each problem is appended to
@@ -171,7 +172,8 @@ class FakeGitHub:
     and GET/PATCH/DELETE /repos/{owner}/{repo}/issues/comments/{id}. 401 for a wrong token,
     404 for another repository, 403 "Resource not accessible by integration" for writes with a
     `read_only` token, 422 for a body over 65,536 characters. `fail_next` and `hang_next` inject
-    faults into the next requests, whatever they are.
+    faults into the next requests, whatever they are. It listens on `host`, 127.0.0.1 unless a
+    container on a bridge must reach it (tests/test_act.py gives the bridge's address).
     """
 
     def __init__(
@@ -181,8 +183,10 @@ class FakeGitHub:
         token: str = "ghs_fake_token",
         read_only: bool = False,
         repository: str = "octo-org/octo-repo",
+        host: str = "127.0.0.1",
     ) -> None:
         self.token = token
+        self.host = host
         self.read_only = read_only
         self.repository = repository
         self.comments: dict[int, list[dict[str, Any]]] = {}
@@ -199,7 +203,7 @@ class FakeGitHub:
     # --- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server((self.host, 0), _Handler)
         server.fake = self
         self._server = server
         self._thread = threading.Thread(
