@@ -16,6 +16,8 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${1:?usage: setup-act.sh CACHE_DIR}
 
 act="$(python -c 'import sysconfig; print(sysconfig.get_path("scripts"))')/act"
+# act asks its project's server for notices on every run unless this says not to.
+export ACT_DISABLE_VERSION_CHECK=1
 if [[ ! -x "$act" ]]; then
     echo "act is not installed beside this Python: pip install -e '.[dev]'" >&2
     exit 1

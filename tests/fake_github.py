@@ -19,6 +19,7 @@ import copy
 import functools
 import json
 import re
+import socketserver
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -113,6 +114,13 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # hung and kept-alive handlers must not hold up stop()
     fake: FakeGitHub
+
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks its address up with socket.getfqdn: for an address
+        # other than loopback (the Docker bridge's) that is a DNS query leaving the machine.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
 
 
 class _Handler(BaseHTTPRequestHandler):
