@@ -46,6 +46,8 @@ ACT_BASE_IMAGE = "python:3.12-slim"
 ACT_BASE_LABEL = "org.latency-gate.act-base"
 SELF_TEST = ".github/workflows/self-test.yml"
 PR_WORKFLOW = "tests/act/pr-comment.yml"
+PR_DOCKER_JOB = "gate and comment"
+PR_HOST_JOB = "gate and comment on the runner"
 # self-test.yml's Docker jobs serve their demo on this port of every interface.
 SELF_TEST_PORT = 8080
 REPOSITORY = "octo-org/octo-repo"
@@ -410,29 +412,33 @@ def pr_runs(act_env: ActEnv, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 
 def test_pull_request_runs_succeed(pr_runs: PullRequestRuns) -> None:
-    """Both pull_request runs succeed, and their check of the outputs ran."""
+    """Both pull_request runs succeed in both jobs, Docker and host, and their checks ran."""
     for run in (pr_runs.first, pr_runs.second):
-        assert run.jobs() == {"gate and comment": "success"}, _describe(run)
-        assert run.steps("gate and comment")["Check the outputs"] == "success"
+        assert run.jobs() == {PR_DOCKER_JOB: "success", PR_HOST_JOB: "success"}, _describe(run)
+        for job in (PR_DOCKER_JOB, PR_HOST_JOB):
+            assert run.steps(job)["Check the outputs"] == "success"
 
 
 def test_pull_request_comment_created_then_updated(pr_runs: PullRequestRuns) -> None:
-    """The first run creates the one comment; the second updates it in place, not a second one."""
+    """Each job's first run creates its comment; the second run updates it, never a second one."""
     github = pr_runs.github
-    comments = list(github.all_comments())
-    assert len(comments) == 1
-    writes = [(r.method, r.path) for r in github.requests if r.method in {"POST", "PATCH"}]
-    assert writes == [
-        ("POST", f"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"),
-        ("PATCH", f"/repos/{REPOSITORY}/issues/comments/{comments[0]['id']}"),
-    ]
-    assert "<!-- latency-gate:comment:" in comments[0]["body"]
+    comments = {comment["html_url"]: comment for comment in github.all_comments()}
+    assert len(comments) == 2
     for run in (pr_runs.first, pr_runs.second):
-        assert run.outputs("gate and comment")["comment-url"] == comments[0]["html_url"]
+        urls = {job: run.outputs(job)["comment-url"] for job in (PR_DOCKER_JOB, PR_HOST_JOB)}
+        assert sorted(urls.values()) == sorted(comments)
+    writes = [(r.method, r.path) for r in github.requests if r.method in {"POST", "PATCH"}]
+    assert writes[:2] == [("POST", f"/repos/{REPOSITORY}/issues/{PR_NUMBER}/comments")] * 2
+    assert sorted(writes[2:]) == sorted(
+        ("PATCH", f"/repos/{REPOSITORY}/issues/comments/{c['id']}") for c in comments.values()
+    )
+    pattern = r"<!-- latency-gate:comment:[^>]*-->"
+    markers = [m for c in comments.values() for m in re.findall(pattern, c["body"])]
+    assert len(markers) == len(set(markers)) == 2
 
 
 def test_pull_request_api_calls_valid_and_authenticated(pr_runs: PullRequestRuns) -> None:
-    """Every call the action made matches GitHub's description and carries act's token."""
+    """Every call either action made matches GitHub's description and carries act's token."""
     assert pr_runs.github.violations == []
     assert pr_runs.github.requests
     assert all(r.headers.get("authorization") == f"Bearer {TOKEN}" for r in pr_runs.github.requests)
