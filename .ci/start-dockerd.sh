@@ -3,9 +3,13 @@
 # Usage: start-dockerd.sh STATE_DIR ; prints the DOCKER_HOST value on stdout.
 #
 # The engine runs with its data, exec root, socket and pidfile all under STATE_DIR, so it
-# never touches a system engine. No image registry is reachable here and there is no bridge
-# network, hence --bridge=none --iptables=false; builds and runs use --network host.
-# Stop it with: kill "$(cat STATE_DIR/dockerd.pid)".
+# never touches a system engine. It keeps its default bridge (docker0, 172.17.0.1 unless that
+# is taken), because a workflow run by act serves endpoints to the action's container there,
+# and act runs that container on the default network. Nothing is routed out of the bridge:
+# no iptables rules (no NAT) and no IP forwarding, so a container on it reaches the host's
+# bridge address and nothing beyond. The container tests use --network host as before.
+# Stop it with: kill "$(cat STATE_DIR/dockerd.pid)"; the caller removes docker0 afterwards
+# if it was not there before (dockerd leaves the link behind).
 set -euo pipefail
 
 state=${1:?usage: start-dockerd.sh STATE_DIR}
@@ -26,8 +30,9 @@ setsid dockerd \
     --host "unix://$socket" \
     --pidfile "$pidfile" \
     --storage-driver overlay2 \
-    --bridge=none \
     --iptables=false \
+    --ip6tables=false \
+    --ip-forward=false \
     </dev/null >"$log" 2>&1 &
 
 # Bounded wait: 60 tries of 0.5 s. It is usually ready in under a second.

@@ -1,8 +1,9 @@
 """A stateful fake of GitHub's issue-comment API on 127.0.0.1, checked against GitHub's own words.
 
 A real HTTP server (ThreadingHTTPServer in a thread), so clients talk to it over a socket exactly
-as they talk to api.github.com: the library's tests, the action's tests and the container test
-(the action in Docker with --network host, GITHUB_API_URL pointed at `url`) all use it.
+as they talk to api.github.com: the library's tests, the action's tests, the container test
+(the action in Docker with --network host, GITHUB_API_URL pointed at `url`) and the act test
+(the action on the Docker bridge, the fake on the bridge's address) all use it.
 
 Comments have authors: each token maps to an identity (GITHUB_TOKEN's github-actions[bot], or
 a user for a personal token), answers GET /user as GitHub does for it, and writes as it.
@@ -23,6 +24,7 @@ import copy
 import functools
 import json
 import re
+import socketserver
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -123,6 +125,13 @@ class _Server(ThreadingHTTPServer):
     block_on_close = False  # hung and kept-alive handlers must not hold up stop()
     fake: FakeGitHub
 
+    def server_bind(self) -> None:
+        # HTTPServer.server_bind looks its address up with socket.getfqdn: for an address
+        # other than loopback (the Docker bridge's) that is a DNS query leaving the machine.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = str(host), int(port)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, as GitHub does; every reply has Content-Length
@@ -184,7 +193,9 @@ class FakeGitHub:
     a personal token with its user and an installation token (a "Bot") with 403, as GitHub does.
     401 for an unknown token, 404 for another repository, 403 "Resource not accessible by
     integration" for writes with a `read_only` token, 422 for a body over 65,536 characters.
-    `fail_next` and `hang_next` inject faults into the next requests, whatever they are.
+    `fail_next` and `hang_next` inject faults into the next requests, whatever they are. It
+    listens on `host`, 127.0.0.1 unless a container on a bridge must reach it (tests/test_act.py
+    gives the bridge's address).
     """
 
     def __init__(
@@ -195,9 +206,11 @@ class FakeGitHub:
         tokens: Mapping[str, Mapping[str, Any]] | None = None,
         read_only: bool = False,
         repository: str = "octo-org/octo-repo",
+        host: str = "127.0.0.1",
     ) -> None:
         self.token = token
         self.tokens: dict[str, Mapping[str, Any]] = {token: BOT_USER, **(tokens or {})}
+        self.host = host
         self.read_only = read_only
         self.repository = repository
         self.comments: dict[int, list[dict[str, Any]]] = {}
@@ -214,7 +227,7 @@ class FakeGitHub:
     # --- lifecycle ----------------------------------------------------------------------------
 
     def start(self) -> None:
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server((self.host, 0), _Handler)
         server.fake = self
         self._server = server
         self._thread = threading.Thread(

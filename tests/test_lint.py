@@ -16,7 +16,14 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob(".github/workflows/*.yml"))
-DOCKERFILES = ["Dockerfile", "tests/container/Dockerfile.standin"]
+# Workflows only tests/test_act.py runs, and the action manifests beside action.yml.
+TEST_WORKFLOWS = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob("tests/act/*.yml"))
+ACTIONS = ["action.yml", "host/action.yml", "tests/act/setup-python/action.yml"]
+DOCKERFILES = [
+    "Dockerfile",
+    "tests/container/Dockerfile.standin",
+    "tests/container/Dockerfile.act-base",
+]
 # Where the project keeps shell: not a tree-wide glob, which would wander into caches.
 SHELL_SCRIPTS = [
     ".ci/run",
@@ -66,9 +73,9 @@ def test_shellcheck() -> None:
 
 
 def test_action_yml_schema() -> None:
-    """action.yml is valid against the published schema for action metadata."""
+    """action.yml, host/action.yml and the test stand-in are valid action metadata."""
     _assert_clean(
-        _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", "action.yml")
+        _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", *ACTIONS)
     )
 
 
@@ -82,15 +89,22 @@ def test_workflows_exist() -> None:
 
 
 def test_workflow_schema() -> None:
-    """The workflows are valid against the published schema for workflow files."""
+    """The workflows, the act tests' included, are valid against the schema for workflows."""
+    assert TEST_WORKFLOWS == ["tests/act/pr-comment.yml"]
     _assert_clean(
-        _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-workflows", *WORKFLOWS)
+        _run(
+            _tool("check-jsonschema"),
+            "--builtin-schema",
+            "vendor.github-workflows",
+            *WORKFLOWS,
+            *TEST_WORKFLOWS,
+        )
     )
 
 
 def test_actionlint() -> None:
     """actionlint finds nothing, including `uses: ./` inputs that action.yml does not declare."""
-    _assert_clean(_run(_tool("actionlint"), *WORKFLOWS))
+    _assert_clean(_run(_tool("actionlint"), *WORKFLOWS, *TEST_WORKFLOWS))
 
 
 def test_ruff_check() -> None:
