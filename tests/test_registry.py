@@ -12,36 +12,33 @@ insecure registry by default, so no TLS or engine configuration is needed.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from conftest import REPO_ROOT, DockerEnv, _unavailable, free_port
+from conftest import REPO_ROOT, DockerEnv, free_port
 from fake_github import FakeGitHub
+from loopback_registry import (
+    Registry,
+    answers,
+    base_layer_count,
+    build_and_push,
+    loopback_registry,
+    manifest_layers,
+    remove_every_copy,
+    short,
+    stop,
+    wait_until,
+)
 from test_container import ActionRun, run_action
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
-REPOSITORY = "latency-gate"
 TAG = "test"
-MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
-START_TIMEOUT = 15.0
 DEMO_SECONDS = 300
-
-
-@dataclass(frozen=True)
-class Registry:
-    """A running registry: its `host:port` and where it keeps its files."""
-
-    address: str
-    storage: Path
 
 
 @dataclass(frozen=True)
@@ -56,117 +53,29 @@ class Pulled:
     base_layer_count: int
 
 
-def _wait_until(
-    ready: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path
-) -> None:
-    """Poll `ready()` every 0.1 s for at most START_TIMEOUT seconds while `proc` is alive."""
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"{what} exited {proc.returncode}:\n{log.read_text(errors='replace')}")
-        if ready():
-            return
-        time.sleep(0.1)
-    pytest.fail(f"{what} not ready after {START_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process this module started, by its PID: SIGTERM, then SIGKILL after 10 s."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1.0).status_code < 500
-    except httpx.HTTPError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def registry(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Registry]:
     """Debian's docker-registry on 127.0.0.1:PORT with its own storage folder, stopped by PID."""
-    executable = shutil.which("docker-registry")
-    if executable is None:
-        _unavailable(
-            "docker-registry is not installed: bash .ci/setup-registry.sh",
-            "LATENCY_GATE_REQUIRE_DOCKER",
-        )
-    root = tmp_path_factory.mktemp("registry")
-    storage = root / "storage"
-    port = free_port()
-    config = {
-        "version": 0.1,
-        "log": {"level": "warn", "accesslog": {"disabled": True}},
-        "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}},
-        "http": {"addr": f"127.0.0.1:{port}"},
-    }
-    (root / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    log = root / "registry.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [executable, "serve", str(root / "config.yml")],
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        _wait_until(lambda: _answers(f"http://127.0.0.1:{port}/v2/"), "docker-registry", proc, log)
-        yield Registry(address=f"127.0.0.1:{port}", storage=storage)
-    finally:
-        _stop(proc)
+    with loopback_registry(tmp_path_factory.mktemp("registry")) as running:
+        yield running
 
 
 @pytest.fixture(scope="module")
 def pulled(docker_env: DockerEnv, registry: Registry) -> Iterator[Pulled]:
     """The image built on the stand-in base, pushed, removed locally, then pulled back."""
-    reference = f"{registry.address}/{REPOSITORY}:{TAG}"
-    build = docker_env.run(
-        "build",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE_IMAGE={docker_env.base_image}",
-        "-t",
-        reference,
-        "-f",
-        str(REPO_ROOT / "Dockerfile"),
-        str(REPO_ROOT),
-        timeout=600,
-        check=False,
-    )
-    assert build.returncode == 0, f"docker build failed:\n{build.stdout}\n{build.stderr}"
-    push = docker_env.run("push", reference, timeout=300)
-    digest = re.search(rf"^{TAG}: digest: (sha256:[0-9a-f]{{64}}) size: \d+$", push.stdout, re.M)
-    assert digest is not None, push.stdout
-    # By ID and forced: every tag of this image goes (the container tests' build of the same
-    # commit has the same ID), so its layers above the base must come from the registry.
-    image_id = docker_env.run("image", "inspect", "--format", "{{.Id}}", reference).stdout
-    docker_env.run("image", "rm", "--force", image_id.strip())
-    present = docker_env.run("image", "inspect", reference, check=False).returncode == 0
+    pushed = build_and_push(docker_env, registry, TAG)
+    reference = pushed.reference
+    present = remove_every_copy(docker_env, pushed)
 
-    manifest = httpx.get(
-        f"http://{registry.address}/v2/{REPOSITORY}/manifests/{TAG}",
-        headers={"Accept": MANIFEST_V2},
-        timeout=10.0,
-    )
-    manifest.raise_for_status()
-    base_layers = docker_env.run(
-        "image", "inspect", "--format", "{{len .RootFS.Layers}}", docker_env.base_image
-    )
     pull = docker_env.run("pull", reference, timeout=300)
     try:
         yield Pulled(
             reference=reference,
-            pushed_digest=digest.group(1),
+            pushed_digest=pushed.digest,
             present_before_pull=present,
             pull_output=pull.stdout,
-            manifest_layers=[layer["digest"] for layer in manifest.json()["layers"]],
-            base_layer_count=int(base_layers.stdout),
+            manifest_layers=manifest_layers(registry, TAG),
+            base_layer_count=base_layer_count(docker_env),
         )
     finally:
         docker_env.run("image", "rm", reference, check=False)
@@ -202,7 +111,7 @@ def registry_run(
         )
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     try:
-        _wait_until(lambda: _answers(f"http://127.0.0.1:{port}/"), "demo-server", demo, log)
+        wait_until(lambda: answers(f"http://127.0.0.1:{port}/"), "demo-server", demo, log)
         with FakeGitHub() as github:
             run = run_action(
                 docker_env,
@@ -214,12 +123,7 @@ def registry_run(
             )
             yield run, github
     finally:
-        _stop(demo)
-
-
-def _short(digest: str) -> str:
-    """A layer digest as `docker pull` prints it: the first 12 hex digits."""
-    return digest.removeprefix("sha256:")[:12]
+        stop(demo)
 
 
 def _layers_with_status(output: str, status: str) -> list[str]:
@@ -242,9 +146,9 @@ def test_pull_downloads_every_layer_above_the_base(pulled: Pulled) -> None:
     base = pulled.manifest_layers[: pulled.base_layer_count]
     added = pulled.manifest_layers[pulled.base_layer_count :]
     assert len(added) >= 3  # the dependency layer and the two COPY layers, at least
-    assert _layers_with_status(pulled.pull_output, "Already exists") == [_short(d) for d in base]
+    assert _layers_with_status(pulled.pull_output, "Already exists") == [short(d) for d in base]
     assert sorted(_layers_with_status(pulled.pull_output, "Pull complete")) == sorted(
-        _short(d) for d in added
+        short(d) for d in added
     )
 
 

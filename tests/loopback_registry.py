@@ -1,0 +1,175 @@
+"""A real image registry on loopback, and the action's image built and pushed to it.
+
+Shared by tests/test_registry.py (the pushed image pulled back with `docker pull` and run as the
+runner runs it) and tests/test_act.py (the same image named by a `docker://` step and pulled by
+act). Debian's `docker-registry` (the CNCF distribution registry, installed by
+.ci/setup-registry.sh) serves on 127.0.0.1 with its storage in a temporary folder and is
+stopped by PID. dockerd treats 127.0.0.0/8 as an insecure registry by default, so no TLS or
+engine configuration is needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+from conftest import REPO_ROOT, DockerEnv, _unavailable, free_port
+
+# The repository name the image is pushed under, in every registry the tests start.
+REPOSITORY = "latency-gate"
+START_TIMEOUT = 15.0
+MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
+
+
+@dataclass(frozen=True)
+class Registry:
+    """A running registry: its `host:port` and where it keeps its files."""
+
+    address: str
+    storage: Path
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """The image as built and pushed: its reference in the registry, digest and image ID."""
+
+    reference: str
+    digest: str  # the manifest digest the push reported, sha256:...
+    image_id: str
+
+
+def wait_until(
+    ready: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path
+) -> None:
+    """Poll `ready()` every 0.1 s for at most START_TIMEOUT seconds while `proc` is alive."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"{what} exited {proc.returncode}:\n{log.read_text(errors='replace')}")
+        if ready():
+            return
+        time.sleep(0.1)
+    pytest.fail(f"{what} not ready after {START_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a process the tests started, by its PID: SIGTERM, then SIGKILL after 10 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
+def answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1.0).status_code < 500
+    except httpx.HTTPError:
+        return False
+
+
+@contextlib.contextmanager
+def loopback_registry(root: Path) -> Iterator[Registry]:
+    """Debian's docker-registry on 127.0.0.1:PORT with its storage under `root`, stopped by PID.
+
+    Skips when it is not installed (fails under LATENCY_GATE_REQUIRE_DOCKER=1).
+    """
+    executable = shutil.which("docker-registry")
+    if executable is None:
+        _unavailable(
+            "docker-registry is not installed: bash .ci/setup-registry.sh",
+            "LATENCY_GATE_REQUIRE_DOCKER",
+        )
+    storage = root / "storage"
+    port = free_port()
+    config = {
+        "version": 0.1,
+        "log": {"level": "warn", "accesslog": {"disabled": True}},
+        "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}},
+        "http": {"addr": f"127.0.0.1:{port}"},
+    }
+    (root / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    log = root / "registry.log"
+    with log.open("wb") as sink:
+        proc = subprocess.Popen(
+            [executable, "serve", str(root / "config.yml")],
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        wait_until(lambda: answers(f"http://127.0.0.1:{port}/v2/"), "docker-registry", proc, log)
+        yield Registry(address=f"127.0.0.1:{port}", storage=storage)
+    finally:
+        stop(proc)
+
+
+def build_and_push(docker_env: DockerEnv, registry: Registry, tag: str) -> Pushed:
+    """The project's Dockerfile built on the stand-in base, tagged in `registry` and pushed."""
+    reference = f"{registry.address}/{REPOSITORY}:{tag}"
+    build = docker_env.run(
+        "build",
+        "--network",
+        "host",
+        "--build-arg",
+        f"BASE_IMAGE={docker_env.base_image}",
+        "-t",
+        reference,
+        "-f",
+        str(REPO_ROOT / "Dockerfile"),
+        str(REPO_ROOT),
+        timeout=600,
+        check=False,
+    )
+    assert build.returncode == 0, f"docker build failed:\n{build.stdout}\n{build.stderr}"
+    push = docker_env.run("push", reference, timeout=300)
+    digest = re.search(rf"^{tag}: digest: (sha256:[0-9a-f]{{64}}) size: \d+$", push.stdout, re.M)
+    assert digest is not None, push.stdout
+    image_id = docker_env.run("image", "inspect", "--format", "{{.Id}}", reference).stdout.strip()
+    return Pushed(reference=reference, digest=digest[1], image_id=image_id)
+
+
+def remove_every_copy(docker_env: DockerEnv, pushed: Pushed) -> bool:
+    """Remove the image by ID, forced, so every tag of it goes; True if it is still there.
+
+    Other tests' builds of the same commit have the same ID: they go too, so the layers above
+    the base must come from the registry when it is next run.
+    """
+    docker_env.run("image", "rm", "--force", pushed.image_id)
+    by_reference = docker_env.run("image", "inspect", pushed.reference, check=False)
+    by_id = docker_env.run("image", "inspect", pushed.image_id, check=False)
+    return by_reference.returncode == 0 or by_id.returncode == 0
+
+
+def manifest_layers(registry: Registry, tag: str) -> list[str]:
+    """The digests of the image's layers, bottom first, as the registry's manifest lists them."""
+    manifest = httpx.get(
+        f"http://{registry.address}/v2/{REPOSITORY}/manifests/{tag}",
+        headers={"Accept": MANIFEST_V2},
+        timeout=10.0,
+    )
+    manifest.raise_for_status()
+    return [str(layer["digest"]) for layer in manifest.json()["layers"]]
+
+
+def base_layer_count(docker_env: DockerEnv) -> int:
+    """How many layers the stand-in base has: the image's lowest ones, which a pull reuses."""
+    layers = docker_env.run(
+        "image", "inspect", "--format", "{{len .RootFS.Layers}}", docker_env.base_image
+    )
+    return int(layers.stdout)
+
+
+def short(digest: str) -> str:
+    """A layer digest as `docker pull` prints it: the first 12 hex digits."""
+    return digest.removeprefix("sha256:")[:12]
