@@ -35,8 +35,17 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, DockerEnv
 from fake_github import FakeGitHub
+from loopback_registry import (
+    Pushed,
+    base_layer_count,
+    build_and_push,
+    loopback_registry,
+    manifest_layers,
+    remove_every_copy,
+    short,
+)
 
 pytestmark = [pytest.mark.act, pytest.mark.docker, pytest.mark.slow]
 
@@ -48,6 +57,11 @@ SELF_TEST = ".github/workflows/self-test.yml"
 PR_WORKFLOW = "tests/act/pr-comment.yml"
 PR_DOCKER_JOB = "gate and comment"
 PR_HOST_JOB = "gate and comment on the runner"
+PULL_WORKFLOW = "tests/act/pull-image.yml"
+PULL_JOB = "gate from the pulled image"
+# pull-image.yml names this registry address and tag; the test puts its own in their place.
+PULL_PLACEHOLDER = "127.0.0.1:5000/latency-gate:act"
+PULL_TAG = "act"
 # self-test.yml's Docker jobs serve their demo on this port of every interface.
 SELF_TEST_PORT = 8080
 REPOSITORY = "octo-org/octo-repo"
@@ -114,6 +128,16 @@ class ActRun:
 
     def messages(self, job: str) -> list[str]:
         return [str(e.get("msg", "")) for e in self.events if _job_name(e) == job]
+
+    def step_messages(self, job: str, step_id: str) -> list[str]:
+        """Every message of one main step, act's debug ones (with --verbose) included."""
+        return [
+            str(event.get("msg", ""))
+            for event in self.events
+            if _job_name(event) == job
+            and event.get("stage") == "Main"
+            and event.get("stepID") == [step_id]
+        ]
 
 
 def _job_name(event: dict[str, Any]) -> str:
@@ -225,8 +249,19 @@ def _stop_marked(mark: str) -> None:
             return
 
 
-def run_act(act_env: ActEnv, workdir: Path, event: str, workflow: str, *extra: str) -> ActRun:
-    """Run `act EVENT -W WORKFLOW` in `workdir` on the host runner, offline; bounded in time."""
+def run_act(
+    act_env: ActEnv,
+    workdir: Path,
+    event: str,
+    workflow: str,
+    *extra: str,
+    runner: str = "-self-hosted",
+) -> ActRun:
+    """Run `act EVENT -W WORKFLOW` in `workdir`, offline; bounded in time.
+
+    On the host runner by default; `runner` names an image instead to run the job in a
+    container of it (what act needs for a `docker://` step).
+    """
     mark = uuid.uuid4().hex
     command = [
         act_env.act,
@@ -235,7 +270,7 @@ def run_act(act_env: ActEnv, workdir: Path, event: str, workflow: str, *extra: s
         "-W",
         workflow,
         "-P",
-        "ubuntu-latest=-self-hosted",
+        f"ubuntu-latest={runner}",
         "--pull=false",
         "--action-offline-mode",
         "--no-cache-server",
@@ -487,3 +522,129 @@ def test_expression_in_an_input_description_fails_to_load(act_env: ActEnv, tmp_p
     assert run.steps("within budget")["Gate"] == "failure"
     refusals = [m for m in run.messages("within budget") if "expressions are not allowed" in m]
     assert refusals == [f"Line: {description_line} Column 18: expressions are not allowed here"]
+
+
+# --- the prebuilt image, pulled from a registry by a `docker://` step ---------------------------
+#
+# A released action.yml names `docker://ghcr.io/OWNER/latency-gate:VERSION`; here the image is
+# pushed to Debian's docker-registry on 127.0.0.1 and tests/act/pull-image.yml names it there.
+# act 0.2.89 runs a `docker://` step in the network namespace of the job's container
+# (`--network container:<job container>`, pkg/runner/step_docker.go), even in host mode where
+# there is none ("No such container"), so this job runs in a container of the stand-in base
+# on the default bridge (`--network bridge`), as GitHub's runner puts a Docker step on a bridge
+# network of the job's: the demo endpoint listens on docker0's address. --verbose makes act log
+# what the assertions read: whether the image existed, each layer pulled, the exit status, and
+# the step container's environment.
+
+
+@dataclass(frozen=True)
+class PulledImageRun:
+    """A run of tests/act/pull-image.yml, and the image's state before and after it."""
+
+    run: ActRun
+    pushed: Pushed
+    present_before: bool
+    layers_above_base: list[str]  # digests, from the registry's manifest
+    repo_digests_after: list[str]
+    image_id_after: str | None
+
+
+@pytest.fixture(scope="module")
+def pulled_image_run(
+    act_env: ActEnv, docker_env: DockerEnv, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[PulledImageRun]:
+    """The image pushed to a loopback registry, every local copy removed, then run by act."""
+    root = tmp_path_factory.mktemp("pull-image")
+    (root / "registry").mkdir()
+    with loopback_registry(root / "registry") as registry:
+        pushed = build_and_push(docker_env, registry, PULL_TAG)
+        try:
+            present_before = remove_every_copy(docker_env, pushed)
+            layers = manifest_layers(registry, PULL_TAG)[base_layer_count(docker_env) :]
+            workdir = root / "repo"
+            workdir.mkdir()
+            template = (REPO_ROOT / PULL_WORKFLOW).read_text(encoding="utf-8")
+            assert template.count(PULL_PLACEHOLDER) == 2
+            workflow = workdir / Path(PULL_WORKFLOW).name
+            workflow.write_text(template.replace(PULL_PLACEHOLDER, pushed.reference), "utf-8")
+            _commit_all(workdir)
+            with demo_server(act_env.bridge) as url:
+                run = run_act(
+                    act_env,
+                    workdir,
+                    "push",
+                    workflow.name,
+                    *("--env", f"DEMO_URL={url}", "--network", "bridge", "--verbose"),
+                    runner=docker_env.base_image,
+                )
+            print(f"pull-image.yml under act: {run.seconds:.1f} s")
+            after = docker_env.run(
+                "image", "inspect", "--format", "{{json .}}", pushed.reference, check=False
+            )
+            inspected = json.loads(after.stdout) if after.returncode == 0 else {}
+            yield PulledImageRun(
+                run=run,
+                pushed=pushed,
+                present_before=present_before,
+                layers_above_base=layers,
+                repo_digests_after=list(inspected.get("RepoDigests") or []),
+                image_id_after=inspected.get("Id"),
+            )
+        finally:
+            docker_env.run("image", "rm", "--force", pushed.image_id, check=False)
+
+
+def _container_env(messages: list[str]) -> list[str]:
+    """The step container's environment, from act's debug line `ENV ==> [NAME=value ...]`."""
+    (line,) = [m for m in messages if m.startswith("ENV ==> [")]
+    return line.removeprefix("ENV ==> [").removesuffix("]").split(" ")
+
+
+def test_pulled_image_absent_before_the_run(pulled_image_run: PulledImageRun) -> None:
+    """After the push no copy of the image is left on the engine: act cannot use a local one."""
+    assert pulled_image_run.present_before is False
+
+
+def test_pulled_image_pulled_by_act_from_the_registry(pulled_image_run: PulledImageRun) -> None:
+    """act found no image, pulled every layer above the base, and got the pushed digest."""
+    pushed = pulled_image_run.pushed
+    gate = pulled_image_run.run.step_messages(PULL_JOB, "gate")
+    assert "Image exists? false" in gate, _describe(pulled_image_run.run)
+    assert f"pulling image '{pushed.reference}' ()" in gate
+    pulled = sorted(m.split(" :: ")[1].strip() for m in gate if m.startswith("Pull complete :: "))
+    assert len(pulled_image_run.layers_above_base) >= 3  # dependencies, entrypoint, package
+    assert pulled == sorted(short(d) for d in pulled_image_run.layers_above_base)
+    name = pushed.reference.rpartition(":")[0]
+    assert pulled_image_run.repo_digests_after == [f"{name}@{pushed.digest}"]
+    assert pulled_image_run.image_id_after == pushed.image_id
+    # The second step of the job runs the image already pulled.
+    assert "Image exists? true" in pulled_image_run.run.step_messages(PULL_JOB, "loopback")
+
+
+def test_pulled_image_gate_step_passes(pulled_image_run: PulledImageRun) -> None:
+    """The `docker://` step probes the demo on the bridge and passes; its outputs are right."""
+    run = pulled_image_run.run
+    assert run.jobs() == {PULL_JOB: "success"}, _describe(run)
+    steps = run.steps(PULL_JOB)
+    assert (steps["Gate"], steps["Check the outputs"]) == ("success", "success")
+    gate = run.step_messages(PULL_JOB, "gate")
+    assert "Return status: 0" in gate
+    outputs = run.outputs(PULL_JOB)
+    assert (outputs["passed"], outputs["verdict"]) == ("true", "PASS")
+    assert 0.0 < float(outputs["warm-p95"]) < 2.0
+    # A `docker://` step gets no runs.env from action.yml: nothing set the variable.
+    assert not any(v.startswith("LATENCY_GATE_IN_CONTAINER=") for v in _container_env(gate))
+    assert run.returncode == 0
+
+
+def test_pulled_image_refuses_a_loopback_url(pulled_image_run: PulledImageRun) -> None:
+    """With the step's LATENCY_GATE_IN_CONTAINER=1 the pulled image refuses 127.0.0.1: exit 2."""
+    run = pulled_image_run.run
+    assert run.steps(PULL_JOB)["Gate a loopback URL"] == "failure", _describe(run)
+    messages = run.step_messages(PULL_JOB, "loopback")
+    assert "LATENCY_GATE_IN_CONTAINER=1" in _container_env(messages)
+    assert "Return status: 2" in messages
+    assert "Failed but continue next step" in messages
+    refusal = "\n".join(messages)
+    assert "invalid input url: http://127.0.0.1:8080/ points at 127.0.0.1" in refusal
+    assert "serve the endpoint on 0.0.0.0 and call the runner's docker0 bridge address" in refusal

@@ -90,7 +90,7 @@ def test_workflows_exist() -> None:
 
 def test_workflow_schema() -> None:
     """The workflows, the act tests' included, are valid against the schema for workflows."""
-    assert TEST_WORKFLOWS == ["tests/act/pr-comment.yml"]
+    assert TEST_WORKFLOWS == ["tests/act/pr-comment.yml", "tests/act/pull-image.yml"]
     _assert_clean(
         _run(
             _tool("check-jsonschema"),
