@@ -2,8 +2,10 @@
 
 act loads action.yml with the runner's own schema (an expression in an input's description is
 refused there, and by no linter), builds the Dockerfile and runs whole workflows: the project's
-self-test.yml unmodified, the composite action in host/ (a job of that workflow), and a
-pull_request run against the fake GitHub API.
+self-test.yml unmodified, the composite action in host/ (a job of that workflow), a
+pull_request run against the fake GitHub API, and the prebuilt image pulled from a registry on
+loopback by a `docker://` step (tests/act/pull-image.yml; that job runs in a container, see
+below at "the prebuilt image").
 
 Offline, as docs/workflows.md ("Under a runner emulator") describes: act's host mode
 (`-P ubuntu-latest=-self-hosted`) runs `run:` steps on this machine and the Docker action on
