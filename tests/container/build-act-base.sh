@@ -41,4 +41,4 @@ if ! docker build --network host --build-arg "STANDIN=$standin" "${proxy_args[@]
     exit 1
 fi
 rm -f "$log"
-echo "built $tag: $standin with $(grep -c . "$context/requirements.txt") requirements installed"
+echo "built $tag: $standin with $(grep -cE "^[A-Za-z0-9]" "$context/requirements.txt") locked requirements installed"
