@@ -50,7 +50,7 @@ PERCENTILE_ODDS = 2.6
 PERCENTILE_ALPHA = 0.01
 PERCENTILE_BETA = 0.05
 ERROR_ALPHA = 0.05
-ERROR_BETA = 0.05
+ERROR_BETA = 0.03
 
 
 def percentile_sprt(q: float) -> Sprt:

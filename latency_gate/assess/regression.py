@@ -26,21 +26,29 @@ of failures, head's share of them is binomial), inverted into an interval on the
 
 from __future__ import annotations
 
-import hashlib
 import math
 import random
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from latency_gate.assess.binomial import clopper_pearson
-from latency_gate.assess.intervals import LEVEL, Interval, linear_percentile
+from latency_gate.assess.intervals import LEVEL, Interval
+from latency_gate.assess.resampling import (
+    Method,
+    bootstrap,
+    deals,
+    pq,
+    seed_from,
+    spread_bounds,
+    statistic,
+)
 
 __all__ = [
     "DEFAULT_RELATIVE",
-    "PERMUTATIONS",
+    "METHOD",
     "REGRESSION_ALPHA",
+    "RESAMPLES",
     "ErrorRateRegression",
     "PercentileRegression",
     "Regression",
@@ -51,7 +59,8 @@ __all__ = [
 DEFAULT_RELATIVE = 0.10
 # Overall one-sided error per number and side; divided by the looks (sampling.MAX_LOOKS).
 REGRESSION_ALPHA = 0.02
-PERMUTATIONS = 999
+RESAMPLES = 999
+METHOD: Method = "permutation"
 
 
 class Regression(StrEnum):
@@ -81,50 +90,6 @@ class PercentileRegression:
         return self.outcome is not Regression.UNDECIDED
 
 
-def _seed(*samples: Sequence[float]) -> int:
-    digest = hashlib.sha256()
-    for sample in samples:
-        digest.update(struct.pack(f"<q{len(sample)}d", len(sample), *sample))
-    return int.from_bytes(digest.digest()[:8], "little")
-
-
-def _pq(values: Sequence[float], q: float) -> float:
-    value = linear_percentile(values, q)
-    if value is None:
-        raise ValueError("no values")
-    return value
-
-
-def _median(values: Sequence[float]) -> float:
-    return _pq(values, 50)
-
-
-def _tail_index(count: int, share: float) -> int:
-    """0-based index of the conservative `share` quantile among `count` sorted deals."""
-    return max(0, min(count - 1, math.floor(share * (count + 1)) - 1))
-
-
-def _deals(
-    pool: list[float], n_head: int, q: float, rng: random.Random, permutations: int, *, log: bool
-) -> list[float]:
-    """Sorted statistic pq(head*) - pq(base*) (of logs when `log`) over random re-deals."""
-    out: list[float] = []
-    for _ in range(permutations):
-        rng.shuffle(pool)
-        head_q = _pq(pool[:n_head], q)
-        base_q = _pq(pool[n_head:], q)
-        out.append(math.log(head_q / base_q) if log else head_q - base_q)
-    out.sort()
-    return out
-
-
-def _bounds(estimate: float, deals: list[float], tail: float) -> tuple[float, float]:
-    """Inverted: [estimate - upper deal quantile, estimate - lower deal quantile]."""
-    low = estimate - deals[len(deals) - 1 - _tail_index(len(deals), tail)]
-    high = estimate - deals[_tail_index(len(deals), tail)]
-    return low, high
-
-
 def percentile_regression(
     head: Sequence[float],
     base: Sequence[float],
@@ -133,7 +98,8 @@ def percentile_regression(
     max_relative: float | None = None,
     max_absolute: float | None = None,
     alpha: float = REGRESSION_ALPHA / 5,
-    permutations: int = PERMUTATIONS,
+    method: Method = METHOD,
+    resamples: int = RESAMPLES,
 ) -> PercentileRegression | None:
     """Test "head's q-th percentile is worse than base's by at most the limit".
 
@@ -145,36 +111,76 @@ def percentile_regression(
         return None
     if max_relative is None and max_absolute is None:
         max_relative = DEFAULT_RELATIVE
-    head_q = _pq(head, q)
-    base_q = _pq(base, q)
-    rng = random.Random(_seed(head, base))
+    head_q, base_q = pq(head, q), pq(base, q)
+    rng = random.Random(seed_from(head, base))
     tail95 = (1 - LEVEL) / 2
 
+    def spread(*, log: bool) -> list[float]:
+        if method != "permutation":
+            return bootstrap(head, base, q, rng, resamples, log=log)
+        # Line the bulk up (medians), not the percentiles: lining up the percentiles pins the
+        # pooled tail and shrinks the spread several times over (tried, rejected for it).
+        if log:
+            scale = pq(head, 50) / pq(base, 50)
+            pool = [*(v / scale for v in head), *base]
+        else:
+            shift = pq(head, 50) - pq(base, 50)
+            pool = [*(v - shift for v in head), *base]
+        return deals(pool, len(head), q, rng, resamples, log=log)
+
     ratio: float | None = None
-    ratio_interval = Interval(None, None, method="permutation (ratio undefined: base is 0)")
-    ratio_bounds: tuple[float, float] | None = None
-    if base_q > 0 and head_q > 0 and min(head) > 0 and min(base) > 0:
+    ratio_interval = Interval(None, None, method=f"{method} (undefined: a value is 0)")
+    verdicts: list[tuple[bool, bool]] = []  # (beyond, within) per limit given
+    positive = min(head) > 0 and min(base) > 0
+    if positive:
         ratio = head_q / base_q
-        scale = _median(head) / _median(base)
-        pool = [*(v / scale for v in head), *base]
-        deals = _deals(pool, len(head), q, rng, permutations, log=True)
-        low95, high95 = _bounds(math.log(ratio), deals, tail95)
-        ratio_interval = Interval(math.exp(low95), math.exp(high95), method="permutation")
-        low, high = _bounds(math.log(ratio), deals, alpha)
-        ratio_bounds = (math.exp(low), math.exp(high))
+        values = spread(log=True)
+        low95, high95 = spread_bounds(math.log(ratio), values, tail95, method)
+        ratio_interval = Interval(math.exp(low95), math.exp(high95), method=method)
+    if max_relative is not None:
+        if ratio is None:
+            verdicts.append((False, False))
+        elif method == "permutation":
+            verdicts.append(
+                _boundary_test(
+                    head, base, q, rng=rng, resamples=resamples, alpha=alpha, limit=1 + max_relative
+                )
+            )
+        else:
+            low, high = spread_bounds(math.log(ratio), values, alpha, method)
+            limit = math.log(1 + max_relative)
+            verdicts.append((low > limit, high <= limit))
 
     difference = head_q - base_q
-    difference_bounds: tuple[float, float] | None = None
-    difference_interval = Interval(None, None, method="permutation")
-    if max_absolute is not None or ratio_bounds is None:
-        shift = _median(head) - _median(base)
-        pool = [*(v - shift for v in head), *base]
-        deals = _deals(pool, len(head), q, rng, permutations, log=False)
-        low95, high95 = _bounds(difference, deals, tail95)
-        difference_interval = Interval(low95, high95, method="permutation")
-        difference_bounds = _bounds(difference, deals, alpha)
+    difference_interval = Interval(None, None, method=method)
+    if max_absolute is not None or not positive:
+        values = spread(log=False)
+        low95, high95 = spread_bounds(difference, values, tail95, method)
+        difference_interval = Interval(low95, high95, method=method)
+    if max_absolute is not None:
+        if method == "permutation":
+            verdicts.append(
+                _boundary_test(
+                    head,
+                    base,
+                    q,
+                    rng=rng,
+                    resamples=resamples,
+                    alpha=alpha,
+                    limit=max_absolute,
+                    relative=False,
+                )
+            )
+        else:
+            low, high = spread_bounds(difference, values, alpha, method)
+            verdicts.append((low > max_absolute, high <= max_absolute))
 
-    outcome = _outcome(ratio_bounds, difference_bounds, max_relative, max_absolute)
+    if verdicts and all(beyond for beyond, _ in verdicts):
+        outcome = Regression.REGRESSED
+    elif any(within for _, within in verdicts):
+        outcome = Regression.NOT_REGRESSED
+    else:
+        outcome = Regression.UNDECIDED
     return PercentileRegression(
         q=q,
         base=base_q,
@@ -188,27 +194,32 @@ def percentile_regression(
     )
 
 
-def _outcome(
-    ratio: tuple[float, float] | None,
-    difference: tuple[float, float] | None,
-    max_relative: float | None,
-    max_absolute: float | None,
-) -> Regression:
-    beyond: list[bool] = []
-    within: list[bool] = []
-    if max_relative is not None:
-        if ratio is None:
-            return Regression.UNDECIDED
-        beyond.append(ratio[0] > 1 + max_relative)
-        within.append(ratio[1] <= 1 + max_relative)
-    if max_absolute is not None and difference is not None:
-        beyond.append(difference[0] > max_absolute)
-        within.append(difference[1] <= max_absolute)
-    if beyond and all(beyond):
-        return Regression.REGRESSED
-    if any(within):
-        return Regression.NOT_REGRESSED
-    return Regression.UNDECIDED
+def _boundary_test(
+    head: Sequence[float],
+    base: Sequence[float],
+    q: float,
+    *,
+    rng: random.Random,
+    resamples: int,
+    alpha: float,
+    limit: float,
+    relative: bool = True,
+) -> tuple[bool, bool]:
+    """(beyond, within): the exact permutation test at the limit itself, both one-sided ways.
+
+    Head's calls are brought back by the limit (divided by 1 + max_relative, or less
+    max_absolute), so that under the boundary null "head is base worse by exactly the limit"
+    the pool is exchangeable; p-values are (1 + deals at least as extreme) / (1 + deals).
+    """
+    shifted = [v / limit for v in head] if relative else [v - limit for v in head]
+    observed = statistic(pq(shifted, q), pq(base, q), log=relative)
+    null = deals([*shifted, *base], len(head), q, rng, resamples, log=relative)
+    at_least = sum(d >= observed for d in null)
+    at_most = sum(d <= observed for d in null)
+    return (
+        (1 + at_least) / (1 + resamples) <= alpha,
+        (1 + at_most) / (1 + resamples) <= alpha,
+    )
 
 
 @dataclass(frozen=True)

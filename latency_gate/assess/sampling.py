@@ -4,7 +4,8 @@ Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential call
 `concurrency` (10) calls; its five numbers keep their meaning. After each look the engine asks
 `next_step`: while a gated check is undecided, the next look adds `warm_batch` (20) sequential
 calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
-check is undecided (or only the error rate is: bursts are the quickest calls to add). It stops
+check is undecided; when only the error rate is undecided, bursts again (the quickest calls to
+make), as many as spread the calls left evenly over the looks left. It stops
 when every gated check is decided, after `max_looks` looks, or when the next step would pass
 `max_calls` calls in all (a step is trimmed to what fits first).
 
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 MAX_LOOKS = 5
-MAX_CALLS = 200
+MAX_CALLS = 300
 
 
 class Phase(StrEnum):
@@ -53,7 +54,7 @@ class Phase(StrEnum):
 
 @dataclass(frozen=True)
 class SamplingPlan:
-    """The limits of sequential sampling (defaults: up to 5 looks, 200 calls, fail undecided)."""
+    """The limits of sequential sampling (defaults: up to 5 looks, 300 calls, fail undecided)."""
 
     max_calls: int = MAX_CALLS
     max_looks: int = MAX_LOOKS
@@ -114,6 +115,11 @@ def next_step(
     warm = plan.warm_batch if Phase.WARM in phases else 0
     bursts = plan.bursts_per_look if phases & {Phase.CONCURRENT, Phase.ALL} else 0
     room = max(0, plan.max_calls - calls_made)
+    if phases == {Phase.ALL}:
+        # Only the error rate is left: rare failures need many calls, and bursts are the
+        # quickest to make, so spread the calls left evenly over the looks left.
+        per_look = room // (plan.max_looks - looks_done) // plan.concurrency
+        bursts = max(bursts, per_look)
     warm = min(warm, room)
     bursts = min(bursts, (room - warm) // plan.concurrency)
     if warm == 0 and bursts == 0:
