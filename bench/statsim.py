@@ -149,12 +149,13 @@ def gate_run(
     regressions: dict[str, Regression] = {}
     looks = 1
     while True:
+        errors = error_rate_check(calls.failed, calls.total, budget.error_rate)
         current = {
             "warm_p95": percentile_check(calls.warm, 95, budget.warm_p95).decision,
             "concurrent_p95": percentile_check(
                 calls.concurrent, 95, budget.concurrent_p95
             ).decision,
-            "error_rate": error_rate_check(calls.failed, calls.total, budget.error_rate).decision,
+            "error_rate": errors.decision,
         }
         for name, decision in current.items():  # a decided check keeps its first decision
             if budget_decisions.get(name, Decision.UNDECIDED) is Decision.UNDECIDED:
@@ -195,7 +196,11 @@ def gate_run(
             if outcome is Regression.UNDECIDED and name in phases
         ]
         step: NextStep = next_step(
-            plan, looks_done=looks, calls_made=calls.total, undecided=undecided
+            plan,
+            looks_done=looks,
+            calls_made=calls.total,
+            undecided=undecided,
+            error_calls_to_pass=errors.calls_to_pass,
         )
         if step.stop:
             break

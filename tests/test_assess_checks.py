@@ -145,3 +145,11 @@ def test_llr_is_the_binomial_log_likelihood_ratio() -> None:
     """LLR(k, n) = k ln(p1/p0) + (n-k) ln((1-p1)/(1-p0))."""
     test = Sprt(0.1, 0.3, 0.05, 0.05)
     assert test.llr(2, 10) == pytest.approx(2 * math.log(3) + 8 * math.log(0.7 / 0.9))
+
+
+def test_calls_to_pass_counts_the_clean_calls_still_needed() -> None:
+    """0 of 71 failed: 5 more clean calls pass (76); 1 of 71: 56 more (127); decided: 0."""
+    assert error_rate_check(0, 71, 0.01).calls_to_pass == 5
+    assert error_rate_check(1, 71, 0.01).calls_to_pass == 56
+    assert error_rate_check(0, 80, 0.01).calls_to_pass == 0
+    assert error_rate_check(0, 10, 0.0).calls_to_pass == 0

@@ -59,6 +59,19 @@ def test_error_rate_alone_spreads_the_calls_left_over_the_looks_left() -> None:
     assert (step.warm_calls, step.bursts) == (0, 7)
 
 
+def test_error_rate_alone_takes_only_what_could_decide_it() -> None:
+    """5 more clean calls would pass it: one look of 2 bursts; 56 would: 6 bursts, under 7."""
+    pending = [("error_rate", Phase.ALL)]
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=5
+    )
+    assert (step.warm_calls, step.bursts) == (0, 2)
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=56
+    )
+    assert (step.warm_calls, step.bursts) == (0, 6)
+
+
 def test_the_last_look_stops_undecided() -> None:
     """After 5 looks nothing more is taken, and the reason names what is undecided."""
     step = next_step(

@@ -143,6 +143,20 @@ class ErrorRateCheck:
     def decided(self) -> bool:
         return self.decision is not Decision.UNDECIDED
 
+    @property
+    def calls_to_pass(self) -> int | None:
+        """The fewest further calls, all successful, after which the check would PASS; 0 when
+        decided, None when the budget is 0 (nothing to wait for). The sampler sizes a step
+        with it instead of guessing."""
+        test = error_rate_sprt(self.limit)
+        if self.decided or test is None:
+            return 0 if self.decided else None
+        failed, calls = self.counts.failed, self.counts.calls
+        extra = 0
+        while test.decide(failed, calls + extra) is not Decision.PASS:
+            extra += 1
+        return extra
+
 
 def error_rate_check(failed: int, calls: int, budget: float) -> ErrorRateCheck:
     """Decide "share of failed calls <= budget" from k failed of n calls so far.

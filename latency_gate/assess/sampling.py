@@ -5,7 +5,8 @@ Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential call
 `next_step`: while a gated check is undecided, the next look adds `warm_batch` (20) sequential
 calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
 check is undecided; when only the error rate is undecided, bursts again (the quickest calls to
-make), as many as spread the calls left evenly over the looks left. It stops
+make): enough for it to pass if every call succeeds (`error_calls_to_pass`), at most the calls
+left spread evenly over the looks left. It stops
 when every gated check is decided, after `max_looks` looks, or when the next step would pass
 `max_calls` calls in all (a step is trimmed to what fits first).
 
@@ -98,12 +99,14 @@ def next_step(
     looks_done: int,
     calls_made: int,
     undecided: Iterable[tuple[str, Phase]],
+    error_calls_to_pass: int | None = None,
 ) -> NextStep:
     """The sampling for the next look, given the checks still undecided at this one.
 
     `looks_done` counts looks taken (1 after the classic run), `calls_made` every call so far
     (cold, warm and concurrent, failed ones included), `undecided` the (number, phase) of each
-    gated check (budget or regression) still undecided. The reason names the checks.
+    gated check (budget or regression) still undecided, `error_calls_to_pass` the error-rate
+    check's `calls_to_pass` when it is undecided. The reason names the checks.
     """
     pending = list(undecided)
     if not pending:
@@ -117,8 +120,11 @@ def next_step(
     room = max(0, plan.max_calls - calls_made)
     if phases == {Phase.ALL}:
         # Only the error rate is left: rare failures need many calls, and bursts are the
-        # quickest to make, so spread the calls left evenly over the looks left.
+        # quickest to make, so take what could decide it if every call succeeds, at most the
+        # calls left spread evenly over the looks left.
         per_look = room // (plan.max_looks - looks_done) // plan.concurrency
+        if error_calls_to_pass is not None:
+            per_look = min(per_look, math.ceil(error_calls_to_pass / plan.concurrency))
         bursts = max(bursts, per_look)
     warm = min(warm, room)
     bursts = min(bursts, (room - warm) // plan.concurrency)
