@@ -1,8 +1,11 @@
 """Seeded simulations of the gate's statistics (issue 12): the tables of docs/statistics.md.
 
-    python bench/statsim.py                 # every table, 1000 runs a cell (several minutes)
-    python bench/statsim.py --runs 200      # quicker, coarser
-    python bench/statsim.py --write         # also replace the tables in docs/statistics.md
+    python bench/statsim.py --write         # every table, as in docs/statistics.md (~25 min)
+    python bench/statsim.py --runs 100      # every table at 100 runs a cell: quicker, coarser
+    python bench/statsim.py --only budget   # one table
+
+Runs per cell by default: 1000 for the budget and error-rate tables, 300 for the baseline
+tables (each run there is a pair of gate runs), 100 for the comparison of methods.
 
 Each simulated run follows the real procedure with the same pure functions the engine calls
 (latency_gate.assess): look 1 is 1 cold + 20 warm calls + one burst of 10; after each look
@@ -453,6 +456,15 @@ def _keeping_marks(table: str) -> Callable[[re.Match[str]], str]:
     return lambda match: match[1] + table + match[2]
 
 
+DEFAULT_RUNS = {
+    "methods": 100,
+    "false-alarms": 300,
+    "detection": 300,
+    "budget": 1000,
+    "error-rate": 1000,
+}
+
+
 def write_tables(doc: Path, tables: dict[str, str]) -> None:
     """Replace each `<!-- statsim:NAME -->...<!-- /statsim:NAME -->` block in `doc`."""
     text = doc.read_text(encoding="utf-8")
@@ -468,14 +480,15 @@ def write_tables(doc: Path, tables: dict[str, str]) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=1000, help="simulated runs per cell")
+    parser.add_argument("--runs", type=int, help="simulated runs per cell, for every table")
     parser.add_argument("--only", choices=sorted(TABLES), action="append", help="some tables")
     parser.add_argument("--write", action="store_true", help="update docs/statistics.md")
     args = parser.parse_args(argv)
     names = args.only or list(TABLES)
-    tables = {name: TABLES[name](args.runs, DEFAULT_PLAN) for name in names}
+    runs = {name: args.runs or DEFAULT_RUNS[name] for name in names}
+    tables = {name: TABLES[name](runs[name], DEFAULT_PLAN) for name in names}
     for name, table in tables.items():
-        print(f"## {name} ({args.runs} runs a cell)\n\n{table}\n")
+        print(f"## {name} ({runs[name]} runs a cell)\n\n{table}\n")
     if args.write:
         write_tables(ROOT / "docs" / "statistics.md", tables)
     return 0
