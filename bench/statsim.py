@@ -453,7 +453,7 @@ TABLES: dict[str, Callable[[int, SamplingPlan], str]] = {
 
 
 def _keeping_marks(table: str) -> Callable[[re.Match[str]], str]:
-    return lambda match: match[1] + table + match[2]
+    return lambda match: match[1] + table + "\n" + match[2]
 
 
 DEFAULT_RUNS = {
@@ -470,7 +470,7 @@ def write_tables(doc: Path, tables: dict[str, str]) -> None:
     text = doc.read_text(encoding="utf-8")
     for name, table in tables.items():
         pattern = re.compile(
-            rf"(<!-- statsim:{name} -->\n).*?(\n<!-- /statsim:{name} -->)", re.DOTALL
+            rf"(<!-- statsim:{name} -->\n).*?(<!-- /statsim:{name} -->)", re.DOTALL
         )
         text, count = pattern.subn(_keeping_marks(table), text)
         if count != 1:
