@@ -1,0 +1,141 @@
+"""The sequential sampling plan: after each look, take more calls where a check is undecided.
+
+Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential calls, one burst of
+`concurrency` (10) calls; its five numbers keep their meaning. After each look the engine asks
+`next_step`: while a gated check is undecided, the next look adds `warm_batch` (20) sequential
+calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
+check is undecided; when only the error rate is undecided, bursts again (the quickest calls to
+make): enough for it to pass if every call succeeds (`error_calls_to_pass`), at most the calls
+left spread evenly over the looks left. It stops
+when every gated check is decided, after `max_looks` looks, or when the next step would pass
+`max_calls` calls in all (a step is trimmed to what fits first).
+
+Error rates across looks. Budget checks are SPRTs with Ville's bound (sequential.py): their
+error rates hold for any number of looks. Baseline regressions are permutation tests: their
+alpha is split evenly over `max_looks` (Bonferroni), `regression_alpha` below.
+
+Undecided at the cap: a budget check follows `on_undecided` (default "fail": see
+docs/statistics.md for the numbers behind it); a regression still undecided is "not regressed",
+since a regression is a claim that needs evidence and the budget already guards the level.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Literal
+
+from latency_gate.assess.regression import REGRESSION_ALPHA
+from latency_gate.assess.sequential import Decision
+
+__all__ = [
+    "DEFAULT_PLAN",
+    "MAX_CALLS",
+    "MAX_LOOKS",
+    "NextStep",
+    "Phase",
+    "SamplingPlan",
+    "next_step",
+    "resolve",
+]
+
+MAX_LOOKS = 5
+MAX_CALLS = 300
+
+
+class Phase(StrEnum):
+    """Where a check's calls come from."""
+
+    WARM = "warm"
+    CONCURRENT = "concurrent"
+    ALL = "all"  # the error rate counts every call
+
+
+@dataclass(frozen=True)
+class SamplingPlan:
+    """The limits of sequential sampling (defaults: up to 5 looks, 300 calls, fail undecided)."""
+
+    max_calls: int = MAX_CALLS
+    max_looks: int = MAX_LOOKS
+    warm_batch: int = 20
+    concurrency: int = 10
+    on_undecided: Literal["fail", "pass"] = "fail"
+
+    def __post_init__(self) -> None:
+        if self.max_looks < 1 or self.warm_batch < 1 or self.concurrency < 1:
+            raise ValueError("max_looks, warm_batch and concurrency must be at least 1")
+
+    @property
+    def bursts_per_look(self) -> int:
+        return math.ceil(self.warm_batch / self.concurrency)
+
+    @property
+    def regression_alpha(self) -> float:
+        """One-sided alpha per side and look for regressions (Bonferroni over max_looks)."""
+        return REGRESSION_ALPHA / self.max_looks
+
+
+DEFAULT_PLAN = SamplingPlan()
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """What to sample before the next look; nothing (stop) with the reason."""
+
+    warm_calls: int
+    bursts: int
+    reason: str
+
+    @property
+    def stop(self) -> bool:
+        return self.warm_calls == 0 and self.bursts == 0
+
+
+def next_step(
+    plan: SamplingPlan,
+    *,
+    looks_done: int,
+    calls_made: int,
+    undecided: Iterable[tuple[str, Phase]],
+    error_calls_to_pass: int | None = None,
+) -> NextStep:
+    """The sampling for the next look, given the checks still undecided at this one.
+
+    `looks_done` counts looks taken (1 after the classic run), `calls_made` every call so far
+    (cold, warm and concurrent, failed ones included), `undecided` the (number, phase) of each
+    gated check (budget or regression) still undecided, `error_calls_to_pass` the error-rate
+    check's `calls_to_pass` when it is undecided. The reason names the checks.
+    """
+    pending = list(undecided)
+    if not pending:
+        return NextStep(0, 0, "every gated check is decided")
+    names = ", ".join(name for name, _ in pending)
+    if looks_done >= plan.max_looks:
+        return NextStep(0, 0, f"undecided at the cap of {plan.max_looks} looks: {names}")
+    phases = {phase for _, phase in pending}
+    warm = plan.warm_batch if Phase.WARM in phases else 0
+    bursts = plan.bursts_per_look if phases & {Phase.CONCURRENT, Phase.ALL} else 0
+    room = max(0, plan.max_calls - calls_made)
+    if phases == {Phase.ALL}:
+        # Only the error rate is left: rare failures need many calls, and bursts are the
+        # quickest to make, so take what could decide it if every call succeeds, at most the
+        # calls left spread evenly over the looks left.
+        per_look = room // (plan.max_looks - looks_done) // plan.concurrency
+        if error_calls_to_pass is not None:
+            per_look = min(per_look, math.ceil(error_calls_to_pass / plan.concurrency))
+        bursts = max(bursts, per_look)
+    warm = min(warm, room)
+    bursts = min(bursts, (room - warm) // plan.concurrency)
+    if warm == 0 and bursts == 0:
+        return NextStep(0, 0, f"undecided at the cap of {plan.max_calls} calls: {names}")
+    return NextStep(warm, bursts, f"undecided: {names}")
+
+
+def resolve(decision: Decision, plan: SamplingPlan) -> tuple[bool, bool]:
+    """(passed, by_policy) of a budget check after the last look: an undecided check passes or
+    fails by plan.on_undecided, and by_policy says the report must tell so."""
+    if decision is Decision.UNDECIDED:
+        return plan.on_undecided == "pass", True
+    return decision is Decision.PASS, False

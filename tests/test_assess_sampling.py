@@ -1,0 +1,107 @@
+"""The sampling plan: what the engine takes after each look, and the policy at the cap."""
+
+from __future__ import annotations
+
+import pytest
+
+from latency_gate.assess.sampling import (
+    DEFAULT_PLAN,
+    NextStep,
+    Phase,
+    SamplingPlan,
+    next_step,
+    resolve,
+)
+from latency_gate.assess.sequential import Decision
+
+
+def test_defaults() -> None:
+    """5 looks, 300 calls, 20 warm calls or 2 bursts of 10 a look, undecided fails."""
+    assert (
+        SamplingPlan(max_calls=300, max_looks=5, warm_batch=20, concurrency=10, on_undecided="fail")
+        == DEFAULT_PLAN
+    )
+    assert DEFAULT_PLAN.bursts_per_look == 2
+    assert DEFAULT_PLAN.regression_alpha == pytest.approx(0.004)
+
+
+def test_everything_decided_stops() -> None:
+    """No undecided check: stop, and say why."""
+    step = next_step(DEFAULT_PLAN, looks_done=1, calls_made=31, undecided=[])
+    assert step == NextStep(0, 0, "every gated check is decided")
+    assert step.stop
+
+
+def test_undecided_warm_check_takes_warm_calls_only() -> None:
+    """An undecided warm p95 adds 20 sequential calls and no burst."""
+    step = next_step(
+        DEFAULT_PLAN, looks_done=1, calls_made=31, undecided=[("warm_p95", Phase.WARM)]
+    )
+    assert (step.warm_calls, step.bursts, step.reason) == (20, 0, "undecided: warm_p95")
+
+
+def test_undecided_concurrent_and_warm_take_both() -> None:
+    """Both phases undecided: 20 warm calls and 2 bursts."""
+    step = next_step(
+        DEFAULT_PLAN,
+        looks_done=2,
+        calls_made=71,
+        undecided=[("warm_p95", Phase.WARM), ("concurrent_p95 regression", Phase.CONCURRENT)],
+    )
+    assert (step.warm_calls, step.bursts) == (20, 2)
+
+
+def test_error_rate_alone_spreads_the_calls_left_over_the_looks_left() -> None:
+    """After look 2 at 71 calls, 229 calls remain for 3 looks: 7 bursts of 10 now."""
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=[("error_rate", Phase.ALL)]
+    )
+    assert (step.warm_calls, step.bursts) == (0, 7)
+
+
+def test_error_rate_alone_takes_only_what_could_decide_it() -> None:
+    """5 more clean calls would pass it: one look of 2 bursts; 56 would: 6 bursts, under 7."""
+    pending = [("error_rate", Phase.ALL)]
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=5
+    )
+    assert (step.warm_calls, step.bursts) == (0, 2)
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=56
+    )
+    assert (step.warm_calls, step.bursts) == (0, 6)
+
+
+def test_the_last_look_stops_undecided() -> None:
+    """After 5 looks nothing more is taken, and the reason names what is undecided."""
+    step = next_step(
+        DEFAULT_PLAN, looks_done=5, calls_made=191, undecided=[("warm_p95", Phase.WARM)]
+    )
+    assert step.stop
+    assert step.reason == "undecided at the cap of 5 looks: warm_p95"
+
+
+def test_a_step_is_trimmed_to_the_call_cap() -> None:
+    """15 calls left: 15 warm calls, no burst; none left: stop at the cap."""
+    plan = SamplingPlan(max_calls=100)
+    pending = [("warm_p95", Phase.WARM), ("concurrent_p95", Phase.CONCURRENT)]
+    step = next_step(plan, looks_done=2, calls_made=85, undecided=pending)
+    assert (step.warm_calls, step.bursts) == (15, 0)
+    step = next_step(plan, looks_done=2, calls_made=100, undecided=pending)
+    assert step.stop
+    assert step.reason.startswith("undecided at the cap of 100 calls")
+
+
+def test_resolve_follows_the_policy_only_when_undecided() -> None:
+    """Decided checks keep their outcome; undecided ones follow on_undecided, flagged."""
+    lenient = SamplingPlan(on_undecided="pass")
+    assert resolve(Decision.PASS, DEFAULT_PLAN) == (True, False)
+    assert resolve(Decision.FAIL, lenient) == (False, False)
+    assert resolve(Decision.UNDECIDED, DEFAULT_PLAN) == (False, True)
+    assert resolve(Decision.UNDECIDED, lenient) == (True, True)
+
+
+def test_bad_plan_is_refused() -> None:
+    """A plan without looks is a ValueError."""
+    with pytest.raises(ValueError, match="at least 1"):
+        SamplingPlan(max_looks=0)
