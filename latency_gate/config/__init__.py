@@ -25,7 +25,10 @@ from latency_gate.config.target import (
     Header,
     Target,
     find_secrets,
+    scrub_secrets,
+    secret_forms,
     url_secrets,
+    url_userinfo,
 )
 
 __all__ = [
@@ -50,5 +53,8 @@ __all__ = [
     "parse_url",
     "read_body",
     "redact_url",
+    "scrub_secrets",
+    "secret_forms",
     "url_secrets",
+    "url_userinfo",
 ]

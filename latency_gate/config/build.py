@@ -30,7 +30,7 @@ from latency_gate.config.parsing import (
     parse_url,
     read_body,
 )
-from latency_gate.config.target import Budget, Header, Target
+from latency_gate.config.target import Budget, Header, Target, url_userinfo
 from latency_gate.errors import ConfigError, InputProblem
 
 __all__ = ["BUDGET_KEYS", "TARGET_KEYS", "build_target", "parse_header"]
@@ -173,6 +173,7 @@ def build_target(
             problems.append(InputProblem(spelled("headers"), str(exc)))
 
     _resolve_request(fields, merged, spelled, problems)
+    _check_credentials(fields, headers, spelled, problems)
     if problems:
         raise ConfigError(problems)
 
@@ -246,6 +247,36 @@ def _resolve_request(
     if merged.get("ca-bundle") and fields.get("insecure"):
         problems.append(
             InputProblem(spelled("insecure"), f"contradicts {spelled('ca-bundle')}: pick one")
+        )
+
+
+def _check_credentials(
+    fields: Mapping[str, Any],
+    headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """Credentials are given once. `user:password@` in the URL is sent as Basic auth, which an
+    API key or an Authorization header would silently replace (or be replaced by): refused, so
+    the user says which one is meant."""
+    url = fields.get("url")
+    if url is None or url_userinfo(url) is None:
+        return
+    if fields.get("api_key") is not None:
+        problems.append(
+            InputProblem(
+                spelled("api-key"),
+                f"contradicts the user:password in {spelled('url')}: give the credentials once "
+                "(drop one of them)",
+            )
+        )
+    if any(h.name.lower() == "authorization" for h in headers):
+        problems.append(
+            InputProblem(
+                spelled("headers"),
+                f"an Authorization header contradicts the user:password in {spelled('url')}: "
+                "give the credentials once (drop one of them)",
+            )
         )
 
 

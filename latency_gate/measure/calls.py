@@ -17,7 +17,7 @@ from typing import Literal
 
 import httpx
 
-from latency_gate.config import Target, redact_url
+from latency_gate.config import Target, redact_url, scrub_secrets
 from latency_gate.measure import transport
 from latency_gate.measure.streams import StreamParser
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
@@ -119,7 +119,7 @@ class _Attempt:
             status=self.status,
             error=self.error,
             error_detail=_scrub(self.detail, target),
-            retry_after=self.retry_after,
+            retry_after=_scrub(self.retry_after, target),
             timings=timings,
             bytes_received=self.bytes_received,
             tokens=self.tokens,
@@ -284,11 +284,11 @@ def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
 
 
 def _scrub(detail: str | None, target: Target) -> str | None:
-    """Keep a detail short and free of the target's secrets (servers echo headers back)."""
+    """Keep a detail short and free of the target's secrets in every form a server may echo
+    them back (as sent, base64 as in Basic auth, percent-encoded)."""
     if detail is None:
         return None
-    for secret in target.secrets():
-        detail = detail.replace(secret, "***")
+    detail = scrub_secrets(detail, target.secret_forms())
     if len(detail) > _DETAIL_LIMIT:
         detail = detail[: _DETAIL_LIMIT - 1] + "…"
     return detail
