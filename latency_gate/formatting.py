@@ -45,6 +45,14 @@ def fmt_percent(fraction: float | None) -> str:
 
 
 _WHITESPACE = re.compile(r"\s+")
+# Terminal escape sequences, whole: CSI (colours, cursor moves, clearing), OSC (window titles,
+# hyperlinks; ended by BEL or ST), other two-character escapes, and their 8-bit C1 forms.
+_TERMINAL_ESCAPE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
 # Control, format (bidi overrides, zero-width), private-use and lone surrogate code points.
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs"})
 _ZWJ = "\u200d"
@@ -67,9 +75,10 @@ _ESCAPES = {
 
 
 def clean_text(text: str, limit: int = ESCAPE_CAP) -> str:
-    """Untrusted text on one line: white space runs become one space, control and format
-    characters go, and anything past `limit` characters becomes "…"."""
-    one_line = _WHITESPACE.sub(" ", text).strip()
+    """Untrusted text on one line: terminal escape sequences go whole, white space runs become
+    one space, control and format characters go, and anything past `limit` characters
+    becomes "…"."""
+    one_line = _WHITESPACE.sub(" ", _TERMINAL_ESCAPE.sub("", text)).strip()
     kept = "".join(ch for ch in one_line if unicodedata.category(ch) not in _DROPPED_CATEGORIES)
     if len(kept) > limit:
         return kept[:limit].rstrip() + "…"

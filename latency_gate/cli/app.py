@@ -5,18 +5,21 @@ The commands (cli/probe.py, cli/demo.py) parse, call the library, print and pick
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from latency_gate import report
+from latency_gate import github, report
 from latency_gate.config import Target
 from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem, LatencyGateError
 from latency_gate.models import RunResult
-from latency_gate.report.progress import ProgressPrinter, progress_printer
+from latency_gate.report.progress import ProgressLog, ProgressPrinter, progress_printer
 from latency_gate.report.result_file import dump_runs
 from latency_gate.version import __version__
 
@@ -37,8 +40,19 @@ class _Group(click.Group):
     """Translates the exception tree once: bad input exits 2, anything unexpected exits 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with _workflow_commands_stopped():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except MemoryError:
+            click.echo(
+                "Error: latency-gate ran out of memory on this machine (not the endpoint's "
+                "failure): lower --concurrency or --warm-calls, or give it more memory",
+                err=True,
+            )
+            ctx.exit(ExitCode.BAD_INPUT)
         except ConfigError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
@@ -50,6 +64,25 @@ class _Group(click.Group):
         except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
             click.echo(f"{BUG_MESSAGE}\n{type(exc).__name__}: {exc}", err=True)
             ctx.exit(ExitCode.BUG)
+
+
+@contextlib.contextmanager
+def _workflow_commands_stopped() -> Iterator[None]:
+    """In a GitHub Actions log, no line printed meanwhile is read as a workflow command.
+
+    The CLI prints target names and endpoint text, and the runner would read a line of theirs
+    starting with `::error` (or `::set-output`) as a command; `::stop-commands::` with an
+    unguessable token stops that until the token is printed again.
+    """
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    token = uuid.uuid4().hex
+    click.echo(github.stop_commands(token))
+    try:
+        yield
+    finally:
+        click.echo(github.resume_commands(token))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -91,13 +124,27 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def check_writable(paths: Mapping[str, str | None]) -> None:
+    """ConfigError naming each report file that cannot be written, or that two options share,
+    checked before the first call (without creating anything)."""
     problems = []
+    seen: dict[Path, str] = {}
     for option, path in paths.items():
         if path is None:
             continue
-        parent = Path(path).expanduser().resolve().parent
-        if not parent.is_dir():
+        resolved = Path(path).expanduser().resolve()
+        parent = resolved.parent
+        if resolved in seen:
+            problems.append(
+                (option, f"{path!r} is also given to {seen[resolved]}: give each its own file")
+            )
+            continue
+        seen[resolved] = option
+        if resolved.is_dir():
+            problems.append((option, f"{path!r} is a directory; name the file to write"))
+        elif not parent.is_dir():
             problems.append((option, f"folder {str(parent)!r} does not exist"))
+        elif not os.access(resolved if resolved.exists() else parent, os.W_OK):
+            problems.append((option, f"{path!r} is not writable (permission denied)"))
     if problems:
         raise ConfigError([InputProblem(o, m) for o, m in problems])
 
@@ -120,9 +167,26 @@ def write_reports(
             raise ConfigError.single(option, f"could not write {path!r}: {reason}") from None
 
 
+def plain_terminal() -> bool:
+    """NO_COLOR (https://no-color.org) or TERM=dumb: no colour and no escape sequences."""
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
 def color() -> bool:
-    return sys.stdout.isatty()
+    return sys.stdout.isatty() and not plain_terminal()
+
+
+def live_progress() -> bool:
+    return sys.stderr.isatty() and not plain_terminal()
 
 
 def progress(target: Target) -> ProgressPrinter:
-    return progress_printer(target.name, sys.stderr, live=sys.stderr.isatty())
+    return progress_printer(target.name, sys.stderr, live=live_progress())
+
+
+def progress_log() -> tuple[Callable[[Target], ProgressPrinter], ProgressLog]:
+    """What prints a run's progress on stderr, and the log that beats while it goes."""
+    log = ProgressLog(sys.stderr)
+    if live_progress():
+        return progress, log
+    return (lambda target: log.printer(target.name)), log

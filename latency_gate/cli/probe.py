@@ -16,7 +16,7 @@ from latency_gate.cli.app import (
     color,
     endpoint_options,
     main,
-    progress,
+    progress_log,
     write_reports,
 )
 from latency_gate.config import Target, build_target
@@ -94,9 +94,16 @@ def probe_command(
     targets = _targets(raw, targets_path)
     plan = _baseline_plan(targets, baseline_path, max_regression)
     check_writable({"--json": json_path, "--markdown": markdown_path})
+    progress_for, log = progress_log()
     results = run_with_signals(
-        probe_all(
-            targets, progress_for=progress, measure_floor=not no_floor, label=label, plan=plan
+        log.beating(
+            probe_all(
+                targets,
+                progress_for=progress_for,
+                measure_floor=not no_floor,
+                label=label,
+                plan=plan,
+            )
         )
     )
     write_reports(results, json_path, markdown_path)
