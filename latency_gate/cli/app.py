@@ -123,6 +123,16 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def working_dir() -> Path:
+    """The working directory; ConfigError when it no longer exists (relative paths in the
+    options are read from it)."""
+    try:
+        return Path.cwd()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError.single("working directory", f"cannot be read: {reason}") from None
+
+
 def check_writable(paths: Mapping[str, str | None]) -> None:
     """ConfigError naming each report file that cannot be written, or that two options share,
     checked before the first call (without creating anything)."""
@@ -131,7 +141,11 @@ def check_writable(paths: Mapping[str, str | None]) -> None:
     for option, path in paths.items():
         if path is None:
             continue
-        resolved = Path(path).expanduser().resolve()
+        try:
+            resolved = Path(path).expanduser().resolve()
+        except OSError as exc:  # a relative path in a working directory that is gone
+            problems.append((option, f"cannot resolve {path!r}: {exc.strerror or exc}"))
+            continue
         parent = resolved.parent
         if resolved in seen:
             problems.append(

@@ -17,6 +17,7 @@ from latency_gate.cli.app import (
     endpoint_options,
     main,
     progress_log,
+    working_dir,
     write_reports,
 )
 from latency_gate.config import Target, build_target
@@ -117,7 +118,7 @@ def probe_command(
 def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -> list[Target]:
     """The one target of the options, or the targets file's (options fill in what it omits)."""
     if targets_path is None:
-        return [build_target(raw, cli_spelling, base_dir=Path.cwd())]
+        return [build_target(raw, cli_spelling, base_dir=working_dir())]
     clash = [cli_spelling(k) for k in ("url", "name") if raw.get(k) is not None]
     if clash:
         raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
@@ -174,7 +175,7 @@ def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bo
     for key, value in options.items():
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
-    target = build_target(raw, cli_spelling, base_dir=Path.cwd())
+    target = build_target(raw, cli_spelling, base_dir=working_dir())
     result = run_with_signals(quick.quick(target))
     click.echo(quick_report.render(result), nl=False)
     sys.exit(ExitCode.PASS if result.passed else ExitCode.BREACH)
