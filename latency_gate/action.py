@@ -7,6 +7,7 @@ summary, outputs, annotations, JSON result and sticky PR comment, and returns th
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import os
@@ -34,9 +35,18 @@ from latency_gate.config import (
 )
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
-from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem
+from latency_gate.errors import (
+    BUG_MESSAGE,
+    MACHINE_ERRNOS,
+    ConfigError,
+    ExitCode,
+    InputProblem,
+    MachineLimitError,
+    machine_limit_message,
+)
 from latency_gate.formatting import fmt_duration, fmt_percent
 from latency_gate.measure.engine import ProgressCallback
+from latency_gate.measure.limits import check_open_files
 from latency_gate.models import RunResult
 from latency_gate.report.progress import ProgressLog
 from latency_gate.report.result_file import dump_runs
@@ -292,12 +302,26 @@ def main(environ: Mapping[str, str] | None = None, out: TextIO | None = None) ->
     stream = out or sys.stdout
     try:
         return _main(env, stream)
+    except (MachineLimitError, MemoryError, OSError) as exc:
+        # The machine's limits are the gate's problem, never the endpoint's: exit 2.
+        if isinstance(exc, MachineLimitError):
+            text = str(exc)
+        elif isinstance(exc, MemoryError) or exc.errno == errno.ENOMEM:
+            text = machine_limit_message("memory")
+        elif exc.errno in MACHINE_ERRNOS:
+            text = machine_limit_message("open files")
+        else:
+            return _bug(exc, env, stream)
+        print(github.annotation("error", text, title="latency-gate: machine limit"), file=stream)
+        return ExitCode.BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
-        message = f"{BUG_MESSAGE} {type(exc).__name__}: {exc}"
-        print(
-            github.annotation("error", _scrub(message, env), title="latency-gate bug"), file=stream
-        )
-        return ExitCode.BUG
+        return _bug(exc, env, stream)
+
+
+def _bug(exc: BaseException, env: Mapping[str, str], stream: TextIO) -> int:
+    message = f"{BUG_MESSAGE} {type(exc).__name__}: {exc}"
+    print(github.annotation("error", _scrub(message, env), title="latency-gate bug"), file=stream)
+    return ExitCode.BUG
 
 
 def _scrub(text: str, env: Mapping[str, str]) -> str:
@@ -321,6 +345,10 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         # Every file the run will write, checked before the first call: a run whose result
         # cannot be kept is not worth its calls.
         _check_writable(settings, workspace, output_path)
+        check_open_files(
+            settings.all_targets,
+            lambda t: "concurrency" if not settings.targets else f"target {t.name!r}, concurrency",
+        )
     except ConfigError as exc:
         # A secret given to the wrong input is quoted back by its message; the runner masks
         # the log, but not the job summary.

@@ -6,6 +6,7 @@ The commands (cli/probe.py, cli/demo.py) parse, call the library, print and pick
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import uuid
@@ -17,7 +18,15 @@ import click
 
 from latency_gate import github, report
 from latency_gate.config import Target
-from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem, LatencyGateError
+from latency_gate.errors import (
+    BUG_MESSAGE,
+    MACHINE_ERRNOS,
+    ConfigError,
+    ExitCode,
+    InputProblem,
+    LatencyGateError,
+    machine_limit_message,
+)
 from latency_gate.models import RunResult
 from latency_gate.report.progress import ProgressLog, ProgressPrinter, progress_printer
 from latency_gate.report.result_file import dump_runs
@@ -47,11 +56,14 @@ class _Group(click.Group):
         try:
             return super().invoke(ctx)
         except MemoryError:
-            click.echo(
-                "Error: latency-gate ran out of memory on this machine (not the endpoint's "
-                "failure): lower --concurrency or --warm-calls, or give it more memory",
-                err=True,
-            )
+            click.echo(f"Error: {machine_limit_message('memory')}", err=True)
+            ctx.exit(ExitCode.BAD_INPUT)
+        except OSError as exc:
+            if exc.errno not in MACHINE_ERRNOS:
+                click.echo(f"{BUG_MESSAGE}\n{type(exc).__name__}: {exc}", err=True)
+                ctx.exit(ExitCode.BUG)
+            what = "memory" if exc.errno == errno.ENOMEM else "open files"
+            click.echo(f"Error: {machine_limit_message(what)}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
         except ConfigError as exc:
             click.echo(f"Error: {exc}", err=True)

@@ -24,6 +24,7 @@ from latency_gate.config import Target, build_target
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, ExitCode
+from latency_gate.measure.limits import check_open_files
 from latency_gate.report.result_file import label_runs
 from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
@@ -95,6 +96,10 @@ def probe_command(
     targets = _targets(raw, targets_path)
     plan = _baseline_plan(targets, baseline_path, max_regression)
     check_writable({"--json": json_path, "--markdown": markdown_path})
+    check_open_files(
+        targets,
+        lambda t: "--concurrency" if targets_path is None else f"target {t.name!r}, concurrency",
+    )
     progress_for, log = progress_log()
     results = run_with_signals(
         log.beating(

@@ -18,6 +18,7 @@ from typing import Literal
 import httpx
 
 from latency_gate.config import Target, redact_url, scrub_secrets
+from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.streams import StreamParser
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
@@ -252,6 +253,10 @@ def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
     """Name a transport failure once, from httpx's exception tree and its cause."""
     message = str(exc) or type(exc).__name__
     lowered = message.lower()
+    if "too many open files" in lowered or "cannot allocate memory" in lowered:
+        # The machine's limit, not the endpoint's failure: the run stops and says so.
+        what = "memory" if "memory" in lowered else "open files"
+        raise MachineLimitError(machine_limit_message(what)) from exc
     if isinstance(exc, httpx.ConnectTimeout):
         return ErrorKind.CONNECT_TIMEOUT, "timed out while connecting"
     if isinstance(exc, httpx.ReadTimeout):
