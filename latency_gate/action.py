@@ -50,6 +50,7 @@ from latency_gate.measure.limits import check_open_files
 from latency_gate.models import RunResult
 from latency_gate.report.progress import ProgressLog
 from latency_gate.report.result_file import dump_runs
+from latency_gate.report.terminal import failed_call_kinds
 from latency_gate.report.view import NUMBER_LABELS
 from latency_gate.run import exit_code, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
@@ -515,6 +516,16 @@ def _annotate(result: RunResult, out: TextIO) -> None:
         )
     for warning in result.warnings:
         print(github.annotation("warning", warning, title="latency-gate"), file=out)
+    kinds = failed_call_kinds(result)
+    if kinds:
+        print(
+            github.annotation(
+                "error" if not result.verdict.passed else "warning",
+                f"failed calls ({result.display_name}) by kind: " + "; ".join(kinds),
+                title="latency-gate: why calls failed",
+            ),
+            file=out,
+        )
 
 
 def _show(number: str, value: float) -> str:

@@ -99,7 +99,7 @@ def _result(
             stamp_source=into.floor.stamp_source,
         )
     kernel_possible = kernel_stamps and transport.kernel_stamps_supported()
-    return assess_run(
+    result = assess_run(
         target,
         into.samples,
         started_at=into.started_at,
@@ -110,6 +110,9 @@ def _result(
         label=label,
         baseline=baseline,
     )
+    if into.stopped_early is None:
+        return result
+    return result.model_copy(update={"warnings": (*result.warnings, into.stopped_early)})
 
 
 async def probe_all(
