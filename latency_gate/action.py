@@ -44,7 +44,7 @@ from latency_gate.errors import (
     MachineLimitError,
     machine_limit_message,
 )
-from latency_gate.formatting import fmt_duration, fmt_percent
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside
 from latency_gate.measure.engine import ProgressCallback
 from latency_gate.measure.limits import check_open_files
 from latency_gate.models import RunResult
@@ -484,7 +484,11 @@ def _annotate(result: RunResult, out: TextIO) -> None:
     for check in result.verdict.checks:
         if check.passed is False:
             label = NUMBER_LABELS.get(check.number, check.number)
-            actual = "no data" if check.value is None else _show(check.number, check.value)
+            actual = (
+                "no data"
+                if check.value is None
+                else fmt_value_beside(check.value, check.limit, check.number)
+            )
             budget = _show(check.number, check.limit) if check.limit is not None else "—"
             print(
                 github.annotation(
