@@ -25,6 +25,7 @@ from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.measure.limits import check_open_files
+from latency_gate.models import RunResult
 from latency_gate.report.result_file import label_runs
 from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
@@ -160,11 +161,46 @@ def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: 
     """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
     a column per run; exit 1 when any run failed."""
     check_writable({"--json": json_path, "--markdown": markdown_path})
+    _refuse_repeats(files)
     loaded = [(name, load_runs(Path(name), "merge")) for name in files]
+    for warning in _same_runs(loaded):
+        click.echo(f"warning: {warning}", err=True)
     results = label_runs(loaded)
     write_reports(results, json_path, markdown_path)
     click.echo(report.render_terminal(results, color=color()))
     sys.exit(exit_code(results))
+
+
+def _refuse_repeats(files: tuple[str, ...]) -> None:
+    """The same file twice would count its runs twice: refused, naming it."""
+    seen: dict[Path, str] = {}
+    for name in files:
+        try:
+            key = Path(name).resolve()
+        except OSError:
+            key = Path(name)
+        if key in seen:
+            same = "" if seen[key] == name else f" (as {seen[key]!r} and {name!r})"
+            raise ConfigError.single(
+                "merge", f"{name!r} is given twice{same}: each run would be counted twice"
+            )
+        seen[key] = name
+
+
+def _same_runs(loaded: list[tuple[str, list[RunResult]]]) -> list[str]:
+    """Two files holding the very same run (a copied file?): said, since it counts twice."""
+    seen: dict[str, str] = {}
+    warnings = []
+    for name, runs in loaded:
+        for run in runs:
+            key = run.model_dump_json(include={"target", "started_at", "samples"})
+            if key in seen and seen[key] != name:
+                warnings.append(
+                    f"{seen[key]!r} and {name!r} hold the same run of {run.target!r} "
+                    "(a copied file?): it is counted twice"
+                )
+            seen.setdefault(key, name)
+    return warnings
 
 
 @main.command("quick")
