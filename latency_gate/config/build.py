@@ -295,8 +295,9 @@ def _check_framing(
 ) -> None:
     """The body's framing is the HTTP client's to write: a Content-Length header must match the
     body, and Transfer-Encoding is refused (a mismatch would be a malformed request)."""
-    body: SecretStr | None = fields.get("body")
-    size = 0 if body is None else len(body.get_secret_value().encode("utf-8"))
+    body: SecretStr | str | None = fields.get("body")  # a str when the body was refused
+    text = body.get_secret_value() if isinstance(body, SecretStr) else body or ""
+    size = len(text.encode("utf-8"))
     for header in headers:
         name = header.name.lower()
         value = header.value.get_secret_value().strip()
