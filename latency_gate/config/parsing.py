@@ -14,6 +14,8 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
+import httpx
+
 from latency_gate.config.files import read_input_file
 
 REDACTED = "***"
@@ -121,6 +123,10 @@ def parse_url(text: str) -> str:
         raise ValueError(f"the URL has no host: {redact_url(stripped)!r}")
     if any(c.isspace() for c in stripped):
         raise ValueError("the URL contains white space")
+    try:  # the HTTP client's own rules (control characters, IDNA hosts, length)
+        httpx.URL(stripped)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"not a valid URL: {exc}") from None
     return stripped
 
 
