@@ -33,6 +33,7 @@ from latency_gate.config import (
     secret_forms,
     url_userinfo,
 )
+from latency_gate.config.files import read_bounded
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import (
@@ -62,6 +63,7 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 DEFAULT_REPORT_DIR = "latency-gate-report"
+MAX_EVENT_BYTES = 64 * 1024 * 1024  # GitHub's event payloads are far smaller
 
 # Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
 # is the container itself. The CLI and the composite action on the runner never set it.
@@ -625,7 +627,7 @@ def _load_event(path: str | None) -> Mapping[str, object]:
     if not path:
         return {}
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(Path(path), MAX_EVENT_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

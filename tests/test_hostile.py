@@ -539,7 +539,7 @@ def test_concurrency_within_the_hard_limit_raises_the_soft_one(demo: DemoServer)
     assert "n: 1 cold, 1 warm, 300 concurrent calls." in done.stdout
 
 
-# --- the action: outputs that cannot be written ------------------------------------------------
+# --- the action: the same inputs, and outputs that cannot be written ---------------------------
 
 
 @dataclass
@@ -573,6 +573,43 @@ def run_action(tmp_path: Path, url: str, **env: str) -> ActionRun:
 
 def _errors(log: str) -> list[str]:
     return [line for line in log.splitlines() if line.startswith("::error")]
+
+
+@pytest.mark.parametrize(
+    ("inputs", "message"),
+    [
+        (
+            {"INPUT_API-KEY": "clé-secrète"},
+            "api-key: holds a character that is not ASCII at position 3 (HTTP headers carry "
+            "ASCII only)",
+        ),
+        (
+            {"INPUT_HEADERS": "Content-Length: 9"},
+            "headers: Content-Length: '9' contradicts the body, which is 0 bytes; leave the "
+            "header out and it is set for you",
+        ),
+        (
+            {"INPUT_TIMEOUT": HUGE},
+            f"timeout: expected a duration of at most 24 hours, got '{'9' * 40}…'",
+        ),
+        ({"INPUT_BODY": "@/dev/zero"}, "body: cannot read body file '/dev/zero': larger than"),
+    ],
+    ids=["api-key-not-ascii", "content-length", "timeout-huge", "body-dev-zero"],
+)
+def test_action_hostile_input_exits_2_with_one_annotation(
+    tmp_path: Path, demo: DemoServer, inputs: dict[str, str], message: str
+) -> None:
+    """The action meets the same hostile inputs with exit 2 and one ::error naming the input."""
+    before = len(demo.records)
+    run = run_action(tmp_path, demo.url, **inputs)
+    assert run.code == 2, run.log
+    errors = _errors(run.log)
+    assert len(errors) == 1, run.log
+    assert errors[0].startswith(
+        f"::error title=latency-gate%3A invalid input::invalid input {message}"
+    )
+    assert "Nothing was measured." in run.summary
+    assert len(demo.records) == before
 
 
 def test_action_github_output_a_directory_exits_2_before_any_call(
