@@ -28,7 +28,9 @@ from latency_gate.config import (
     Target,
     build_target,
     find_secrets,
+    header_text_problem,
     parse_bool,
+    parse_label,
     scrub_secrets,
     secret_forms,
     url_userinfo,
@@ -259,6 +261,14 @@ def parse_settings(
     markdown_path = None if "json-path" in inputs else Path(DEFAULT_REPORT_DIR, "report.md")
     if (problem := _written_path_problem("json-path", json_path, workspace)) is not None:
         problems.append(problem)
+    label: str | None = None
+    try:
+        label = parse_label(inputs.get("label", ""))
+    except ValueError as exc:
+        problems.append(InputProblem("label", str(exc)))
+    token_problem = header_text_problem(inputs.get("github-token", "").strip())
+    if token_problem is not None:  # it goes in an Authorization header
+        problems.append(InputProblem("github-token", token_problem))
     if problems or not targets:
         raise ConfigError(problems)
 
@@ -272,7 +282,7 @@ def parse_settings(
         github_token=inputs.get("github-token", ""),
         targets=tuple(targets) if "targets" in inputs else (),
         baseline=plan,
-        label=inputs.get("label", "").strip() or None,
+        label=label,
     )
 
 
@@ -469,6 +479,15 @@ def _check_writable(settings: ActionSettings, workspace: Path, output_path: Path
 
 def _unwritable_file(path: Path) -> str | None:
     """Why `path` (or the folders it would be created in) cannot be written, else None."""
+    try:
+        return _unwritable_reason(path)
+    except OSError as exc:  # a name too long, a loop of links, ...
+        return exc.strerror or str(exc)
+    except ValueError as exc:  # a NUL byte
+        return str(exc)
+
+
+def _unwritable_reason(path: Path) -> str | None:
     if path.is_dir():
         return "it is a directory"
     if path.exists():

@@ -105,9 +105,11 @@ URLS = st.one_of(
         ]
     ),
 )
+# Lone surrogates included: that is how bytes that are not UTF-8 arrive from argv.
+ANY_TEXT = st.text(st.characters(exclude_categories=()), max_size=20)
 VALUES = st.one_of(
     st.sampled_from(HOSTILE),
-    st.text(max_size=20),
+    ANY_TEXT,
     st.integers(min_value=-3, max_value=12).map(str),
     st.floats(allow_nan=True, allow_infinity=True).map(str),
 )
@@ -145,6 +147,7 @@ FLAGS = [
 ]
 OPTION = st.one_of(
     st.tuples(st.sampled_from(VALUED_OPTIONS), VALUES).map(list),
+    st.sampled_from(VALUED_OPTIONS).map(lambda option: [option, "\udcff" + option]),
     st.sampled_from(FLAGS).map(lambda flag: [flag]),
 )
 

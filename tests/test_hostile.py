@@ -333,6 +333,11 @@ EXIT_2_CASES: list[tuple[str, list[str], str]] = [
         "-d/--body: is not valid UTF-8 text (check the shell's encoding)",
     ),
     (
+        "label-not-utf8",
+        ["--label", "eu\udcff"],
+        "--label: is not valid UTF-8 text (check the shell's encoding)",
+    ),
+    (
         "content-length",
         ["-d", '{"messages": []}', "-H", "Content-Length: 5"],
         "-H/--header: Content-Length: '5' contradicts the body, which is 16 bytes; leave the "
@@ -593,8 +598,20 @@ def _errors(log: str) -> list[str]:
             f"timeout: expected a duration of at most 24 hours, got '{'9' * 40}…'",
         ),
         ({"INPUT_BODY": "@/dev/zero"}, "body: cannot read body file '/dev/zero': larger than"),
+        ({"INPUT_LABEL": "eu\udcff"}, "label: is not valid UTF-8 text"),
+        (
+            {"INPUT_GITHUB-TOKEN": "ghs_é"},
+            "github-token: holds a character that is not ASCII at position 5",
+        ),
     ],
-    ids=["api-key-not-ascii", "content-length", "timeout-huge", "body-dev-zero"],
+    ids=[
+        "api-key-not-ascii",
+        "content-length",
+        "timeout-huge",
+        "body-dev-zero",
+        "label-not-utf8",
+        "token-not-ascii",
+    ],
 )
 def test_action_hostile_input_exits_2_with_one_annotation(
     tmp_path: Path, demo: DemoServer, inputs: dict[str, str], message: str
@@ -724,6 +741,14 @@ def test_env_reference_in_an_inline_yaml_body_is_substituted_before_serialising(
     ("args", "message"),
     [
         (
+            ["--json", "{dir}/" + "x" * 300 + ".json"],
+            "--json: cannot write '{dir}/" + "x" * 300 + ".json': File name too long",
+        ),
+        (
+            ["--markdown", "r\x00.md"],
+            "Invalid value for '--markdown': 'r\\x00.md' holds a NUL byte, which no file name can",
+        ),
+        (
             ["--json", "{dir}/same", "--markdown", "{dir}/same"],
             "--markdown: '{dir}/same' is also given to --json: give each its own file",
         ),
@@ -733,7 +758,7 @@ def test_env_reference_in_an_inline_yaml_body_is_substituted_before_serialising(
             "--markdown: folder '{dir}/file' does not exist",
         ),
     ],
-    ids=["same-file", "json-directory", "under-a-file"],
+    ids=["name-too-long", "nul-byte", "same-file", "json-directory", "under-a-file"],
 )
 def test_report_files_are_checked_before_the_first_call(
     tmp_path: Path, demo: DemoServer, args: list[str], message: str

@@ -103,6 +103,16 @@ def main() -> None:
     """Measure the latency users feel and fail when it breaks the budget."""
 
 
+class FilePath(click.Path):
+    """click.Path, with a NUL byte in the name a usage error (exit 2) rather than the
+    ValueError os.stat raises for it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            self.fail(f"{value!r} holds a NUL byte, which no file name can", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("-X", "--method", help="HTTP method [default: POST with a body, else GET]."),
@@ -147,7 +157,8 @@ def working_dir() -> Path:
 
 def check_writable(paths: Mapping[str, str | None]) -> None:
     """ConfigError naming each report file that cannot be written, or that two options share,
-    checked before the first call (without creating anything)."""
+    checked before the first call by opening it for appending (a file that was not there is
+    removed again)."""
     problems = []
     seen: dict[Path, str] = {}
     for option, path in paths.items():
@@ -155,24 +166,37 @@ def check_writable(paths: Mapping[str, str | None]) -> None:
             continue
         try:
             resolved = Path(path).expanduser().resolve()
-        except OSError as exc:  # a relative path in a working directory that is gone
-            problems.append((option, f"cannot resolve {path!r}: {exc.strerror or exc}"))
+        except (OSError, ValueError) as exc:  # a working directory that is gone, a NUL byte
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            problems.append((option, f"cannot resolve {path!r}: {why}"))
             continue
-        parent = resolved.parent
         if resolved in seen:
             problems.append(
                 (option, f"{path!r} is also given to {seen[resolved]}: give each its own file")
             )
             continue
         seen[resolved] = option
-        if resolved.is_dir():
-            problems.append((option, f"{path!r} is a directory; name the file to write"))
-        elif not parent.is_dir():
-            problems.append((option, f"folder {str(parent)!r} does not exist"))
-        elif not os.access(resolved if resolved.exists() else parent, os.W_OK):
-            problems.append((option, f"{path!r} is not writable (permission denied)"))
+        if not resolved.parent.is_dir():
+            problems.append((option, f"folder {str(resolved.parent)!r} does not exist"))
+        elif (reason := _cannot_append(resolved)) is not None:
+            problems.append((option, f"cannot write {path!r}: {reason}"))
     if problems:
         raise ConfigError([InputProblem(o, m) for o, m in problems])
+
+
+def _cannot_append(path: Path) -> str | None:
+    """Why `path` cannot be opened for writing (too long a name, a directory, read-only, ...)."""
+    try:
+        existed = path.exists()
+        with path.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except ValueError as exc:  # a NUL byte, text the file system cannot encode
+        return str(exc)
+    return None
 
 
 def write_reports(

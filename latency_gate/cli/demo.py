@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from latency_gate import report
-from latency_gate.cli.app import color, main, progress
+from latency_gate.cli.app import FilePath, color, main, progress
 from latency_gate.config import build_target
 from latency_gate.errors import ConfigError
 from latency_gate.models import RunResult
@@ -29,7 +29,7 @@ DEMO_DESCRIPTIONS = {
 @main.command("demo")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False),
+    type=FilePath(file_okay=False),
     default="latency-gate-demo",
     show_default=True,
     help="Folder for the JSON and Markdown reports.",

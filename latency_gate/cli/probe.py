@@ -11,6 +11,7 @@ import click
 from latency_gate import report
 from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.cli.app import (
+    FilePath,
     check_writable,
     cli_spelling,
     color,
@@ -20,7 +21,7 @@ from latency_gate.cli.app import (
     working_dir,
     write_reports,
 )
-from latency_gate.config import Target, build_target
+from latency_gate.config import Target, build_target, parse_label
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, ExitCode
@@ -52,15 +53,15 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option("--max-error-rate", help="Budget for the error rate [default: 0.01].")
 @click.option("--max-ttft-p95", help="Budget for first-token p95 [default: not gated].")
 @click.option("--name", help="A name for the target in reports [default: endpoint].")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON result.")
+@click.option("--json", "json_path", type=FilePath(dir_okay=False), help="Write the JSON result.")
 @click.option(
-    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+    "--markdown", "markdown_path", type=FilePath(dir_okay=False), help="Write the report."
 )
 @click.option("--no-floor", is_flag=True, help="Skip measuring the gate's own floor.")
 @click.option(
     "--targets",
     "targets_path",
-    type=click.Path(dir_okay=False),
+    type=FilePath(dir_okay=False),
     help="A YAML, TOML or JSON file of several targets, cheapest first (instead of URL).",
 )
 @click.option("--baseline", "baseline_path", help="An earlier run's JSON result to compare with.")
@@ -94,6 +95,10 @@ def probe_command(
     for key, value in options.items():
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
+    try:
+        label = None if label is None else parse_label(label)
+    except ValueError as exc:
+        raise ConfigError.single("--label", str(exc)) from None
     targets = _targets(raw, targets_path)
     plan = _baseline_plan(targets, baseline_path, max_regression)
     check_writable({"--json": json_path, "--markdown": markdown_path})
@@ -150,12 +155,12 @@ def _baseline_plan(
 
 
 @main.command("merge")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=FilePath(dir_okay=False))
 @click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False), help="Write the merged JSON result."
+    "--json", "json_path", type=FilePath(dir_okay=False), help="Write the merged JSON result."
 )
 @click.option(
-    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+    "--markdown", "markdown_path", type=FilePath(dir_okay=False), help="Write the report."
 )
 def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: str | None) -> None:
     """Combine JSON results (a matrix of runners or regions) into one report and one verdict,

@@ -33,7 +33,7 @@ from latency_gate.config.parsing import (
 from latency_gate.config.target import Budget, Header, Target, url_userinfo
 from latency_gate.errors import ConfigError, InputProblem
 
-__all__ = ["BUDGET_KEYS", "TARGET_KEYS", "build_target", "parse_header"]
+__all__ = ["BUDGET_KEYS", "TARGET_KEYS", "build_target", "header_text_problem", "parse_header"]
 
 # --- parsing a header line -------------------------------------------------------------------
 
@@ -50,12 +50,12 @@ def parse_header(text: str) -> Header:
     if "\n" in value or "\r" in value:
         raise ValueError(f"the value of header {name!r} holds a line break")
     value = value.strip()
-    if (problem := _not_header_text(value)) is not None:
+    if (problem := header_text_problem(value)) is not None:
         raise ValueError(f"the value of header {name!r} {problem}")
     return Header(name=name, value=SecretStr(value))
 
 
-def _not_header_text(value: str) -> str | None:
+def header_text_problem(value: str) -> str | None:
     """Why `value` cannot go in an HTTP header as it is (named without quoting it: it may be a
     secret), or None. Header values are ASCII: printable characters, spaces and tabs."""
     for position, char in enumerate(value, start=1):
@@ -282,7 +282,7 @@ def _not_utf8(value: str | list[str] | None) -> bool:
 
 
 def _api_key(text: str) -> SecretStr | None:
-    if (problem := _not_header_text(text.strip())) is not None:
+    if (problem := header_text_problem(text.strip())) is not None:
         raise ValueError(problem)
     return SecretStr(text) if text else None
 

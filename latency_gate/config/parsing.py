@@ -183,3 +183,13 @@ def chat_body(fmt: Format, model: str | None, prompt: str, stream: bool) -> str:
         body["model"] = model
     body["stream"] = stream
     return json.dumps(body)
+
+
+def parse_label(text: str) -> str | None:
+    """Where a run ran (`--label`), trimmed; None when blank. Text that is not UTF-8 (bytes
+    from a shell in another encoding) cannot be stored in a result file."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid UTF-8 text (check the shell's encoding)") from None
+    return text.strip() or None
