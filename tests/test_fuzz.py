@@ -9,6 +9,7 @@ left out (a valid one would sleep).
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from conftest import free_port
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from latency_gate import cli
+from latency_gate import action, cli
 from latency_gate.config import TARGET_KEYS
 
 REFUSED = free_port()
@@ -227,3 +228,45 @@ def test_fuzzed_targets_files_never_exit_3(
     path = in_tmp / f"targets{suffix}"
     path.write_text(text or "", encoding="utf-8", errors="surrogateescape")
     _check(["probe", "--targets", str(path), "--no-floor"])
+
+
+ACTION_INPUTS = [
+    "url",
+    "headers",
+    "body",
+    "api-key",
+    "prompt",
+    "format",
+    "timeout",
+    "warm-calls",
+    "concurrency",
+    "max-warm-p95",
+    "max-error-rate",
+    "comment",
+    "summary",
+    "json-path",
+    "fail-on-breach",
+    "github-token",
+    "label",
+    "targets",
+    "baseline",
+    "max-regression",
+    "colour",
+]
+
+
+@FUZZ
+@given(
+    url=URLS,
+    inputs=st.dictionaries(st.sampled_from(ACTION_INPUTS), VALUES, max_size=4),
+)
+def test_fuzzed_action_inputs_never_exit_3(in_tmp: Path, url: str, inputs: dict[str, str]) -> None:
+    """The action with up to four fuzzed INPUT_* values beside a URL on 127.0.0.1 (no event, so
+    no PR comment is tried): exit 0, 1 or 2, and no bug annotation."""
+    environ = {"INPUT_URL": url, "GITHUB_WORKSPACE": str(in_tmp)}
+    environ |= {f"INPUT_{name.upper()}": value for name, value in inputs.items()}
+    environ.setdefault("INPUT_URL", url)
+    out = io.StringIO()
+    code = action.main(environ, out=out)
+    assert code in {0, 1, 2}, (inputs, out.getvalue())
+    assert "latency-gate bug" not in out.getvalue()
