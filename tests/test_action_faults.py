@@ -203,8 +203,7 @@ def test_hostile_text_never_reaches_markdown_raw(
 def test_hostile_mentions_render_only_inside_code(
     hostile_run: tuple[ActionRun, str], where: str
 ) -> None:
-    """Rendered to HTML, every @mention and #123 of the input is in a code element (GitHub links
-    and notifies none there), and no invisible character was inserted to break them."""
+    """Rendered, every @mention and #123 is in <code>; no invisible character inserted."""
     run, comment = hostile_run
     text = run.summary if where == "summary" else comment
     rendered = MarkdownIt("gfm-like", {"linkify": False}).render(text)

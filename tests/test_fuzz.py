@@ -261,8 +261,7 @@ ACTION_INPUTS = [
     inputs=st.dictionaries(st.sampled_from(ACTION_INPUTS), VALUES, max_size=4),
 )
 def test_fuzzed_action_inputs_never_exit_3(in_tmp: Path, url: str, inputs: dict[str, str]) -> None:
-    """The action with up to four fuzzed INPUT_* values beside a URL on 127.0.0.1 (no event, so
-    no PR comment is tried): exit 0, 1 or 2, and no bug annotation."""
+    """Up to four fuzzed INPUT_* values: exit 0, 1 or 2, and no bug annotation."""
     environ = {"INPUT_URL": url, "GITHUB_WORKSPACE": str(in_tmp)}
     environ |= {f"INPUT_{name.upper()}": value for name, value in inputs.items()}
     environ.setdefault("INPUT_URL", url)

@@ -36,6 +36,7 @@ from result_factory import make_result
 
 from latency_gate import action, cli
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, serve_in_thread
+from latency_gate.measure.engine import Progress
 from latency_gate.models import Check
 from latency_gate.report.progress import ProgressLog
 from latency_gate.report.result_file import dump_runs
@@ -153,8 +154,7 @@ def _recoverable(text: str, secret: str) -> list[str]:
 
 
 def test_echoed_basic_auth_of_url_userinfo_is_scrubbed(tmp_path: Path) -> None:
-    """user:password@ in the URL goes out as Basic auth; its base64 and the percent-encoded
-    password echoed back in a 401 reach no output, and cannot be decoded from one."""
+    """Basic auth of URL userinfo echoed back (base64, percent-encoded) reaches no output."""
     pair = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
     echo = f"Authorization: Basic {pair}; pw={quote(PASSWORD, safe='')}"
     spec = EndpointSpec(latency=0.0, faults=(Fault(kind="status", status=401, body=echo),))
@@ -173,8 +173,7 @@ def test_echoed_basic_auth_of_url_userinfo_is_scrubbed(tmp_path: Path) -> None:
 
 
 def test_echoed_api_key_in_base64_and_url_encoding_is_scrubbed(tmp_path: Path) -> None:
-    """The key echoed as base64 (both alphabets, and inside a longer encoded text at an odd
-    byte offset) and percent-encoded is scrubbed from the JSON and the report."""
+    """The key echoed in base64 (any alphabet, any alignment) or percent-encoded is ***."""
     inside = base64.b64encode(b'{"k":"' + API_KEY.encode() + b'"}').decode()
     echo = (
         f"b64 {base64.b64encode(API_KEY.encode()).decode()} "
@@ -262,8 +261,7 @@ def _targets_file(folder: Path, url: str) -> Path:
 
 
 def test_action_log_runs_no_command_from_a_target_name(tmp_path: Path, demo: DemoServer) -> None:
-    """A target name holding `::error` and `::set-output` lines starts no workflow command in
-    the action's log, and no terminal escape reaches it."""
+    """A target name with ::error lines runs no workflow command in the action's log."""
     targets = _targets_file(tmp_path, demo.url)
     out = io.StringIO()
     environ = {
@@ -283,8 +281,7 @@ def test_action_log_runs_no_command_from_a_target_name(tmp_path: Path, demo: Dem
 def test_cli_in_a_workflow_runs_no_command_from_a_target_name(
     tmp_path: Path, demo: DemoServer
 ) -> None:
-    """Under GITHUB_ACTIONS=true the CLI's whole output is a stretch where commands are stopped:
-    the hostile name's lines run nothing; no escape sequence is printed."""
+    """Under GITHUB_ACTIONS=true the CLI's output runs no command from a target name."""
     targets = _targets_file(tmp_path, demo.url)
     done = subprocess_cli(
         "probe", "--targets", str(targets), "--no-floor", env={"GITHUB_ACTIONS": "true"}
@@ -388,8 +385,7 @@ EXIT_2_CASES: list[tuple[str, list[str], str]] = [
 def test_hostile_option_exits_2_within_a_second(
     demo: DemoServer, args: list[str], message: str
 ) -> None:
-    """Exit 2 (not 3, not a hang) in under a second, one message naming the option, nothing
-    sent to the endpoint."""
+    """Exit 2 in under a second, one message naming the option, nothing sent."""
     before = len(demo.records)
     result, seconds = probe(demo.url, *args)
     assert one_error(result) == f"Error: invalid input {message}"
@@ -664,8 +660,7 @@ def test_action_json_path_under_a_file_exits_2_before_any_call(
 def test_action_github_output_that_fails_late_keeps_every_other_output(
     tmp_path: Path, demo: DemoServer
 ) -> None:
-    """GITHUB_OUTPUT on a full disk (/dev/full): the JSON, the summary and the verdict are still
-    written, one ::error names GITHUB_OUTPUT, and the exit code is 2 (not 3)."""
+    """GITHUB_OUTPUT on a full disk: other outputs and the verdict written, exit 2."""
     run = run_action(tmp_path, demo.url, GITHUB_OUTPUT="/dev/full")
     assert run.code == 2, run.log
     assert _errors(run.log) == [
@@ -715,8 +710,7 @@ def test_explicit_format_raw_is_kept_with_a_prompt(tmp_path: Path, demo: DemoSer
 def test_env_reference_in_an_inline_yaml_body_is_substituted_before_serialising(
     tmp_path: Path, demo: DemoServer
 ) -> None:
-    """${VAR} holding a quote and a line break stays one JSON string of the body (the body's
-    fingerprint is that of the substituted document)."""
+    """${VAR} with a quote and a line break stays one JSON string of an inline body."""
     prompt = 'say "hi"\nthen stop'
     path = tmp_path / "t.yml"
     path.write_text(
@@ -763,8 +757,7 @@ def test_env_reference_in_an_inline_yaml_body_is_substituted_before_serialising(
 def test_report_files_are_checked_before_the_first_call(
     tmp_path: Path, demo: DemoServer, args: list[str], message: str
 ) -> None:
-    """A report file that cannot be written is exit 2 before any call (a breach cannot turn
-    into exit 2 after a whole run)."""
+    """A report file that cannot be written is exit 2 before any call."""
     (tmp_path / "file").write_text("")
     before = len(demo.records)
     filled = [a.replace("{dir}", str(tmp_path)) for a in args]
@@ -783,8 +776,7 @@ def test_report_files_are_checked_before_the_first_call(
 def test_probe_says_why_calls_failed_and_stops_early_when_nothing_connects(
     tmp_path: Path,
 ) -> None:
-    """Nothing listening: the cold call and two warm calls are refused, the run stops there
-    (not 22 calls), and the terminal names the kind with an example."""
+    """Nothing listening: 3 refused calls, then a stop; the terminal names the kind."""
     url = f"http://127.0.0.1:{free_port()}{CHAT}"
     json_path = tmp_path / "r.json"
     result, _ = probe(url, "--no-floor", "--json", str(json_path))
@@ -799,8 +791,7 @@ def test_probe_says_why_calls_failed_and_stops_early_when_nothing_connects(
 
 
 def test_fail_fast_on_timeouts_ends_after_three_timeouts() -> None:
-    """An endpoint that accepts and never answers, 20 warm and 10 concurrent calls planned at
-    0.3 s each: the run ends after three timeouts."""
+    """A server that never answers: the run ends after three 0.3 s timeouts."""
     spec = EndpointSpec(faults=(Fault(kind="hang"),))
     with serve_in_thread(spec) as (server,):
         result, seconds = probe(server.url, "--no-floor", "--timeout", "0.3s")
@@ -825,7 +816,6 @@ def test_progress_in_a_log_prints_counts_at_least_every_interval() -> None:
     stream = io.StringIO()
     log = ProgressLog(stream, every=10.0, clock=lambda: clock[0])
     show = log.printer("api\n::error::x")
-    from latency_gate.measure.engine import Progress
 
     show(Progress("warm", 3, 20))
     for now in (5.0, 10.0, 15.0, 21.0):
@@ -842,7 +832,6 @@ async def test_progress_beats_while_a_call_hangs() -> None:
     """`beating` prints while the awaited work makes no progress of its own."""
     stream = io.StringIO()
     log = ProgressLog(stream, every=0.1)
-    from latency_gate.measure.engine import Progress
 
     log.printer("api")(Progress("cold", 0, 1))
     await log.beating(asyncio.sleep(0.45))

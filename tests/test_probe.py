@@ -112,8 +112,7 @@ async def test_injected_500s_and_429s_give_error_rate_and_kinds() -> None:
 
 
 async def test_hanging_server_gives_read_timeouts_within_the_timeout() -> None:
-    """A server that never answers: every call a timeout, no data, FAIL, in bounded time; the
-    run stops after the cold call and two warm calls (fail fast)."""
+    """A server that never answers: 3 timeouts (fail fast), no data, FAIL, bounded time."""
     spec = EndpointSpec(stream_format="raw", faults=(Fault(kind="hang"),))
     async with DemoServer(spec) as server:
         target = _target(server.url, timeout="300ms", **{"warm-calls": "2", "concurrency": "2"})
