@@ -7,13 +7,15 @@ summary, outputs, annotations, JSON result and sticky PR comment, and returns th
 
 from __future__ import annotations
 
+import errno
 import ipaddress
 import json
 import os
 import re
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TextIO
@@ -21,15 +23,37 @@ from urllib.parse import urlsplit
 
 from latency_gate import github, report
 from latency_gate.assess.baseline import BaselinePlan
-from latency_gate.config import TARGET_KEYS, Target, build_target, find_secrets, parse_bool
+from latency_gate.config import (
+    TARGET_KEYS,
+    Target,
+    build_target,
+    find_secrets,
+    header_text_problem,
+    parse_bool,
+    parse_label,
+    scrub_secrets,
+    secret_forms,
+    url_userinfo,
+)
+from latency_gate.config.files import read_bounded
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
-from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem
-from latency_gate.formatting import fmt_duration, fmt_percent
+from latency_gate.errors import (
+    BUG_MESSAGE,
+    MACHINE_ERRNOS,
+    ConfigError,
+    ExitCode,
+    InputProblem,
+    MachineLimitError,
+    machine_limit_message,
+)
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside
 from latency_gate.measure.engine import ProgressCallback
+from latency_gate.measure.limits import check_open_files
 from latency_gate.models import RunResult
-from latency_gate.report.progress import progress_printer
+from latency_gate.report.progress import ProgressLog
 from latency_gate.report.result_file import dump_runs
+from latency_gate.report.terminal import failed_call_kinds
 from latency_gate.report.view import NUMBER_LABELS
 from latency_gate.run import exit_code, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
@@ -41,6 +65,7 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 DEFAULT_REPORT_DIR = "latency-gate-report"
+MAX_EVENT_BYTES = 64 * 1024 * 1024  # GitHub's event payloads are far smaller
 
 # Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
 # is the container itself. The CLI and the composite action on the runner never set it.
@@ -236,6 +261,14 @@ def parse_settings(
     markdown_path = None if "json-path" in inputs else Path(DEFAULT_REPORT_DIR, "report.md")
     if (problem := _written_path_problem("json-path", json_path, workspace)) is not None:
         problems.append(problem)
+    label: str | None = None
+    try:
+        label = parse_label(inputs.get("label", ""))
+    except ValueError as exc:
+        problems.append(InputProblem("label", str(exc)))
+    token_problem = header_text_problem(inputs.get("github-token", "").strip())
+    if token_problem is not None:  # it goes in an Authorization header
+        problems.append(InputProblem("github-token", token_problem))
     if problems or not targets:
         raise ConfigError(problems)
 
@@ -249,7 +282,7 @@ def parse_settings(
         github_token=inputs.get("github-token", ""),
         targets=tuple(targets) if "targets" in inputs else (),
         baseline=plan,
-        label=inputs.get("label", "").strip() or None,
+        label=label,
     )
 
 
@@ -282,18 +315,32 @@ def main(environ: Mapping[str, str] | None = None, out: TextIO | None = None) ->
     stream = out or sys.stdout
     try:
         return _main(env, stream)
+    except (MachineLimitError, MemoryError, OSError) as exc:
+        # The machine's limits are the gate's problem, never the endpoint's: exit 2.
+        if isinstance(exc, MachineLimitError):
+            text = str(exc)
+        elif isinstance(exc, MemoryError) or exc.errno == errno.ENOMEM:
+            text = machine_limit_message("memory")
+        elif exc.errno in MACHINE_ERRNOS:
+            text = machine_limit_message("open files")
+        else:
+            return _bug(exc, env, stream)
+        print(github.annotation("error", text, title="latency-gate: machine limit"), file=stream)
+        return ExitCode.BAD_INPUT
     except Exception as exc:  # noqa: BLE001 - the one place that turns a bug into exit 3
-        message = f"{BUG_MESSAGE} {type(exc).__name__}: {exc}"
-        print(
-            github.annotation("error", _scrub(message, env), title="latency-gate bug"), file=stream
-        )
-        return ExitCode.BUG
+        return _bug(exc, env, stream)
+
+
+def _bug(exc: BaseException, env: Mapping[str, str], stream: TextIO) -> int:
+    message = f"{BUG_MESSAGE} {type(exc).__name__}: {exc}"
+    print(github.annotation("error", _scrub(message, env), title="latency-gate bug"), file=stream)
+    return ExitCode.BUG
 
 
 def _scrub(text: str, env: Mapping[str, str]) -> str:
-    for secret in secrets_in_inputs(read_inputs(env)):
-        text = text.replace(secret, "***")
-    return text
+    inputs = read_inputs(env)
+    pair = url_userinfo(inputs.get("url", ""))
+    return scrub_secrets(text, secret_forms(secrets_in_inputs(inputs), [pair] if pair else []))
 
 
 def _main(env: Mapping[str, str], out: TextIO) -> int:
@@ -307,6 +354,13 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     try:
         settings = parse_settings(
             inputs, workspace, env, in_container=env.get(IN_CONTAINER_VAR) == "1"
+        )
+        # Every file the run will write, checked before the first call: a run whose result
+        # cannot be kept is not worth its calls.
+        _check_writable(settings, workspace, output_path)
+        check_open_files(
+            settings.all_targets,
+            lambda t: "concurrency" if not settings.targets else f"target {t.name!r}, concurrency",
         )
     except ConfigError as exc:
         # A secret given to the wrong input is quoted back by its message; the runner masks
@@ -327,32 +381,52 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         for secret in target.secrets():
             print(github.add_mask(secret), file=out)
 
+    log = ProgressLog(out)
+
     def progress_for(target: Target) -> ProgressCallback:
         print(f"latency-gate: probing {target.display_url}", file=out)
-        return progress_printer(target.name, out, live=False)
+        return log.printer(target.name)
 
-    results = run_with_signals(
-        probe_all(
-            settings.all_targets,
-            progress_for=progress_for,
-            label=settings.label,
-            plan=settings.baseline,
+    # Target names and endpoint text reach the log from here to the report: no line of theirs
+    # may be read as a workflow command, so the runner is told to stop reading them.
+    token = uuid.uuid4().hex
+    print(github.stop_commands(token), file=out)
+    try:
+        results = run_with_signals(
+            log.beating(
+                probe_all(
+                    settings.all_targets,
+                    progress_for=progress_for,
+                    label=settings.label,
+                    plan=settings.baseline,
+                )
+            )
         )
-    )
-    print(report.render_terminal(results), file=out)
+        print(report.render_terminal(results), file=out)
+    finally:
+        print(github.resume_commands(token), file=out)
 
+    # One output that cannot be written must not cost the others: each is tried, a failure is
+    # an ::error naming it, and the run then exits 2.
+    unwritten: list[str] = []
     json_path = workspace / settings.json_path  # an absolute json-path stays as it is
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(dump_runs(results), encoding="utf-8")
-    written = [json_path]
+    written: list[Path] = []
+    files: list[tuple[Path, Callable[[], str]]] = [(json_path, lambda: dump_runs(results))]
     if settings.markdown_path is not None:
         markdown_path = workspace / settings.markdown_path
-        markdown_path.write_text(report.render_markdown(results), encoding="utf-8")
-        written.append(markdown_path)
-    print(
-        f"latency-gate: wrote {', '.join(_in_workspace(path, workspace) for path in written)}",
-        file=out,
-    )
+        files.append((markdown_path, lambda: report.render_markdown(results)))
+    for path, render in files:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(render(), encoding="utf-8")
+            written.append(path)
+        except OSError as exc:
+            unwritten.append(_unwritten("json-path", path, exc, out))
+    if written:
+        print(
+            f"latency-gate: wrote {', '.join(_in_workspace(path, workspace) for path in written)}",
+            file=out,
+        )
 
     for result in results:
         _annotate(result, out)
@@ -364,13 +438,66 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
     passed = all(result.verdict.passed for result in results)
 
     if output_path is not None:
-        _append(
-            output_path,
-            github.format_outputs(_outputs(results, passed, json_path, workspace, comment_url)),
-        )
+        outputs = _outputs(results, passed, json_path, workspace, comment_url)
+        if json_path not in written:
+            outputs["report-path"] = ""
+        try:
+            _append(output_path, github.format_outputs(outputs))
+        except OSError as exc:
+            unwritten.append(_unwritten("GITHUB_OUTPUT", output_path, exc, out))
+    if unwritten:
+        print(f"latency-gate: verdict {'PASS' if passed else 'FAIL'}", file=out)
+        return ExitCode.BAD_INPUT
     if not passed and not settings.fail_on_breach:
         print("latency-gate: budget breached, but fail-on-breach is false", file=out)
     return exit_code(results, fail_on_breach=settings.fail_on_breach)
+
+
+def _unwritten(name: str, path: Path, exc: OSError, out: TextIO) -> str:
+    reason = exc.strerror or str(exc)
+    message = (
+        f"{name}: could not write {str(path)!r}: {reason}; the verdict and the other outputs "
+        "were written"
+    )
+    print(github.annotation("error", message, title="latency-gate: output not written"), file=out)
+    return name
+
+
+def _check_writable(settings: ActionSettings, workspace: Path, output_path: Path | None) -> None:
+    """ConfigError naming each file the run must write but cannot (checked without writing)."""
+    problems = []
+    json_path = workspace / settings.json_path
+    if (reason := _unwritable_file(json_path)) is not None:
+        problems.append(InputProblem("json-path", f"cannot write {str(json_path)!r}: {reason}"))
+    if output_path is not None and (reason := _unwritable_file(output_path)) is not None:
+        problems.append(
+            InputProblem("GITHUB_OUTPUT", f"cannot write {str(output_path)!r}: {reason}")
+        )
+    if problems:
+        raise ConfigError(problems)
+
+
+def _unwritable_file(path: Path) -> str | None:
+    """Why `path` (or the folders it would be created in) cannot be written, else None."""
+    try:
+        return _unwritable_reason(path)
+    except OSError as exc:  # a name too long, a loop of links, ...
+        return exc.strerror or str(exc)
+    except ValueError as exc:  # a NUL byte
+        return str(exc)
+
+
+def _unwritable_reason(path: Path) -> str | None:
+    if path.is_dir():
+        return "it is a directory"
+    if path.exists():
+        return None if os.access(path, os.W_OK) else "permission denied"
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        return f"{str(folder)!r} is a file, not a folder"
+    return None if os.access(folder, os.W_OK | os.X_OK) else f"{str(folder)!r} is not writable"
 
 
 def _annotate(result: RunResult, out: TextIO) -> None:
@@ -378,7 +505,11 @@ def _annotate(result: RunResult, out: TextIO) -> None:
     for check in result.verdict.checks:
         if check.passed is False:
             label = NUMBER_LABELS.get(check.number, check.number)
-            actual = "no data" if check.value is None else _show(check.number, check.value)
+            actual = (
+                "no data"
+                if check.value is None
+                else fmt_value_beside(check.value, check.limit, check.number)
+            )
             budget = _show(check.number, check.limit) if check.limit is not None else "—"
             print(
                 github.annotation(
@@ -410,6 +541,16 @@ def _annotate(result: RunResult, out: TextIO) -> None:
         )
     for warning in result.warnings:
         print(github.annotation("warning", warning, title="latency-gate"), file=out)
+    kinds = failed_call_kinds(result)
+    if kinds:
+        print(
+            github.annotation(
+                "error" if not result.verdict.passed else "warning",
+                f"failed calls ({result.display_name}) by kind: " + "; ".join(kinds),
+                title="latency-gate: why calls failed",
+            ),
+            file=out,
+        )
 
 
 def _show(number: str, value: float) -> str:
@@ -505,7 +646,7 @@ def _load_event(path: str | None) -> Mapping[str, object]:
     if not path:
         return {}
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(read_bounded(Path(path), MAX_EVENT_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
@@ -62,3 +63,19 @@ BUG_MESSAGE = (
     "latency-gate failed: this is a bug in latency-gate, not in your endpoint. "
     "Please report it on the project's issue tracker with this message."
 )
+
+
+class MachineLimitError(LatencyGateError):
+    """The machine running the gate ran out of something (open files, memory): the gate's
+    problem, not the endpoint's. Exit code 2, with what to change."""
+
+
+MACHINE_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+
+
+def machine_limit_message(what: str) -> str:
+    """The one message for a machine limit met during a run."""
+    return (
+        f"latency-gate ran out of {what} on this machine, which is not the endpoint's failure: "
+        "lower --concurrency, or raise the limit (ulimit -n for open files)"
+    )

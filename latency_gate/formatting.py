@@ -10,7 +10,15 @@ import math
 import re
 import unicodedata
 
-__all__ = ["clean_text", "fmt_duration", "fmt_percent", "fmt_value", "md_escape", "md_or_dash"]
+__all__ = [
+    "clean_text",
+    "fmt_duration",
+    "fmt_percent",
+    "fmt_value",
+    "fmt_value_beside",
+    "md_escape",
+    "md_or_dash",
+]
 
 ESCAPE_CAP = 300
 
@@ -45,9 +53,22 @@ def fmt_percent(fraction: float | None) -> str:
 
 
 _WHITESPACE = re.compile(r"\s+")
+# Terminal escape sequences, whole: CSI (colours, cursor moves, clearing), OSC (window titles,
+# hyperlinks; ended by BEL or ST), other two-character escapes, and their 8-bit C1 forms.
+_TERMINAL_ESCAPE = re.compile(
+    r"(?:\x1b\[|\x9b)[0-?]*[ -/]*[@-~]?"
+    r"|(?:\x1b\]|\x9d)[^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)?"
+    r"|\x1b[ -/]*[0-~]?"
+)
 # Control, format (bidi overrides, zero-width), private-use and lone surrogate code points.
 _DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs"})
-_ZWJ = "\u200d"
+# What GitHub turns into a notification or a link in rendered text: @user, @org/team, #123,
+# GH-123. Shown in a code span, where GitHub links nothing, and no invisible character is
+# inserted (a copied name stays what it was).
+_REFERENCE = re.compile(
+    r"@[A-Za-z0-9][A-Za-z0-9-]*(?:/[A-Za-z0-9_.-]+)?|#[0-9]+|\bGH-[0-9]+", re.IGNORECASE
+)
 _ESCAPES = {
     "\\": "\\\\",
     "`": "\\`",
@@ -60,16 +81,15 @@ _ESCAPES = {
     "&": "&amp;",  # so "&#35;123" or "&lt;" arrive as text, not as # or <
     "<": "&lt;",  # no tag, no HTML comment, no copy of our marker
     ">": "&gt;",
-    # GitHub links #123 and notifies @name in rendered text; a zero-width joiner breaks both.
-    "#": "#" + _ZWJ,
-    "@": "@" + _ZWJ,
+    "#": "\\#",  # never a heading; `#123` itself goes in a code span (see _REFERENCE)
 }
 
 
 def clean_text(text: str, limit: int = ESCAPE_CAP) -> str:
-    """Untrusted text on one line: white space runs become one space, control and format
-    characters go, and anything past `limit` characters becomes "…"."""
-    one_line = _WHITESPACE.sub(" ", text).strip()
+    """Untrusted text on one line: terminal escape sequences go whole, white space runs become
+    one space, control and format characters go, and anything past `limit` characters
+    becomes "…"."""
+    one_line = _WHITESPACE.sub(" ", _TERMINAL_ESCAPE.sub("", text)).strip()
     kept = "".join(ch for ch in one_line if unicodedata.category(ch) not in _DROPPED_CATEGORIES)
     if len(kept) > limit:
         return kept[:limit].rstrip() + "…"
@@ -81,10 +101,22 @@ def md_escape(text: str, limit: int = ESCAPE_CAP) -> str:
 
     One line (see `clean_text`), at most `limit` characters before escaping; Markdown
     punctuation backslash-escaped (the pipe too, so a table keeps its cells); `& < >` as HTML
-    entities (no tag, no HTML comment can open); `#` and `@` followed by a zero-width joiner so
-    GitHub neither links an issue nor notifies anyone.
+    entities (no tag, no HTML comment can open); `@name`, `@org/team`, `#123` and `GH-123` in
+    a code span, so GitHub neither notifies anyone nor links an issue.
     """
-    return "".join(_ESCAPES.get(ch, ch) for ch in clean_text(text, limit))
+    cleaned = clean_text(text, limit)
+    parts: list[str] = []
+    at = 0
+    for match in _REFERENCE.finditer(cleaned):
+        parts.append(_escape_plain(cleaned[at : match.start()]))
+        parts.append(f"`{match.group()}`")  # no backtick or pipe can be inside the match
+        at = match.end()
+    parts.append(_escape_plain(cleaned[at:]))
+    return "".join(parts)
+
+
+def _escape_plain(text: str) -> str:
+    return "".join(_ESCAPES.get(ch, ch) for ch in text)
 
 
 def md_or_dash(value: object) -> str:
@@ -95,3 +127,25 @@ def md_or_dash(value: object) -> str:
 def fmt_value(value: float | None, number: str) -> str:
     """A number's value in its unit: a percentage for rates, a duration for the rest."""
     return fmt_percent(value) if number.endswith("rate") else fmt_duration(value)
+
+
+def fmt_value_beside(value: float | None, limit: float | None, number: str) -> str:
+    """`fmt_value`, with more digits when a value over its limit would print equal to it
+    (3.004 s against 3 s reads "3.004 s", never "3.00 s" marked FAIL beside a 3.00 s budget)."""
+    text = fmt_value(value, number)
+    if value is None or limit is None or value <= limit or text != fmt_value(limit, number):
+        return text
+    for extra in range(1, 12):
+        finer = _finer(value, number, extra)
+        if finer != _finer(limit, number, extra):
+            return finer
+    return text
+
+
+def _finer(value: float, number: str, extra: int) -> str:
+    """`value` with `extra` more decimals than its usual form."""
+    if number.endswith("rate"):
+        return f"{value * 100:.{1 + extra}f} %"
+    if abs(value) < 1:
+        return f"{value * 1000:.{extra}f} ms"
+    return f"{value:.{2 + extra}f} s"

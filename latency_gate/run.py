@@ -17,6 +17,7 @@ from pathlib import Path
 from latency_gate.assess.baseline import BaselinePlan, match_baseline
 from latency_gate.assess.result import assess_run, floor_from, overall_stamp_source
 from latency_gate.config import Target
+from latency_gate.config.files import read_bounded
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.measure import transport
@@ -26,6 +27,9 @@ from latency_gate.models import RunResult
 from latency_gate.report.result_file import parse_runs
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
+
+# A result file of 100,000 calls is some 60 MB; a bigger one is not a result file.
+MAX_RESULT_BYTES = 256 * 1024 * 1024
 
 
 def _ignore(_: Progress) -> None:
@@ -95,7 +99,7 @@ def _result(
             stamp_source=into.floor.stamp_source,
         )
     kernel_possible = kernel_stamps and transport.kernel_stamps_supported()
-    return assess_run(
+    result = assess_run(
         target,
         into.samples,
         started_at=into.started_at,
@@ -106,6 +110,9 @@ def _result(
         label=label,
         baseline=baseline,
     )
+    if into.stopped_early is None:
+        return result
+    return result.model_copy(update={"warnings": (*result.warnings, into.stopped_early)})
 
 
 async def probe_all(
@@ -156,8 +163,8 @@ def exit_code(results: Sequence[RunResult], *, fail_on_breach: bool = True) -> E
 def load_runs(path: Path, option: str) -> list[RunResult]:
     """The runs of a result file; a file that cannot be read is a ConfigError naming `option`."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bounded(path, MAX_RESULT_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError.single(option, f"cannot read {str(path)!r}: {reason}") from None
     return parse_runs(text, f"{option} {path}")

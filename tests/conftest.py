@@ -172,3 +172,15 @@ def _wait_healthy(base_url: str, timeout: float) -> None:
             last = f"HTTP {response.status_code}"
         time.sleep(0.1)
     pytest.fail(f"llama.cpp server at {base_url} not healthy after {timeout:.0f} s: {last}")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _outside_a_workflow() -> Iterator[None]:
+    """Tests run as outside a GitHub workflow and on a plain terminal, also when CI runs them:
+    the CLI wraps its output in ::stop-commands:: under GITHUB_ACTIONS=true, and NO_COLOR or
+    TERM change what it prints. A test that needs one of them sets it."""
+    saved = {name: os.environ.pop(name, None) for name in ("GITHUB_ACTIONS", "NO_COLOR")}
+    yield
+    for name, value in saved.items():
+        if value is not None:
+            os.environ[name] = value

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,7 +33,10 @@ from latency_gate.github import PERMISSIONS_HINT, comment_marker
 from latency_gate.models import ErrorKind
 
 PR = 17
-ZWJ = "\u200d"
+# Characters a reader cannot see: none may be inserted into (or survive in) a report.
+INVISIBLE = re.compile("[\u200b-\u200f\u2060-\u2064\ufeff\u202a-\u202e]")
+# What GitHub would turn into a notification or an issue link in rendered text.
+REFERENCE = re.compile(r"@[A-Za-z0-9]|#[0-9]|\bGH-[0-9]", re.IGNORECASE)
 FAKE_MARKER = "<!-- latency-gate:comment:0123456789 -->"
 HOSTILE_BODY = (
     "upstream | failed `rm -rf /` <script>alert(1)</script>\n"
@@ -48,11 +52,6 @@ RAW_FORBIDDEN = (
     "<!-- hidden",
     FAKE_MARKER,
     "<!-- latency-gate:comment:x",
-    "@octocat",
-    "@team",
-    "#123",
-    "#45",
-    "#7",
     "`rm -rf /`",
     "`7`",
     "`tick`",
@@ -194,10 +193,24 @@ def test_hostile_run_still_reports_the_errors(hostile_run: tuple[ActionRun, str]
 def test_hostile_text_never_reaches_markdown_raw(
     hostile_run: tuple[ActionRun, str], where: str
 ) -> None:
-    """No tag, HTML comment, mention, issue link or code span from the input survives raw."""
+    """No tag, HTML comment or code span from the input survives raw."""
     run, comment = hostile_run
     text = run.summary if where == "summary" else comment
     assert [needle for needle in RAW_FORBIDDEN if needle in text] == []
+
+
+@pytest.mark.parametrize("where", ["summary", "comment"])
+def test_hostile_mentions_render_only_inside_code(
+    hostile_run: tuple[ActionRun, str], where: str
+) -> None:
+    """Rendered, every @mention and #123 is in <code>; no invisible character inserted."""
+    run, comment = hostile_run
+    text = run.summary if where == "summary" else comment
+    rendered = MarkdownIt("gfm-like", {"linkify": False}).render(text)
+    outside_code = re.sub(r"<code>[^<]*</code>", "", rendered)
+    assert REFERENCE.findall(outside_code) == []
+    assert "<code>@team</code>" in rendered
+    assert INVISIBLE.findall(text) == []
 
 
 @pytest.mark.parametrize("where", ["summary", "comment"])
@@ -249,8 +262,8 @@ def test_hostile_error_body_is_shown_escaped_in_one_cell(
         for token in _parse(run.summary)
         if token.type == "inline" and "upstream" in token.content
         for child in token.children or []
-        if child.type == "text"
-    ).replace(ZWJ, "")
+        if child.type in {"text", "code_inline"}
+    )
     assert "upstream | failed `rm -rf /` <script>alert(1)</script>" in shown
     assert "@octocat see #123" in shown
 

@@ -191,7 +191,7 @@ def test_json_config_is_redacted(url: str, tmp_path: Path) -> None:
     config = json.loads(text)["config"]
     assert config["api_key"] == "***"
     assert config["headers"] == ["X-Secret: ***", "Content-Type: application/json"]
-    assert config["url"] == f"{url}?key=%2A%2A%2A"
+    assert config["url"] == f"{url}?key=***"
     assert (config["warm_calls"], config["concurrency"]) == (3, 2)
 
 

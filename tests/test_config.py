@@ -121,7 +121,7 @@ def test_url_query_values_and_userinfo_are_redacted() -> None:
     """Query values and credentials in a URL never reach a report."""
     assert (
         redact_url("https://u:pw@h.io:8443/p?key=abc&x=1")
-        == "https://***@h.io:8443/p?key=%2A%2A%2A&x=%2A%2A%2A"
+        == "https://***@h.io:8443/p?key=***&x=***"
     )
 
 

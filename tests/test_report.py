@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -49,12 +50,10 @@ RAW_FORBIDDEN = (
     "<b>",
     "<!-- latency-gate:comment:x",
     FAKE_MARKER,
-    "@octocat",
-    "@team",
-    "#123",
-    "#7",
     "`rm -rf`",
 )
+# What GitHub would turn into a notification or an issue link in rendered text.
+REFERENCE = re.compile(r"@[A-Za-z0-9]|#[0-9]|\bGH-[0-9]", re.IGNORECASE)
 
 
 # --- scenarios ---------------------------------------------------------------------------------
@@ -167,7 +166,9 @@ def parse(markdown: str) -> list[Token]:
 
 def inline_text(token: Token) -> str:
     """What a reader sees in an inline token, without formatting marks."""
-    return "".join(child.content for child in token.children or [] if child.type == "text")
+    return "".join(
+        child.content for child in token.children or [] if child.type in {"text", "code_inline"}
+    )
 
 
 def tables(markdown: str) -> list[list[list[str]]]:
@@ -245,11 +246,13 @@ def test_fmt_percent(fraction: float | None, expected: str) -> None:
             "<!-- latency-gate:comment:x -->",
             "&lt;!-- latency-gate:comment:x --&gt;",
         ),
-        ("&#35;1 &lt;", f"&amp;#{ZWJ}35;1 &amp;lt;"),
-        ("@octocat", f"@{ZWJ}octocat"),
-        ("see #123", f"see #{ZWJ}123"),
+        ("&#35;1 &lt;", "&amp;`#35`;1 &amp;lt;"),
+        ("@octocat", "`@octocat`"),
+        ("cc @org/team-a", "cc `@org/team-a`"),
+        ("see #123 and GH-4", "see `#123` and `GH-4`"),
+        ("# not a heading", "\\# not a heading"),
         ("one\ntwo\r\nthree\t four", "one two three four"),
-        ("\x1b[31mred\x07", "\\[31mred"),
+        ("\x1b[31mred\x07", "red"),
         ("a\u202eb\u200bc", "abc"),
         ("  padded  ", "padded"),
     ],
@@ -478,6 +481,21 @@ def test_hostile_text_never_raw(render: str) -> None:
 
 
 @pytest.mark.parametrize("render", ["summary", "comment"])
+def test_hostile_mentions_render_inside_code_only(render: str) -> None:
+    """Rendered, every @mention and #123 sits in a code element (GitHub links none there)."""
+    results = scenario_hostile()
+    text = (
+        render_summary(results)
+        if render == "summary"
+        else render_comment(results, marker="<!-- latency-gate:comment:real -->")
+    )
+    rendered = MarkdownIt("gfm-like", {"linkify": False}).render(text)
+    assert REFERENCE.findall(re.sub(r"<code>[^<]*</code>", "", rendered)) == []
+    assert "<code>@team</code>" in rendered
+    assert ZWJ not in text
+
+
+@pytest.mark.parametrize("render", ["summary", "comment"])
 def test_hostile_text_makes_no_html(render: str) -> None:
     """Only our own HTML (details, summary, the marker) survives parsing; none from the input."""
     results = scenario_hostile()
@@ -532,10 +550,10 @@ def test_hostile_settings_are_escaped() -> None:
 
 
 def test_terminal_strips_control_characters() -> None:
-    """A target name with terminal escape codes prints without them."""
+    """A target name with terminal escape codes prints without them, whole sequences gone."""
     results = [make_result("evil\x1b[2J\nname"), make_result("b")]
     assert "\x1b" not in render_terminal(results)
-    assert "evil[2J name" in render_terminal(results)
+    assert "evil name" in render_terminal(results)
 
 
 # --- size limits -------------------------------------------------------------------------------

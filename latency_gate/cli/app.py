@@ -5,18 +5,30 @@ The commands (cli/probe.py, cli/demo.py) parse, call the library, print and pick
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 
-from latency_gate import report
+from latency_gate import github, report
 from latency_gate.config import Target
-from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem, LatencyGateError
+from latency_gate.errors import (
+    BUG_MESSAGE,
+    MACHINE_ERRNOS,
+    ConfigError,
+    ExitCode,
+    InputProblem,
+    LatencyGateError,
+    machine_limit_message,
+)
 from latency_gate.models import RunResult
-from latency_gate.report.progress import ProgressPrinter, progress_printer
+from latency_gate.report.progress import ProgressLog, ProgressPrinter, progress_printer
 from latency_gate.report.result_file import dump_runs
 from latency_gate.version import __version__
 
@@ -37,8 +49,22 @@ class _Group(click.Group):
     """Translates the exception tree once: bad input exits 2, anything unexpected exits 3."""
 
     def invoke(self, ctx: click.Context) -> Any:
+        with _workflow_commands_stopped():
+            return self._invoke(ctx)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except MemoryError:
+            click.echo(f"Error: {machine_limit_message('memory')}", err=True)
+            ctx.exit(ExitCode.BAD_INPUT)
+        except OSError as exc:
+            if exc.errno not in MACHINE_ERRNOS:
+                click.echo(f"{BUG_MESSAGE}\n{type(exc).__name__}: {exc}", err=True)
+                ctx.exit(ExitCode.BUG)
+            what = "memory" if exc.errno == errno.ENOMEM else "open files"
+            click.echo(f"Error: {machine_limit_message(what)}", err=True)
+            ctx.exit(ExitCode.BAD_INPUT)
         except ConfigError as exc:
             click.echo(f"Error: {exc}", err=True)
             ctx.exit(ExitCode.BAD_INPUT)
@@ -52,10 +78,39 @@ class _Group(click.Group):
             ctx.exit(ExitCode.BUG)
 
 
+@contextlib.contextmanager
+def _workflow_commands_stopped() -> Iterator[None]:
+    """In a GitHub Actions log, no line printed meanwhile is read as a workflow command.
+
+    The CLI prints target names and endpoint text, and the runner would read a line of theirs
+    starting with `::error` (or `::set-output`) as a command; `::stop-commands::` with an
+    unguessable token stops that until the token is printed again.
+    """
+    if os.environ.get("GITHUB_ACTIONS") != "true":
+        yield
+        return
+    token = uuid.uuid4().hex
+    click.echo(github.stop_commands(token))
+    try:
+        yield
+    finally:
+        click.echo(github.resume_commands(token))
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="latency-gate")
 def main() -> None:
     """Measure the latency users feel and fail when it breaks the budget."""
+
+
+class FilePath(click.Path):
+    """click.Path, with a NUL byte in the name a usage error (exit 2) rather than the
+    ValueError os.stat raises for it."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and "\x00" in value:
+            self.fail(f"{value!r} holds a NUL byte, which no file name can", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -90,16 +145,58 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     return func
 
 
+def working_dir() -> Path:
+    """The working directory; ConfigError when it no longer exists (relative paths in the
+    options are read from it)."""
+    try:
+        return Path.cwd()
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError.single("working directory", f"cannot be read: {reason}") from None
+
+
 def check_writable(paths: Mapping[str, str | None]) -> None:
+    """ConfigError naming each report file that cannot be written, or that two options share,
+    checked before the first call by opening it for appending (a file that was not there is
+    removed again)."""
     problems = []
+    seen: dict[Path, str] = {}
     for option, path in paths.items():
         if path is None:
             continue
-        parent = Path(path).expanduser().resolve().parent
-        if not parent.is_dir():
-            problems.append((option, f"folder {str(parent)!r} does not exist"))
+        try:
+            resolved = Path(path).expanduser().resolve()
+        except (OSError, ValueError) as exc:  # a working directory that is gone, a NUL byte
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            problems.append((option, f"cannot resolve {path!r}: {why}"))
+            continue
+        if resolved in seen:
+            problems.append(
+                (option, f"{path!r} is also given to {seen[resolved]}: give each its own file")
+            )
+            continue
+        seen[resolved] = option
+        if not resolved.parent.is_dir():
+            problems.append((option, f"folder {str(resolved.parent)!r} does not exist"))
+        elif (reason := _cannot_append(resolved)) is not None:
+            problems.append((option, f"cannot write {path!r}: {reason}"))
     if problems:
         raise ConfigError([InputProblem(o, m) for o, m in problems])
+
+
+def _cannot_append(path: Path) -> str | None:
+    """Why `path` cannot be opened for writing (too long a name, a directory, read-only, ...)."""
+    try:
+        existed = path.exists()
+        with path.open("a", encoding="utf-8"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except ValueError as exc:  # a NUL byte, text the file system cannot encode
+        return str(exc)
+    return None
 
 
 def write_reports(
@@ -120,9 +217,26 @@ def write_reports(
             raise ConfigError.single(option, f"could not write {path!r}: {reason}") from None
 
 
+def plain_terminal() -> bool:
+    """NO_COLOR (https://no-color.org) or TERM=dumb: no colour and no escape sequences."""
+    return bool(os.environ.get("NO_COLOR")) or os.environ.get("TERM") == "dumb"
+
+
 def color() -> bool:
-    return sys.stdout.isatty()
+    return sys.stdout.isatty() and not plain_terminal()
+
+
+def live_progress() -> bool:
+    return sys.stderr.isatty() and not plain_terminal()
 
 
 def progress(target: Target) -> ProgressPrinter:
-    return progress_printer(target.name, sys.stderr, live=sys.stderr.isatty())
+    return progress_printer(target.name, sys.stderr, live=live_progress())
+
+
+def progress_log() -> tuple[Callable[[Target], ProgressPrinter], ProgressLog]:
+    """What prints a run's progress on stderr, and the log that beats while it goes."""
+    log = ProgressLog(sys.stderr)
+    if live_progress():
+        return progress, log
+    return (lambda target: log.printer(target.name)), log

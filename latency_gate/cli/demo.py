@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 from pathlib import Path
 
 import click
 
 from latency_gate import report
-from latency_gate.cli.app import color, main, progress
+from latency_gate.cli.app import FilePath, color, main, progress
 from latency_gate.config import build_target
+from latency_gate.errors import ConfigError
 from latency_gate.models import RunResult
 from latency_gate.run import probe
 from latency_gate.signals import run_with_signals
@@ -27,7 +29,7 @@ DEMO_DESCRIPTIONS = {
 @main.command("demo")
 @click.option(
     "--out",
-    type=click.Path(file_okay=False),
+    type=FilePath(file_okay=False),
     default="latency-gate-demo",
     show_default=True,
     help="Folder for the JSON and Markdown reports.",
@@ -36,8 +38,7 @@ def demo_command(out: str) -> None:
     """Probe three embedded loopback endpoints: local model, free server, paid production."""
     from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
 
-    folder = Path(out)
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _writable_folder(out)
     results: list[RunResult] = []
     specs = demo.classic_three()
     with demo.serve_in_thread(*specs) as servers:
@@ -48,11 +49,35 @@ def demo_command(out: str) -> None:
             click.echo(f"probing {spec.name}: {DEMO_DESCRIPTIONS[spec.name]}", err=True)
             result = run_with_signals(probe(target, progress=progress(target)))
             results.append(result)
-            (folder / f"{spec.name}.json").write_text(result.model_dump_json(indent=2) + "\n")
+            _write(folder / f"{spec.name}.json", result.model_dump_json(indent=2) + "\n")
             click.echo(report.render_terminal([result], color=color()))
-    (folder / "report.md").write_text(report.render_markdown(results))
+    _write(folder / "report.md", report.render_markdown(results))
     click.echo(report.render_terminal(results, color=color()))
     click.echo(f"reports written to {folder}/ (report.md and one JSON file per environment)")
+
+
+def _writable_folder(out: str) -> Path:
+    """The --out folder, created; ConfigError naming --out when it cannot be (checked before
+    anything runs: a relative path in a working directory that is read-only or gone, say)."""
+    folder = Path(out)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError.single(
+            "--out", f"cannot create the folder {out!r}: {reason} (give --out a writable folder)"
+        ) from None
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError.single("--out", f"the folder {out!r} is not writable")
+    return folder
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError.single("--out", f"could not write {str(path)!r}: {reason}") from None
 
 
 @main.command("demo-server")

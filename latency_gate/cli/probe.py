@@ -11,18 +11,22 @@ import click
 from latency_gate import report
 from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.cli.app import (
+    FilePath,
     check_writable,
     cli_spelling,
     color,
     endpoint_options,
     main,
-    progress,
+    progress_log,
+    working_dir,
     write_reports,
 )
-from latency_gate.config import Target, build_target
+from latency_gate.config import Target, build_target, parse_label
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, ExitCode
+from latency_gate.measure.limits import check_open_files
+from latency_gate.models import RunResult
 from latency_gate.report.result_file import label_runs
 from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
@@ -49,15 +53,15 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option("--max-error-rate", help="Budget for the error rate [default: 0.01].")
 @click.option("--max-ttft-p95", help="Budget for first-token p95 [default: not gated].")
 @click.option("--name", help="A name for the target in reports [default: endpoint].")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the JSON result.")
+@click.option("--json", "json_path", type=FilePath(dir_okay=False), help="Write the JSON result.")
 @click.option(
-    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+    "--markdown", "markdown_path", type=FilePath(dir_okay=False), help="Write the report."
 )
 @click.option("--no-floor", is_flag=True, help="Skip measuring the gate's own floor.")
 @click.option(
     "--targets",
     "targets_path",
-    type=click.Path(dir_okay=False),
+    type=FilePath(dir_okay=False),
     help="A YAML, TOML or JSON file of several targets, cheapest first (instead of URL).",
 )
 @click.option("--baseline", "baseline_path", help="An earlier run's JSON result to compare with.")
@@ -91,12 +95,27 @@ def probe_command(
     for key, value in options.items():
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
+    try:
+        label = None if label is None else parse_label(label)
+    except ValueError as exc:
+        raise ConfigError.single("--label", str(exc)) from None
     targets = _targets(raw, targets_path)
     plan = _baseline_plan(targets, baseline_path, max_regression)
     check_writable({"--json": json_path, "--markdown": markdown_path})
+    check_open_files(
+        targets,
+        lambda t: "--concurrency" if targets_path is None else f"target {t.name!r}, concurrency",
+    )
+    progress_for, log = progress_log()
     results = run_with_signals(
-        probe_all(
-            targets, progress_for=progress, measure_floor=not no_floor, label=label, plan=plan
+        log.beating(
+            probe_all(
+                targets,
+                progress_for=progress_for,
+                measure_floor=not no_floor,
+                label=label,
+                plan=plan,
+            )
         )
     )
     write_reports(results, json_path, markdown_path)
@@ -110,7 +129,7 @@ def probe_command(
 def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -> list[Target]:
     """The one target of the options, or the targets file's (options fill in what it omits)."""
     if targets_path is None:
-        return [build_target(raw, cli_spelling, base_dir=Path.cwd())]
+        return [build_target(raw, cli_spelling, base_dir=working_dir())]
     clash = [cli_spelling(k) for k in ("url", "name") if raw.get(k) is not None]
     if clash:
         raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
@@ -136,22 +155,57 @@ def _baseline_plan(
 
 
 @main.command("merge")
-@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.argument("files", nargs=-1, required=True, type=FilePath(dir_okay=False))
 @click.option(
-    "--json", "json_path", type=click.Path(dir_okay=False), help="Write the merged JSON result."
+    "--json", "json_path", type=FilePath(dir_okay=False), help="Write the merged JSON result."
 )
 @click.option(
-    "--markdown", "markdown_path", type=click.Path(dir_okay=False), help="Write the report."
+    "--markdown", "markdown_path", type=FilePath(dir_okay=False), help="Write the report."
 )
 def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: str | None) -> None:
     """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
     a column per run; exit 1 when any run failed."""
     check_writable({"--json": json_path, "--markdown": markdown_path})
+    _refuse_repeats(files)
     loaded = [(name, load_runs(Path(name), "merge")) for name in files]
+    for warning in _same_runs(loaded):
+        click.echo(f"warning: {warning}", err=True)
     results = label_runs(loaded)
     write_reports(results, json_path, markdown_path)
     click.echo(report.render_terminal(results, color=color()))
     sys.exit(exit_code(results))
+
+
+def _refuse_repeats(files: tuple[str, ...]) -> None:
+    """The same file twice would count its runs twice: refused, naming it."""
+    seen: dict[Path, str] = {}
+    for name in files:
+        try:
+            key = Path(name).resolve()
+        except OSError:
+            key = Path(name)
+        if key in seen:
+            same = "" if seen[key] == name else f" (as {seen[key]!r} and {name!r})"
+            raise ConfigError.single(
+                "merge", f"{name!r} is given twice{same}: each run would be counted twice"
+            )
+        seen[key] = name
+
+
+def _same_runs(loaded: list[tuple[str, list[RunResult]]]) -> list[str]:
+    """Two files holding the very same run (a copied file?): said, since it counts twice."""
+    seen: dict[str, str] = {}
+    warnings = []
+    for name, runs in loaded:
+        for run in runs:
+            key = run.model_dump_json(include={"target", "started_at", "samples"})
+            if key in seen and seen[key] != name:
+                warnings.append(
+                    f"{seen[key]!r} and {name!r} hold the same run of {run.target!r} "
+                    "(a copied file?): it is counted twice"
+                )
+            seen.setdefault(key, name)
+    return warnings
 
 
 @main.command("quick")
@@ -167,7 +221,7 @@ def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bo
     for key, value in options.items():
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
-    target = build_target(raw, cli_spelling, base_dir=Path.cwd())
+    target = build_target(raw, cli_spelling, base_dir=working_dir())
     result = run_with_signals(quick.quick(target))
     click.echo(quick_report.render(result), nl=False)
     sys.exit(ExitCode.PASS if result.passed else ExitCode.BREACH)

@@ -4,7 +4,13 @@ The first layer of the flow (config -> measure -> assess -> report): nothing her
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
 """
 
-from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target, parse_header
+from latency_gate.config.build import (
+    BUDGET_KEYS,
+    TARGET_KEYS,
+    build_target,
+    header_text_problem,
+    parse_header,
+)
 from latency_gate.config.parsing import (
     REDACTED,
     Format,
@@ -14,6 +20,7 @@ from latency_gate.config.parsing import (
     parse_count,
     parse_duration,
     parse_fraction,
+    parse_label,
     parse_url,
     read_body,
     redact_url,
@@ -25,7 +32,10 @@ from latency_gate.config.target import (
     Header,
     Target,
     find_secrets,
+    scrub_secrets,
+    secret_forms,
     url_secrets,
+    url_userinfo,
 )
 
 __all__ = [
@@ -42,13 +52,18 @@ __all__ = [
     "chat_body",
     "detect_format",
     "find_secrets",
+    "header_text_problem",
     "parse_bool",
     "parse_count",
     "parse_duration",
     "parse_fraction",
     "parse_header",
+    "parse_label",
     "parse_url",
     "read_body",
     "redact_url",
+    "scrub_secrets",
+    "secret_forms",
     "url_secrets",
+    "url_userinfo",
 ]

@@ -30,10 +30,10 @@ from latency_gate.config.parsing import (
     parse_url,
     read_body,
 )
-from latency_gate.config.target import Budget, Header, Target
+from latency_gate.config.target import Budget, Header, Target, url_userinfo
 from latency_gate.errors import ConfigError, InputProblem
 
-__all__ = ["BUDGET_KEYS", "TARGET_KEYS", "build_target", "parse_header"]
+__all__ = ["BUDGET_KEYS", "TARGET_KEYS", "build_target", "header_text_problem", "parse_header"]
 
 # --- parsing a header line -------------------------------------------------------------------
 
@@ -49,7 +49,21 @@ def parse_header(text: str) -> Header:
         raise ValueError(f"{_elide(name)!r} is not a valid header name")
     if "\n" in value or "\r" in value:
         raise ValueError(f"the value of header {name!r} holds a line break")
-    return Header(name=name, value=SecretStr(value.strip()))
+    value = value.strip()
+    if (problem := header_text_problem(value)) is not None:
+        raise ValueError(f"the value of header {name!r} {problem}")
+    return Header(name=name, value=SecretStr(value))
+
+
+def header_text_problem(value: str) -> str | None:
+    """Why `value` cannot go in an HTTP header as it is (named without quoting it: it may be a
+    secret), or None. Header values are ASCII: printable characters, spaces and tabs."""
+    for position, char in enumerate(value, start=1):
+        if char == "\t" or " " <= char <= "~":
+            continue
+        what = "a control character" if ord(char) < 0x80 else "a character that is not ASCII"
+        return f"holds {what} at position {position} (HTTP headers carry ASCII only)"
+    return None
 
 
 def _elide(text: str) -> str:
@@ -110,6 +124,12 @@ def build_target(
     merged: dict[str, str | list[str] | None] = dict(defaults or {})
     merged.update({k: v for k, v in raw.items() if v is not None})
     problems: list[InputProblem] = []
+    # Bytes that are not UTF-8 on a command line arrive as lone surrogates: not text to send.
+    for key in [k for k, v in merged.items() if _not_utf8(v)]:
+        problems.append(
+            InputProblem(spelled(key), "is not valid UTF-8 text (check the shell's encoding)")
+        )
+        del merged[key]
     fields: dict[str, Any] = {}
     budget: dict[str, float | None] = {}
 
@@ -135,7 +155,7 @@ def build_target(
     take("name", lambda s: _nonempty(s, "a name"))
     take("method", _parse_method)
     take("body", lambda s: read_body(s, base_dir))
-    take("api-key", lambda s: SecretStr(s) if s else None)
+    take("api-key", _api_key)
     take("model", lambda s: s or None)
     take("prompt", lambda s: s or None)
     take("format", _parse_format)
@@ -173,6 +193,8 @@ def build_target(
             problems.append(InputProblem(spelled("headers"), str(exc)))
 
     _resolve_request(fields, merged, spelled, problems)
+    _check_credentials(fields, headers, spelled, problems)
+    _check_framing(fields, headers, spelled, problems)
     if problems:
         raise ConfigError(problems)
 
@@ -208,8 +230,8 @@ def _resolve_request(
     fmt: Format = fields.get("format", Format.AUTO)
     if fmt is Format.AUTO and url is not None:
         fmt = detect_format(url, body)
-    if prompt is not None and fmt is Format.RAW:
-        fmt = Format.OPENAI_CHAT
+    if prompt is not None and fmt is Format.RAW and fields.get("format") is not Format.RAW:
+        fmt = Format.OPENAI_CHAT  # detected raw; an explicit --format raw is honoured
     fields["format"] = fmt
 
     if body is not None and fmt is not Format.RAW and looks_like_json(body):
@@ -246,6 +268,83 @@ def _resolve_request(
     if merged.get("ca-bundle") and fields.get("insecure"):
         problems.append(
             InputProblem(spelled("insecure"), f"contradicts {spelled('ca-bundle')}: pick one")
+        )
+
+
+def _not_utf8(value: str | list[str] | None) -> bool:
+    values = [value] if isinstance(value, str) else value or []
+    try:
+        for text in values:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _api_key(text: str) -> SecretStr | None:
+    if (problem := header_text_problem(text.strip())) is not None:
+        raise ValueError(problem)
+    return SecretStr(text) if text else None
+
+
+def _check_framing(
+    fields: Mapping[str, Any],
+    headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """The body's framing is the HTTP client's to write: a Content-Length header must match the
+    body, and Transfer-Encoding is refused (a mismatch would be a malformed request)."""
+    body: SecretStr | str | None = fields.get("body")  # a str when the body was refused
+    text = body.get_secret_value() if isinstance(body, SecretStr) else body or ""
+    size = len(text.encode("utf-8"))
+    for header in headers:
+        name = header.name.lower()
+        value = header.value.get_secret_value().strip()
+        if name == "content-length" and value != str(size):
+            problems.append(
+                InputProblem(
+                    spelled("headers"),
+                    f"Content-Length: {value[:20]!r} contradicts the body, which is {size} "
+                    "bytes; leave the header out and it is set for you",
+                )
+            )
+        elif name == "transfer-encoding":
+            problems.append(
+                InputProblem(
+                    spelled("headers"),
+                    "Transfer-Encoding is set by latency-gate for the body; leave it out",
+                )
+            )
+
+
+def _check_credentials(
+    fields: Mapping[str, Any],
+    headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """Credentials are given once. `user:password@` in the URL is sent as Basic auth, which an
+    API key or an Authorization header would silently replace (or be replaced by): refused, so
+    the user says which one is meant."""
+    url = fields.get("url")
+    if url is None or url_userinfo(url) is None:
+        return
+    if fields.get("api_key") is not None:
+        problems.append(
+            InputProblem(
+                spelled("api-key"),
+                f"contradicts the user:password in {spelled('url')}: give the credentials once "
+                "(drop one of them)",
+            )
+        )
+    if any(h.name.lower() == "authorization" for h in headers):
+        problems.append(
+            InputProblem(
+                spelled("headers"),
+                f"an Authorization header contradicts the user:password in {spelled('url')}: "
+                "give the credentials once (drop one of them)",
+            )
         )
 
 

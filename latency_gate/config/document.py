@@ -21,6 +21,12 @@ __all__ = ["PathKey", "decode", "line_of"]
 
 PathKey = tuple[str | int, ...]
 
+# A targets file of fifty targets has a few thousand values at a depth under ten. YAML aliases
+# can make 400 bytes expand into billions of values (and json.dumps of a body then runs out of
+# memory), and deep nesting exhausts the parser's recursion: both are bounded.
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+
 
 def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
     """The document (`kind` yaml, toml or json) and the line of each of its keys, by path;
@@ -28,11 +34,15 @@ def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
     # Imported here: PyYAML costs ~15 ms of start-up, and only a targets file needs it.
     import yaml  # noqa: PLC0415
 
+    if _flow_depth(text) > MAX_DEPTH:  # before the parsers, which recurse per level
+        raise ConfigError.single(name, _TOO_DEEP)
     try:
         if kind == "yaml":
             node = yaml.compose(text, Loader=yaml.SafeLoader)
-            data = yaml.safe_load(text)
-            return data, _yaml_lines(node) if node is not None else {}
+            if node is None:
+                return None, {}
+            _bound(node, name)
+            return yaml.SafeLoader(text).get_single_data(), _yaml_lines(node)
         if kind == "toml":
             return tomllib.loads(text), _toml_lines(text)
         data = json.loads(text)
@@ -47,12 +57,57 @@ def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
         raise ConfigError.single(name, f"not valid TOML: {exc}") from None
     except json.JSONDecodeError as exc:
         raise ConfigError.single(f"{name}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
+    except RecursionError:
+        raise ConfigError.single(name, _TOO_DEEP) from None
     # JSON is (nearly always) valid YAML too, and YAML's nodes carry line marks.
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        if node is not None:
+            _bound(node, name)
+    except (yaml.YAMLError, RecursionError, ConfigError):
         return data, {}
     return data, _yaml_lines(node) if node is not None else {}
+
+
+_TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; a targets file needs a few"
+
+
+def _flow_depth(text: str) -> int:
+    """The deepest run of unclosed `[` and `{` (brackets inside strings counted too: a file
+    deeper than MAX_DEPTH that way is refused either way)."""
+    depth = deepest = 0
+    for char in text:
+        if char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth = max(depth - 1, 0)
+    return deepest
+
+
+def _bound(root: yaml.Node, name: str) -> None:
+    """ConfigError when the document, with its aliases expanded, holds more than MAX_VALUES
+    values or nests deeper than MAX_DEPTH; the walk stops as soon as either is passed."""
+    import yaml  # noqa: PLC0415 - imported by decode() already; see there
+
+    count = 0
+    stack: list[tuple[yaml.Node, int]] = [(root, 1)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_VALUES:
+            raise ConfigError.single(
+                name,
+                f"expands to more than {MAX_VALUES:,} values (YAML aliases?); "
+                "a targets file needs far fewer",
+            )
+        if depth > MAX_DEPTH:
+            raise ConfigError.single(name, _TOO_DEEP)
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                stack += [(key, depth + 1), (value, depth + 1)]
+        elif isinstance(node, yaml.SequenceNode):
+            stack += [(item, depth + 1) for item in node.value]
 
 
 def _yaml_lines(node: yaml.Node, at: PathKey = ()) -> dict[PathKey, int]:

@@ -9,15 +9,32 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["input_file", "read_input_file"]
+__all__ = ["MAX_INPUT_BYTES", "input_file", "read_bounded", "read_input_file"]
+
+# No input a user names is this big; `@/dev/zero` or a huge log given by mistake would otherwise
+# be read until memory runs out.
+MAX_INPUT_BYTES = 16 * 1024 * 1024
 
 
-def read_input_file(path: Path, what: str = "") -> str:
-    """The UTF-8 text of a file the user named; ValueError says why it cannot be read
-    ("cannot read {what}{path}: why", `what` such as "body file ")."""
+def read_bounded(path: Path, max_bytes: int) -> bytes:
+    """At most `max_bytes` of a file; ValueError when it holds more. OSError as raised."""
+    with path.open("rb") as file:
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"larger than {_size(max_bytes)}: is it the file you meant?")
+    return data
+
+
+def _size(count: int) -> str:
+    return f"{count // (1024 * 1024)} MiB" if count >= 1024 * 1024 else f"{count // 1024} KiB"
+
+
+def read_input_file(path: Path, what: str = "", max_bytes: int = MAX_INPUT_BYTES) -> str:
+    """The UTF-8 text of a file the user named, at most `max_bytes` long; ValueError says why
+    it cannot be read ("cannot read {what}{path}: why", `what` such as "body file ")."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
+        return read_bounded(path, max_bytes).decode("utf-8")
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ValueError(f"cannot read {what}{str(path)!r}: {reason}") from None
 

@@ -14,11 +14,21 @@ from enum import StrEnum
 from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 
+import httpx
+
 from latency_gate.config.files import read_input_file
 
 REDACTED = "***"
 
 _DURATION = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m)?\s*$")
+# Longer than any wait a CI job has: a bigger duration is a typo (and 9999...9 s overflows).
+MAX_DURATION = 86_400.0
+_SHOWN = 40
+
+
+def shown(text: str) -> str:
+    """`text` quoted for a message, cut to its first characters when long."""
+    return repr(text if len(text) <= _SHOWN else text[:_SHOWN] + "…")
 
 
 class Format(StrEnum):
@@ -40,7 +50,10 @@ def redact_url(url: str) -> str:
         netloc += f":{parts.port}"
     if parts.username or parts.password:
         netloc = f"{REDACTED}@{netloc}"
-    query = urlencode([(k, REDACTED) for k, _ in parse_qsl(parts.query, keep_blank_values=True)])
+    # `***` as typed: urlencode would print it as %2A%2A%2A.
+    query = urlencode(
+        [(k, REDACTED) for k, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*"
+    )
     return urlunsplit(SplitResult(parts.scheme, netloc, parts.path, query, ""))
 
 
@@ -48,10 +61,15 @@ def parse_duration(text: str) -> float:
     """`3s`, `250ms`, `1.5` (seconds) or `2m` to seconds; ValueError says what was expected."""
     match = _DURATION.match(text)
     if match is None:
-        raise ValueError(f"expected a duration such as 3s, 250ms or 3.0 (seconds), got {text!r}")
+        raise ValueError(
+            f"expected a duration such as 3s, 250ms or 3.0 (seconds), got {shown(text)}"
+        )
     value = float(match["num"])
     unit = match["unit"] or "s"
-    return value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+    seconds = value * {"ms": 0.001, "s": 1.0, "m": 60.0}[unit]
+    if not seconds <= MAX_DURATION:
+        raise ValueError(f"expected a duration of at most 24 hours, got {shown(text)}")
+    return seconds
 
 
 def parse_fraction(text: str) -> float:
@@ -60,17 +78,20 @@ def parse_fraction(text: str) -> float:
     try:
         value = float(stripped[:-1]) / 100 if stripped.endswith("%") else float(stripped)
     except ValueError:
-        raise ValueError(f"expected a fraction such as 0.01 or 1%, got {text!r}") from None
+        raise ValueError(f"expected a fraction such as 0.01 or 1%, got {shown(text)}") from None
     if not 0 <= value <= 1 or math.isnan(value):
-        raise ValueError(f"expected a fraction between 0 and 1, got {text!r}")
+        raise ValueError(f"expected a fraction between 0 and 1, got {shown(text)}")
     return value
 
 
 def parse_count(text: str, minimum: int = 1) -> int:
+    stripped = text.strip()
+    if len(stripped) > _SHOWN:  # int() of thousands of digits is slow, and no count is that long
+        raise ValueError(f"expected a whole number of a sensible size, got {shown(text)}")
     try:
-        value = int(text.strip())
+        value = int(stripped)
     except ValueError:
-        raise ValueError(f"expected a whole number, got {text!r}") from None
+        raise ValueError(f"expected a whole number, got {shown(text)}") from None
     if value < minimum:
         raise ValueError(f"expected a whole number of at least {minimum}, got {value}")
     return value
@@ -86,7 +107,7 @@ def parse_bool(text: str) -> bool:
         return True
     if lowered in _FALSE:
         return False
-    raise ValueError(f"expected true or false, got {text!r}")
+    raise ValueError(f"expected true or false, got {shown(text)}")
 
 
 def parse_url(text: str) -> str:
@@ -102,6 +123,10 @@ def parse_url(text: str) -> str:
         raise ValueError(f"the URL has no host: {redact_url(stripped)!r}")
     if any(c.isspace() for c in stripped):
         raise ValueError("the URL contains white space")
+    try:  # the HTTP client's own rules (control characters, IDNA hosts, length)
+        httpx.URL(stripped)
+    except httpx.InvalidURL as exc:
+        raise ValueError(f"not a valid URL: {exc}") from None
     return stripped
 
 
@@ -158,3 +183,13 @@ def chat_body(fmt: Format, model: str | None, prompt: str, stream: bool) -> str:
         body["model"] = model
     body["stream"] = stream
     return json.dumps(body)
+
+
+def parse_label(text: str) -> str | None:
+    """Where a run ran (`--label`), trimmed; None when blank. Text that is not UTF-8 (bytes
+    from a shell in another encoding) cannot be stored in a result file."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("is not valid UTF-8 text (check the shell's encoding)") from None
+    return text.strip() or None

@@ -7,10 +7,11 @@ the settings that decide whether two runs measured the same thing.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -23,6 +24,8 @@ __all__ = [
     "Header",
     "Target",
     "find_secrets",
+    "scrub_secrets",
+    "secret_forms",
     "url_secrets",
 ]
 
@@ -100,8 +103,62 @@ def url_secrets(url: str) -> list[str]:
         password = parts.password
     except ValueError:
         return []
-    values = [password] if password else []
+    # As typed, and as sent (percent-decoded): a server echoes the decoded one back.
+    values = [password, unquote(password)] if password else []
     return values + [v for _, v in parse_qsl(parts.query) if v]
+
+
+def url_userinfo(url: str) -> str | None:
+    """`user:password` as sent in Basic auth for a URL with userinfo, else None."""
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+    except ValueError:
+        return None
+    if not username and not password:
+        return None
+    return f"{unquote(username or '')}:{unquote(password or '')}"
+
+
+def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]:
+    """Every form a secret can take in an endpoint's text, longest first: as given,
+    percent-encoded, and base64 (standard and URL-safe alphabets, at any of the three byte
+    alignments it can have inside a longer encoded text). `pairs` are texts such as
+    `user:password` that are sent only encoded (Basic auth) and are scrubbed in the same forms.
+
+    A form shorter than MIN_SECRET_LENGTH is left out: it would garble ordinary text.
+    """
+    forms: set[str] = set()
+    for secret in [*secrets, *pairs]:
+        if len(secret.strip()) < MIN_SECRET_LENGTH:
+            continue
+        forms |= {secret, quote(secret, safe=""), quote_plus(secret, safe="")}
+        forms |= set(_base64_cores(secret.encode("utf-8")))
+    return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=lambda f: -len(f))
+
+
+def _base64_cores(data: bytes) -> list[str]:
+    """The base64 characters that depend on `data` alone, wherever it starts in a longer text.
+
+    Data starting at byte k of an encoded text: character i (6 bits from bit 6i) is fixed by
+    the data when 8k <= 6i and 6i + 6 <= 8(k + n). Padded whole encodings are kept too.
+    """
+    cores = [base64.b64encode(data).decode(), base64.urlsafe_b64encode(data).decode()]
+    n = len(data)
+    for k in range(3):
+        encoded = base64.b64encode(bytes(k) + data).decode().rstrip("=")
+        first = -(-8 * k // 6)
+        last = (8 * (k + n) - 6) // 6
+        core = encoded[first : last + 1]
+        cores += [core, core.replace("+", "-").replace("/", "_")]
+    return cores
+
+
+def scrub_secrets(text: str, forms: Iterable[str]) -> str:
+    """`text` with every form (from `secret_forms`) replaced by ***."""
+    for form in forms:
+        text = text.replace(form, REDACTED)
+    return text
 
 
 class Target(_Frozen):
@@ -166,6 +223,11 @@ class Target(_Frozen):
             headers=[(h.name, h.value.get_secret_value()) for h in self.headers],
             url=self.url,
         )
+
+    def secret_forms(self) -> list[str]:
+        """Every form the secrets can take in an endpoint's answer (see `secret_forms`)."""
+        pair = url_userinfo(self.url)
+        return secret_forms(self.secrets(), [pair] if pair else [])
 
     def redacted(self) -> dict[str, object]:
         """The settings as a JSON-ready mapping with every secret replaced by ***."""

@@ -42,6 +42,7 @@ from latency_gate.errors import ConfigError, InputProblem
 __all__ = ["MAX_TARGETS", "load_targets", "parse_targets"]
 
 MAX_TARGETS = 50
+MAX_FILE_BYTES = 1024 * 1024  # fifty targets fit in a few KiB
 TOP_LEVEL_KEYS = ("defaults", "targets")
 COST_KEY = "cost"
 
@@ -64,7 +65,7 @@ def load_targets(
     Raises ConfigError naming the file and line of every bad setting.
     """
     try:
-        text = read_input_file(path)
+        text = read_input_file(path, max_bytes=MAX_FILE_BYTES)
     except ValueError as exc:
         raise ConfigError.single("targets", str(exc)) from None
     return parse_targets(
@@ -237,11 +238,24 @@ def _raw_value(key: str, value: Any, environ: Mapping[str, str]) -> str | list[s
             return [_scalar(item, environ) for item in value]
         return [_scalar(value, environ)]
     if key == "body" and isinstance(value, dict | list):
-        return _expand(json.dumps(value), environ)
+        # Substituted inside the structure, then serialised: a value with a quote or a line
+        # break stays one JSON string.
+        return json.dumps(_expand_all(value, environ))
     if key not in TARGET_KEYS:
         # build_target reports it as unknown, with its line; its value does not matter.
         return "" if isinstance(value, dict | list) else _scalar(value, environ)
     return _scalar(value, environ)
+
+
+def _expand_all(value: Any, environ: Mapping[str, str]) -> Any:
+    """`_expand` on every string (keys included) of a YAML/TOML/JSON structure."""
+    if isinstance(value, str):
+        return _expand(value, environ)
+    if isinstance(value, dict):
+        return {_expand_all(k, environ): _expand_all(v, environ) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_expand_all(item, environ) for item in value]
+    return value
 
 
 def _expand(text: str, environ: Mapping[str, str]) -> str:

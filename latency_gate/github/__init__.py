@@ -23,7 +23,9 @@ from latency_gate.github.commands import (
     escape_property,
     format_outputs,
     pull_request_number,
+    resume_commands,
     step_summary_text,
+    stop_commands,
 )
 
 __all__ = [
@@ -41,5 +43,7 @@ __all__ = [
     "escape_property",
     "format_outputs",
     "pull_request_number",
+    "resume_commands",
     "step_summary_text",
+    "stop_commands",
 ]

@@ -35,6 +35,21 @@ def add_mask(value: str) -> str:
     )
 
 
+def stop_commands(token: str) -> str:
+    """The line after which the runner runs no workflow command until `resume_commands(token)`.
+
+    Untrusted text (a target's name, an endpoint's error body) printed in between cannot start
+    one, even at the start of a line. `token` must be unguessable: a fresh random one per run.
+    https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands#stopping-and-starting-workflow-commands
+    """
+    return f"::stop-commands::{token}"
+
+
+def resume_commands(token: str) -> str:
+    """The line that lets the runner process workflow commands again (see `stop_commands`)."""
+    return f"::{token}::"
+
+
 def annotation(
     level: Literal["error", "warning", "notice"], message: str, title: str | None = None
 ) -> str:

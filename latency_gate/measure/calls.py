@@ -17,7 +17,8 @@ from typing import Literal
 
 import httpx
 
-from latency_gate.config import Target, redact_url
+from latency_gate.config import Target, redact_url, scrub_secrets
+from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.streams import StreamParser
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
@@ -119,7 +120,7 @@ class _Attempt:
             status=self.status,
             error=self.error,
             error_detail=_scrub(self.detail, target),
-            retry_after=self.retry_after,
+            retry_after=_scrub(self.retry_after, target),
             timings=timings,
             bytes_received=self.bytes_received,
             tokens=self.tokens,
@@ -252,6 +253,10 @@ def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
     """Name a transport failure once, from httpx's exception tree and its cause."""
     message = str(exc) or type(exc).__name__
     lowered = message.lower()
+    if "too many open files" in lowered or "cannot allocate memory" in lowered:
+        # The machine's limit, not the endpoint's failure: the run stops and says so.
+        what = "memory" if "memory" in lowered else "open files"
+        raise MachineLimitError(machine_limit_message(what)) from exc
     if isinstance(exc, httpx.ConnectTimeout):
         return ErrorKind.CONNECT_TIMEOUT, "timed out while connecting"
     if isinstance(exc, httpx.ReadTimeout):
@@ -284,11 +289,11 @@ def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
 
 
 def _scrub(detail: str | None, target: Target) -> str | None:
-    """Keep a detail short and free of the target's secrets (servers echo headers back)."""
+    """Keep a detail short and free of the target's secrets in every form a server may echo
+    them back (as sent, base64 as in Basic auth, percent-encoded)."""
     if detail is None:
         return None
-    for secret in target.secrets():
-        detail = detail.replace(secret, "***")
+    detail = scrub_secrets(detail, target.secret_forms())
     if len(detail) > _DETAIL_LIMIT:
         detail = detail[: _DETAIL_LIMIT - 1] + "…"
     return detail

@@ -26,7 +26,7 @@ import httpx
 from latency_gate.config import Target
 from latency_gate.measure import transport
 from latency_gate.measure.calls import call
-from latency_gate.models import CallPhase, Sample, StampSource
+from latency_gate.models import CallPhase, ErrorKind, Sample, StampSource
 
 __all__ = [
     "FloorSamples",
@@ -95,6 +95,37 @@ class Measurement:
     started_at: float = field(default_factory=time.time)
     extra: list[MoreCalls] = field(default_factory=list)
     floor: FloorSamples | None = None
+    # Why the run stopped before its planned calls (every first call failed to connect or timed
+    # out), or None.
+    stopped_early: str | None = None
+
+
+# Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
+# the endpoint is not there; the rest (22 timeouts with the defaults) would add nothing.
+FAIL_FAST_WARM = 2
+UNREACHABLE = frozenset(
+    {
+        ErrorKind.CONNECTION_REFUSED,
+        ErrorKind.CONNECT_TIMEOUT,
+        ErrorKind.READ_TIMEOUT,
+        ErrorKind.WRITE_TIMEOUT,
+        ErrorKind.TOTAL_TIMEOUT,
+        ErrorKind.DNS,
+    }
+)
+
+
+def _unreachable(samples: Sequence[Sample]) -> str | None:
+    """Why to stop, when the cold call and the first FAIL_FAST_WARM warm calls all failed to
+    connect or timed out; else None."""
+    first = samples[: 1 + FAIL_FAST_WARM]
+    if len(first) < 1 + FAIL_FAST_WARM or any(s.error not in UNREACHABLE for s in first):
+        return None
+    kinds = ", ".join(sorted({str(s.error) for s in first}))
+    return (
+        f"stopped after the first {len(first)} calls: all failed to connect or timed out "
+        f"({kinds}), so the endpoint is not reachable from here"
+    )
 
 
 def ssl_context_for(target: Target) -> ssl.SSLContext:
@@ -136,7 +167,30 @@ async def measure(
         into.samples.append(await call(client, target, CallPhase.COLD, 0))
         progress(Progress("cold", 1, 1))
         # Warm calls reuse the cold call's client: its connection is the one kept alive.
-        await _warm(client, target, into, progress, first=0, count=target.warm_calls)
+        first_look = min(FAIL_FAST_WARM, target.warm_calls)
+        await _warm(
+            client,
+            target,
+            into,
+            progress,
+            first=0,
+            count=first_look,
+            total=target.warm_calls,
+            close=False,
+        )
+        into.stopped_early = _unreachable(into.samples)
+        if into.stopped_early is not None:
+            progress(Progress("done", len(into.samples), len(into.samples)))
+            return
+        await _warm(
+            client,
+            target,
+            into,
+            progress,
+            first=first_look,
+            count=target.warm_calls - first_look,
+            total=target.warm_calls,
+        )
         progress(Progress("concurrent", 0, target.concurrency))
         await burst(target, context, kernel_stamps, into.samples)
         progress(Progress("concurrent", target.concurrency, target.concurrency))
@@ -159,12 +213,17 @@ async def _warm(
     *,
     first: int,
     count: int,
+    total: int | None = None,
+    close: bool = True,
 ) -> None:
-    total = first + count
-    for index in range(first, total):
+    """`count` warm calls from index `first`, counted in progress out of `total` (default
+    `first + count`); `close` reports the last one done."""
+    total = first + count if total is None else total
+    for index in range(first, first + count):
         progress(Progress("warm", index, total))
         into.samples.append(await call(client, target, CallPhase.WARM, index))
-    progress(Progress("warm", total, total))
+    if close:
+        progress(Progress("warm", first + count, total))
 
 
 @contextlib.asynccontextmanager

@@ -69,18 +69,24 @@ class StreamOutcome:
     end_marker: bool
 
 
+_HEAD = 256
+
+
 @dataclass
 class _Document:
     """A non-streamed body: the first MAX_KEPT bytes, and how many there were in all."""
 
     kept: bytearray = field(default_factory=bytearray)
     size: int = 0
+    head: bytes = b""  # the first bytes, kept past the limit too: enough to tell JSON from HTML
 
     @property
     def overflow(self) -> bool:
         return self.size > MAX_KEPT
 
     def add(self, chunk: bytes) -> None:
+        if len(self.head) < _HEAD:
+            self.head += chunk[: _HEAD - len(self.head)]
         self.size += len(chunk)
         if self.overflow:
             # Past the limit the answer is not examined at all: free what was kept.
@@ -152,6 +158,8 @@ class StreamParser:
             and not self._document.overflow
         ):
             self._read_document()
+        elif not self._sse and body_complete and self._fmt in _LLM_FORMATS:
+            self._check_large_document()
         return self._outcome(body_complete)
 
     # --- internals --------------------------------------------------------------------------
@@ -225,6 +233,16 @@ class StreamParser:
             responses_document(tally, obj)
         else:
             anthropic_document(tally, obj)
+
+    def _check_large_document(self) -> None:
+        """A body past MAX_KEPT is not parsed, but one that does not even start like a JSON
+        object (an HTML error page sent with status 200) is no answer, whatever its size."""
+        head = self._document.head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n")
+        if not head.startswith("{"):
+            start = " ".join(head[:40].split())
+            self._tally.bad(
+                f"the body ({self._document.size:,} bytes) is not JSON: it starts with {start!r}"
+            )
 
     def _outcome(self, body_complete: bool) -> StreamOutcome:
         tally = self._tally

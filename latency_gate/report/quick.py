@@ -1,13 +1,17 @@
 """`latency-gate quick URL` shown: curl -w style phases per call, and the curl line to repeat one.
 
 The curl line elides every secret: the API key, each header value that is not harmless, URL query
-values and userinfo, and any secret that shows up inside the body.
+values and userinfo, and in the body any of those secrets (in every encoded form) and the value
+of any JSON field named like a credential.
 """
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from latency_gate.assess.timeline import CURL_TIMES, curl_times
 from latency_gate.config import HARMLESS_HEADERS, REDACTED, Format, Target, redact_url
@@ -25,13 +29,13 @@ def curl_command(target: Target) -> str:
     Secrets are elided: the API key, every header value that is not harmless, URL query values
     and userinfo, and any secret that shows up inside the body.
     """
-    hidden = target.secrets()
+    hidden = target.secret_forms()
     parts = ["curl", "-sS", "-o", "/dev/null", "-w", WRITE_OUT, "-X", target.method]
     for name, value in target.request_headers():
         parts += ["-H", f"{name}: {_header_value(name, value, hidden)}"]
     body = target.request_body()
     if body is not None:
-        parts += ["--data-raw", _elide(body.decode(), hidden)]
+        parts += ["--data-raw", _elide(_hide_credential_fields(body.decode()), hidden)]
     if target.insecure:
         parts.append("--insecure")
     if target.ca_bundle is not None:
@@ -54,6 +58,31 @@ def _header_value(name: str, value: str, hidden: Sequence[str]) -> str:
     if rest and scheme.lower() in {"bearer", "basic", "token"}:
         return f"{scheme} {REDACTED}"
     return REDACTED
+
+
+# JSON field names that hold a credential in request bodies (api_key, access_token, password...).
+_CREDENTIAL_FIELD = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
+
+
+def _hide_credential_fields(body: str) -> str:
+    """A JSON body with the string value of every credential-named field as ***; any other body
+    as it is."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+
+    def hide(value: Any, key: str = "") -> Any:
+        if isinstance(value, dict):
+            return {k: hide(v, str(k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [hide(item, key) for item in value]
+        if isinstance(value, str) and _CREDENTIAL_FIELD.search(key):
+            return REDACTED
+        return value
+
+    hidden = hide(data)
+    return body if hidden == data else json.dumps(hidden)
 
 
 def _elide(text: str, hidden: Sequence[str]) -> str:

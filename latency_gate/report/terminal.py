@@ -19,7 +19,7 @@ from latency_gate.report.view import (
     union_numbers,
 )
 
-__all__ = ["render_terminal"]
+__all__ = ["failed_call_kinds", "render_terminal"]
 
 _ANSI = {"PASS": "\x1b[32m", "FAIL": "\x1b[31m"}
 _RESET = "\x1b[0m"
@@ -50,6 +50,24 @@ def _terminal_notes(view: TargetView, prefix: str) -> list[str]:
     if excluded:
         plural = "s" if excluded != 1 else ""
         lines.append(f"{prefix}{excluded:,} failed call{plural} left out of the percentiles")
+    lines += [f"{prefix}{line}" for line in failed_call_kinds(result)]
+    return lines
+
+
+def failed_call_kinds(result: RunResult) -> list[str]:
+    """Why calls failed: a line per error kind, most frequent first, with its count and the
+    first call's message as the example (untrusted text, made one safe line)."""
+    kinds: dict[str, list[str | None]] = {}
+    for sample in result.samples:
+        if sample.error is not None:
+            kinds.setdefault(str(sample.error), []).append(sample.error_detail)
+    lines = []
+    for kind, details in sorted(kinds.items(), key=lambda item: (-len(item[1]), item[0])):
+        example = next((d for d in details if d), None)
+        text = f"{len(details):,} {kind}"
+        if example:
+            text += f": {clean_text(example, 160)}"
+        lines.append(text)
     return lines
 
 

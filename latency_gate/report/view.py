@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from latency_gate.assess.timeline import CHAIN_LABELS
-from latency_gate.formatting import fmt_duration, fmt_value
+from latency_gate.formatting import fmt_duration, fmt_value, fmt_value_beside
 from latency_gate.models import (
     BaselineCheck,
     CallPhase,
@@ -56,7 +56,7 @@ class Row:
 
     @property
     def value_text(self) -> str:
-        return fmt_value(self.value, self.number)
+        return fmt_value_beside(self.value, self.limit, self.number)
 
     @property
     def limit_text(self) -> str:

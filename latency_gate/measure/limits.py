@@ -1,0 +1,50 @@
+"""The machine's own limits, checked before a run: a burst needs an open file per connection.
+
+A run that meets EMFILE half way through would count the machine's limit as the endpoint's
+failure; so the soft open-files limit is raised as far as the hard one allows, and a
+`concurrency` that still does not fit is refused before the first call.
+"""
+
+from __future__ import annotations
+
+import resource
+from collections.abc import Callable, Sequence
+
+from latency_gate.config import Target
+from latency_gate.errors import ConfigError, InputProblem
+
+__all__ = ["SPARE_FILES", "check_open_files"]
+
+# Files the process holds besides the burst's sockets: the interpreter, the floor's server and
+# its clients, the warm client, the log.
+SPARE_FILES = 64
+
+
+def check_open_files(
+    targets: Sequence[Target], spelled: Callable[[Target], str] = lambda target: "concurrency"
+) -> None:
+    """Raise the soft RLIMIT_NOFILE toward what the largest burst needs; ConfigError naming
+    each target whose `concurrency` still does not fit."""
+    needed = max(target.concurrency for target in targets) + SPARE_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY:
+        return
+    problems = [
+        InputProblem(
+            spelled(target),
+            f"{target.concurrency} concurrent calls need about "
+            f"{target.concurrency + SPARE_FILES} open files, but this machine allows "
+            f"{soft} (ulimit -n); lower it, or raise the limit",
+        )
+        for target in targets
+        if target.concurrency + SPARE_FILES > soft
+    ]
+    if problems:
+        raise ConfigError(problems)
