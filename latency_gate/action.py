@@ -21,7 +21,14 @@ from urllib.parse import urlsplit
 
 from latency_gate import github, report
 from latency_gate.assess.baseline import BaselinePlan
-from latency_gate.config import TARGET_KEYS, Target, build_target, find_secrets, parse_bool
+from latency_gate.config import (
+    TARGET_KEYS,
+    Target,
+    build_target,
+    find_secrets,
+    parse_bool,
+    with_environment_proxy,
+)
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import BUG_MESSAGE, ConfigError, ExitCode, InputProblem
@@ -201,6 +208,9 @@ def parse_settings(
             )
         else:
             targets = [build_target(raw, base_dir=workspace)]
+        if "proxy" not in inputs:
+            env = os.environ if environ is None else environ
+            targets = [with_environment_proxy(t, env) for t in targets]
     except ConfigError as exc:
         problems += exc.problems
     if in_container:

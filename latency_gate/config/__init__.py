@@ -4,7 +4,13 @@ The first layer of the flow (config -> measure -> assess -> report): nothing her
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
 """
 
-from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target, parse_header
+from latency_gate.config.build import (
+    BUDGET_KEYS,
+    TARGET_KEYS,
+    build_target,
+    parse_header,
+    with_environment_proxy,
+)
 from latency_gate.config.parsing import (
     REDACTED,
     Format,
@@ -15,6 +21,7 @@ from latency_gate.config.parsing import (
     parse_duration,
     parse_fraction,
     parse_url,
+    proxy_from_environment,
     read_body,
     redact_url,
 )
@@ -48,7 +55,9 @@ __all__ = [
     "parse_fraction",
     "parse_header",
     "parse_url",
+    "proxy_from_environment",
     "read_body",
     "redact_url",
     "url_secrets",
+    "with_environment_proxy",
 ]

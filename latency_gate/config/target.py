@@ -125,6 +125,15 @@ class Target(_Frozen):
     follow_redirects: bool = False
     ca_bundle: str | None = None
     insecure: bool = False
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="answer length asked for; None: 64 for a prompt"
+    )
+    token_limit_field: str | None = Field(
+        default=None, description="the body field that carries max_tokens; None: the format's"
+    )
+    vary_prompt: bool = True
+    wait_ready: float = Field(default=0.0, ge=0)
+    proxy: str | None = Field(default=None, description="forward proxy URL; None: direct")
     budget: Budget = Budget()
     cost: str | None = Field(default=None, description="a note on its price, from a targets file")
 
@@ -165,6 +174,7 @@ class Target(_Frozen):
             api_key=None if self.api_key is None else self.api_key.get_secret_value(),
             headers=[(h.name, h.value.get_secret_value()) for h in self.headers],
             url=self.url,
+            others=url_secrets(self.proxy) if self.proxy else (),
         )
 
     def redacted(self) -> dict[str, object]:
@@ -177,6 +187,7 @@ class Target(_Frozen):
         ]
         data["body"] = None if self.body is None else _body_fingerprint(self.body)
         data["api_key"] = None if self.api_key is None else REDACTED
+        data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         return data
 
     def comparable(self) -> dict[str, object]:
@@ -188,7 +199,7 @@ class Target(_Frozen):
 
 
 # Settings that do not change what a run measures: a baseline with other values still compares.
-NOT_COMPARED = ("budget", "name", "idle", "cost")
+NOT_COMPARED = ("budget", "name", "idle", "cost", "wait_ready")
 
 
 def _body_fingerprint(body: SecretStr) -> str:
