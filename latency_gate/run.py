@@ -105,6 +105,7 @@ def _result(
         interrupted=interrupted,
         label=label,
         baseline=baseline,
+        ready_after=into.ready_after,
     )
 
 

@@ -270,11 +270,15 @@ def build_transport(
     verify: ssl.SSLContext | bool | str = True,
     max_connections: int = 1,
     keepalive_expiry: float | None = 60.0,
+    proxy: str | None = None,
 ) -> httpx.AsyncBaseTransport:
     """An httpx transport (HTTP/1.1) whose connections all go through `backend`.
 
     httpx 0.28 takes no network backend, so the transport's pool is replaced by one built here;
     httpx's translation of httpcore's exceptions stays, as it lives in the transport's methods.
+    With `proxy` (an http:// forward proxy, credentials in its URL), every connection goes to the
+    proxy: plain http is forwarded, https tunnelled with CONNECT; the stamps are then those of
+    the socket to the proxy.
     """
     ssl_context = make_ssl_context(verify)
     limits = httpx.Limits(
@@ -283,6 +287,22 @@ def build_transport(
         keepalive_expiry=keepalive_expiry,
     )
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, http1=True, http2=False)
+    if proxy is not None:
+        url = httpx.URL(proxy)
+        auth = (url.username, url.password) if url.username or url.password else None
+        transport._pool = httpcore.AsyncHTTPProxy(
+            proxy_url=str(url.copy_with(username=None, password=None)),
+            proxy_auth=auth,
+            ssl_context=ssl_context,
+            proxy_ssl_context=make_ssl_context(True) if url.scheme == "https" else None,
+            max_connections=max_connections,
+            max_keepalive_connections=max_connections,
+            keepalive_expiry=keepalive_expiry,
+            http1=True,
+            http2=False,
+            network_backend=backend,
+        )
+        return transport
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=ssl_context,
         max_connections=max_connections,
