@@ -13,7 +13,9 @@ from conftest import free_port
 from script_server import ScriptServer, Step, steady
 
 from latency_gate.config import Target, build_target
+from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase
+from latency_gate.report import render_markdown, render_terminal
 from latency_gate.run import probe
 
 
@@ -145,6 +147,9 @@ async def test_wait_ready_waits_for_a_server_that_starts_late() -> None:
     assert result.numbers.error_rate == 0.0
     assert len(server.requests) == 7  # the polls were GETs, none of them counted as a call
     assert result.samples[0].phase is CallPhase.COLD
+    terminal = render_terminal([result], color=False)
+    assert f"waited {fmt_duration(result.ready_after)} for the endpoint to answer" in terminal
+    assert "before the cold call (--wait-ready)" in render_markdown([result])
 
 
 async def test_without_wait_ready_a_starting_server_fails_the_cold_call() -> None:
