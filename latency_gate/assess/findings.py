@@ -170,15 +170,16 @@ def _queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Fin
 def _slots(burst: Sequence[Sample], warm: float) -> int:
     """How many calls of a queued burst the endpoint served at once.
 
-    Streamed: the calls whose first visible delta came within half a warm call of the fastest
-    one's were served straight away, the rest waited for a slot (batched slots slow each other,
-    so end times cannot tell 1 slot from 2). Otherwise, n calls done by w workers in turn: the
-    last ends after about n/w service times.
+    Streamed: a call whose first visible delta came before any call of the burst had ended
+    cannot have waited for a slot another call freed, so those were served at once (batched
+    slots slow each other, so end times alone cannot tell 1 slot from 2). Otherwise, n calls
+    done by w workers in turn: the last ends after about n/w service times.
     """
     firsts = [s.timings.first_event or s.timings.first_token for s in burst]
-    known = sorted(f for f in firsts if f is not None)
+    known = [f for f in firsts if f is not None]
+    first_end = min(s.latency or 0.0 for s in burst)
     if known and len(known) == len(firsts):
-        return sum(f <= known[0] + 0.5 * warm for f in known)
+        return max(1, sum(f < first_end for f in known))
     last = max(s.latency or 0.0 for s in burst)
     return max(1, round(len(burst) * warm / last)) if last > 0 else 1
 
@@ -290,7 +291,8 @@ def _tokens_per_second_hides_the_wait(
     )
     if worst is None or worst < TPS_MIN_WAIT or worst < TPS_RATIO * streaming_time:
         return None
-    ttft = numbers.ttft_p95
+    by_load = {"warm": numbers.ttft_warm_p95, "concurrent": numbers.ttft_concurrent_p95}
+    ttft = by_load.get(which) or numbers.ttft_p95
     before = f" and {fmt_duration(ttft)} for the first token" if ttft else ""
     return Finding(
         code="tokens-per-second",
