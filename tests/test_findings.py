@@ -526,3 +526,41 @@ def test_cache_answering_when_the_same_prompt_answers_much_sooner() -> None:
 def test_no_cache_finding_when_prompts_were_varied() -> None:
     """Every warm prompt unique: whatever is fast, it is not a cache answering a repeat."""
     assert "cache-answering" not in _find(_cached_run(varied=True), streaming=True)
+
+
+def test_queue_seen_in_first_tokens_when_warm_calls_were_slowed() -> None:
+    """A busy CPU slowed the warm calls (2.9 s) more than the burst: the burst's first tokens
+    still show 3 of 4 calls waiting for another's end (measured on llama.cpp, 1 slot)."""
+    warm = [
+        _stream_call(
+            CallPhase.WARM, i, headers=0.01, first_token=0.8, last_token=2.9, last_byte=2.9
+        )
+        for i in range(6)
+    ]
+    firsts, ends = [0.095, 0.44, 0.777, 1.06], [0.343, 0.69, 0.958, 1.319]
+    burst = [
+        _stream_call(
+            CallPhase.CONCURRENT, i, headers=0.01, first_token=f, last_token=e, last_byte=e
+        )
+        for i, (f, e) in enumerate(zip(firsts, ends, strict=True))
+    ]
+    found = _find([*warm, *burst], streaming=True)
+    assert "as if served about 1 at a time" in found["serialized"].evidence
+
+
+def test_parallel_stream_burst_is_no_queue() -> None:
+    """Four streamed calls all started at once (first tokens 20-60 ms, ends 0.5-0.9 s): silent."""
+    warm = [
+        _stream_call(
+            CallPhase.WARM, i, headers=0.01, first_token=0.02, last_token=0.5, last_byte=0.5
+        )
+        for i in range(6)
+    ]
+    firsts, ends = [0.02, 0.03, 0.05, 0.06], [0.5, 0.6, 0.8, 0.9]
+    burst = [
+        _stream_call(
+            CallPhase.CONCURRENT, i, headers=0.01, first_token=f, last_token=e, last_byte=e
+        )
+        for i, (f, e) in enumerate(zip(firsts, ends, strict=True))
+    ]
+    assert "serialized" not in _find([*warm, *burst], streaming=True)

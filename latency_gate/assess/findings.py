@@ -145,7 +145,8 @@ def _queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Fin
         return None
     latencies = sorted(s.latency or 0.0 for s in burst)
     waiting = sum(v >= QUEUE_WAITING_RATIO * warm for v in latencies)
-    if p95 < QUEUE_RATIO * warm or p95 - warm < QUEUE_MIN_EXTRA or 2 * waiting < len(burst):
+    by_ends = p95 >= QUEUE_RATIO * warm and p95 - warm >= QUEUE_MIN_EXTRA
+    if not (by_ends and 2 * waiting >= len(burst)) and not _waited_for_slots(burst, streaming):
         return None
     concurrency = sum(s.phase is CallPhase.CONCURRENT for s in samples)
     workers = _slots(burst, warm)
@@ -165,6 +166,22 @@ def _queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Fin
             "queue added to dodge timeouts, or a model server with one slot; add workers or slots"
         ),
     )
+
+
+def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
+    """Streamed answers: at least half the burst got its first token only after another call of
+    the burst had ended, and QUEUE_MIN_EXTRA after the fastest: they waited for a slot. Read
+    from the burst alone, so a warm p50 skewed by a busy CPU cannot hide a queue."""
+    if not streaming or any(s.token_events < BURST_MIN_TOKENS for s in burst):
+        return False
+    firsts = [s.timings.first_event or s.timings.first_token for s in burst]
+    known = [f for f in firsts if f is not None]
+    if len(known) != len(burst):
+        return False
+    first_end = min(s.latency or 0.0 for s in burst)
+    fastest = min(known)
+    waited = sum(f >= first_end and f - fastest >= QUEUE_MIN_EXTRA for f in known)
+    return 2 * waited >= len(burst)
 
 
 def _slots(burst: Sequence[Sample], warm: float) -> int:
