@@ -174,3 +174,33 @@ async def test_queue_finding_says_two_slots(llama_server: str) -> None:
     assert result.numbers.error_rate == 0.0
     assert "as if served about 2 at a time" in _codes(result)["serialized"]
     assert "tokens-per-second" not in _codes(result)
+
+
+@pytest.mark.parametrize(
+    ("path", "extra"),
+    [
+        ("/v1/chat/completions", {}),
+        ("/v1/chat/completions", {"token-limit-field": "max_completion_tokens"}),
+        ("/v1/responses", {}),
+        ("/v1/messages", {}),
+    ],
+)
+async def test_max_tokens_limits_the_answer_in_every_format(
+    llama_server: str, path: str, extra: dict[str, str]
+) -> None:
+    """--max-tokens 5 against llama.cpp's chat, responses and messages APIs, streamed: every
+    call answers with exactly 5 tokens by the server's own usage count."""
+    raw = {
+        "url": f"{llama_server}{path}",
+        "prompt": "Count from one to twenty.",
+        "stream": "true",
+        "max-tokens": "5",
+        "warm-calls": "2",
+        "concurrency": "2",
+        "timeout": "120s",
+        "max-warm-p95": "off",
+        "max-concurrent-p95": "off",
+    }
+    result = await probe(build_target({**raw, **extra}), measure_floor=False)
+    assert [s.error_detail for s in result.samples if not s.ok] == []
+    assert [(s.tokens, s.tokens_source) for s in result.samples] == [(5, "usage")] * 5
