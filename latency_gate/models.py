@@ -132,6 +132,9 @@ class Sample(_Frozen):
         default=None,
         description="tokens after the first / seconds from first to last visible delta",
     )
+    http_version: str | None = Field(
+        default=None, description="the HTTP version of the answer, as HTTP/1.1 or HTTP/2"
+    )
     prompt_varied: bool = Field(
         default=False, description="this call's prompt was made unique (--vary-prompt)"
     )

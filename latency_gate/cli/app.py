@@ -88,6 +88,12 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "max_output_tokens [default: auto, by format and host].",
         ),
         click.option(
+            "--http2",
+            is_flag=True,
+            default=None,
+            help="Speak HTTP/2 (ALPN over TLS; prior knowledge for http://).",
+        ),
+        click.option(
             "--proxy",
             help="Forward proxy URL, or off [default: HTTPS_PROXY / HTTP_PROXY unless NO_PROXY].",
         ),

@@ -105,6 +105,7 @@ TARGET_KEYS = (
     "vary-prompt",
     "wait-ready",
     "proxy",
+    "http2",
     *BUDGET_KEYS,
 )
 
@@ -171,6 +172,7 @@ def build_target(
     take("vary-prompt", parse_bool)
     take("wait-ready", _wait_duration)
     take("proxy", parse_proxy)
+    take("http2", parse_bool)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
         if value is None or isinstance(value, list):

@@ -134,6 +134,7 @@ class Target(_Frozen):
     vary_prompt: bool = True
     wait_ready: float = Field(default=0.0, ge=0)
     proxy: str | None = Field(default=None, description="forward proxy URL; None: direct")
+    http2: bool = False
     budget: Budget = Budget()
     cost: str | None = Field(default=None, description="a note on its price, from a targets file")
 

@@ -82,6 +82,7 @@ class _Attempt:
     first_token_ns: int | None = None
     last_token_ns: int | None = None
     visible: GapRecorder = field(default_factory=GapRecorder)
+    http_version: str | None = None
     reasoning_events: int = 0
     last_byte_ns: int | None = None
     bytes_received: int = 0
@@ -141,6 +142,7 @@ class _Attempt:
             token_events=self.token_events,
             token_reads=self.token_reads,
             reasoning_events=self.reasoning_events,
+            http_version=self.http_version,
             token_gaps=self._gaps(t0),
             output_tokens_per_s=self._rate(),
             new_connection=stamps.new_connection,
@@ -221,6 +223,7 @@ async def _exchange(
         content=target.request_body() if body is None else body,
     ) as response:
         attempt.status = response.status_code
+        attempt.http_version = response.http_version
         attempt.headers_ns = stamps.last_read_ns or transport.now_ns()
         if response.status_code >= 300:
             await _read_failure(response, attempt, stamps)

@@ -213,7 +213,9 @@ async def wait_ready(
             return None
         backend = transport.StampingBackend(kernel_stamps=False)
         async with httpx.AsyncClient(
-            transport=transport.build_transport(backend, verify=context, proxy=target.proxy),
+            transport=transport.build_transport(
+                backend, verify=context, proxy=target.proxy, **_versions(target)
+            ),
             timeout=min(target.timeout, 5.0, remaining),
             trust_env=False,
         ) as client:
@@ -230,6 +232,14 @@ async def wait_ready(
     return None
 
 
+def _versions(target: Target) -> dict[str, bool]:
+    """HTTP versions to offer: 1.1; with --http2 also 2 over TLS, and only 2 (prior knowledge)
+    for an http:// URL, which has no handshake to agree on it."""
+    if not target.http2:
+        return {"http1": True, "http2": False}
+    return {"http1": urlsplit(target.url).scheme == "https", "http2": True}
+
+
 @contextlib.asynccontextmanager
 async def open_client(
     target: Target, context: ssl.SSLContext, kernel_stamps: bool
@@ -237,7 +247,7 @@ async def open_client(
     """A client with one connection on a stamping backend of its own, closed on exit."""
     backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
     client_transport = transport.build_transport(
-        backend, verify=context, max_connections=1, proxy=target.proxy
+        backend, verify=context, max_connections=1, proxy=target.proxy, **_versions(target)
     )
     timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
     async with httpx.AsyncClient(
@@ -267,7 +277,7 @@ async def burst(
     clients = [
         httpx.AsyncClient(
             transport=transport.build_transport(
-                backend, verify=context, max_connections=1, proxy=target.proxy
+                backend, verify=context, max_connections=1, proxy=target.proxy, **_versions(target)
             ),
             timeout=timeout,
             follow_redirects=target.follow_redirects,
@@ -327,4 +337,5 @@ async def _preconnect(
             ssl_context=context if https else None,
             server_hostname=parts.hostname if https else None,
             timeout=min(target.timeout, 10.0),
+            http2=target.http2,
         )

@@ -62,6 +62,7 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None,
         timeout: float,
+        http2: bool = False,
     ) -> None:
         """Open `count` connections to host:port ahead of time (TCP, and TLS when given a context).
 
@@ -69,8 +70,9 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         first. Raises httpcore.ConnectError / ConnectTimeout like a connect would.
         """
         if ssl_context is not None:
-            # What httpcore sets before its own handshake (HTTP/1.1 only).
-            ssl_context.set_alpn_protocols(["http/1.1"])
+            # What httpcore sets before its own handshake; it reads the protocol the server chose
+            # from the TLS object of the stream it is handed.
+            ssl_context.set_alpn_protocols(["http/1.1", "h2"] if http2 else ["http/1.1"])
         token = _current.set(None)
         try:
             streams = await asyncio.gather(
@@ -271,8 +273,14 @@ def build_transport(
     max_connections: int = 1,
     keepalive_expiry: float | None = 60.0,
     proxy: str | None = None,
+    http2: bool = False,
+    http1: bool = True,
 ) -> httpx.AsyncBaseTransport:
     """An httpx transport (HTTP/1.1) whose connections all go through `backend`.
+
+    `http2`: HTTP/2 where the server offers it in the TLS handshake (ALPN); with `http1=False`
+    too, HTTP/2 only, which for http:// URLs means prior knowledge (h2c). The stamps stay the
+    socket's, as each connection carries one call at a time.
 
     httpx 0.28 takes no network backend, so the transport's pool is replaced by one built here;
     httpx's translation of httpcore's exceptions stays, as it lives in the transport's methods.
@@ -298,8 +306,8 @@ def build_transport(
             max_connections=max_connections,
             max_keepalive_connections=max_connections,
             keepalive_expiry=keepalive_expiry,
-            http1=True,
-            http2=False,
+            http1=http1,
+            http2=http2,
             network_backend=backend,
         )
         return transport
@@ -308,8 +316,8 @@ def build_transport(
         max_connections=max_connections,
         max_keepalive_connections=max_connections,
         keepalive_expiry=keepalive_expiry,
-        http1=True,
-        http2=False,
+        http1=http1,
+        http2=http2,
         network_backend=backend,
     )
     return transport
