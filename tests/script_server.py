@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,8 +54,8 @@ class ScriptServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1/chat/completions"
 
-    async def start(self, port: int = 0) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port)
+    async def start(self, port: int = 0, *, tls: ssl.SSLContext | None = None) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", port, ssl=tls)
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def stop(self) -> None:

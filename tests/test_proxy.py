@@ -4,6 +4,7 @@ by HTTP_PROXY from the environment (issue 14 point 6)."""
 from __future__ import annotations
 
 import shutil
+import ssl
 import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import trustme
 from conftest import free_port
 from script_server import ScriptServer, steady
 
@@ -22,6 +24,11 @@ TINYPROXY_START_TIMEOUT = 10.0
 
 @pytest.fixture
 def tinyproxy(tmp_path: Path) -> Iterator[str]:
+    """tinyproxy's URL; its log is tmp_path/tinyproxy.log."""
+    yield from _tinyproxy(tmp_path)
+
+
+def _tinyproxy(tmp_path: Path) -> Iterator[str]:
     """tinyproxy on 127.0.0.1 with its own config, in the foreground; yields its URL and is
     stopped by its PID."""
     binary = shutil.which("tinyproxy")
@@ -113,3 +120,28 @@ async def test_http_proxy_from_the_environment_and_no_proxy(
     result = await probe(direct, measure_floor=False)
     assert result.warnings == ()
     assert _proxied(server) == [True] * 7 + [False] * 7
+
+
+async def test_https_proxy_tunnels_tls_calls_with_connect(tinyproxy: str, tmp_path: Path) -> None:
+    """HTTPS_PROXY and an https:// endpoint: every connection is a CONNECT tunnel through
+    tinyproxy (its log names each), TLS runs inside it, and all 7 calls succeed."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    server = ScriptServer(lambda n: steady(5, 0.01))
+    await server.start(tls=server_context)
+    try:
+        url = f"https://127.0.0.1:{server.port}/v1/chat/completions"
+        target = with_environment_proxy(
+            build_target({**_raw(url), "ca-bundle": str(bundle)}), {"HTTPS_PROXY": tinyproxy}
+        )
+        result = await probe(target, measure_floor=False)
+    finally:
+        await server.stop()
+    assert [s.error_detail for s in result.samples if not s.ok] == []
+    log = (tmp_path / "tinyproxy.log").read_text()
+    tunnels = log.count(f"CONNECT 127.0.0.1:{server.port}")
+    assert tunnels == server.connections
+    assert 1 <= tunnels <= 7
