@@ -7,6 +7,7 @@ import json
 import pytest
 
 from latency_gate.config import build_target, proxy_from_environment, with_environment_proxy
+from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError
 
 
@@ -141,3 +142,17 @@ def test_proxy_credentials_are_redacted_in_the_settings() -> None:
     """A proxy URL's password never reaches the reports."""
     target = build_target({"url": "http://h/x", "proxy": "http://user:s3cret@proxy:3128"})
     assert target.redacted()["proxy"] == "http://***@proxy:3128"
+
+
+ADDED = {"max_tokens", "token_limit_field", "vary_prompt", "proxy", "http2", "wait_ready"}
+
+
+def test_a_baseline_from_before_the_new_settings_still_compares() -> None:
+    """A result file written before max-tokens, vary-prompt, proxy and http2 existed matches a
+    target that keeps their earlier meaning (--same-prompt), and not one that varies prompts
+    (the earlier run measured one prompt)."""
+    same = build_target({"url": "http://h/x", "vary-prompt": "false"})
+    old = {k: v for k, v in same.redacted().items() if k not in ADDED}
+    assert comparable_settings(old) == same.comparable()
+    varied = build_target({"url": "http://h/x"})
+    assert comparable_settings(old) != varied.comparable()

@@ -8,7 +8,7 @@ the settings that decide whether two runs measured the same thing.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
@@ -22,6 +22,7 @@ __all__ = [
     "Budget",
     "Header",
     "Target",
+    "comparable_settings",
     "find_secrets",
     "url_secrets",
 ]
@@ -193,14 +194,31 @@ class Target(_Frozen):
 
     def comparable(self) -> dict[str, object]:
         """The settings that decide whether two runs measured the same thing (for baselines)."""
-        data = self.redacted()
-        for key in NOT_COMPARED:
-            data.pop(key, None)
-        return data
+        return comparable_settings(self.redacted())
 
 
 # Settings that do not change what a run measures: a baseline with other values still compares.
 NOT_COMPARED = ("budget", "name", "idle", "cost", "wait_ready")
+
+# Settings added later, with the value that means what a result file without them measured:
+# left out when they hold it, so a baseline from before they existed still compares.
+ADDED_WITH_DEFAULT: tuple[tuple[str, object], ...] = (
+    ("max_tokens", None),
+    ("token_limit_field", None),
+    ("vary_prompt", False),
+    ("proxy", None),
+    ("http2", False),
+)
+
+
+def comparable_settings(config: Mapping[str, object]) -> dict[str, object]:
+    """A result's (or a target's redacted) settings as baselines compare them: without the
+    NOT_COMPARED ones, and without later settings that hold their earlier meaning."""
+    data = {k: v for k, v in config.items() if k not in NOT_COMPARED}
+    for key, earlier in ADDED_WITH_DEFAULT:
+        if key in data and data[key] == earlier:
+            del data[key]
+    return data
 
 
 def _body_fingerprint(body: SecretStr) -> str:
