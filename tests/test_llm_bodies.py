@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
+from latency_gate.action import parse_settings
 from latency_gate.config import build_target, proxy_from_environment, with_environment_proxy
 from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError
@@ -156,3 +158,13 @@ def test_a_baseline_from_before_the_new_settings_still_compares() -> None:
     assert comparable_settings(old) == same.comparable()
     varied = build_target({"url": "http://h/x"})
     assert comparable_settings(old) != varied.comparable()
+
+
+def test_action_takes_the_proxy_from_its_environment(tmp_path: Path) -> None:
+    """The action's HTTPS_PROXY applies to an https URL; the `proxy: off` input overrides it."""
+    environ = {"HTTPS_PROXY": "http://proxy.corp:3128"}
+    inputs = {"url": "https://api.example.com/v1/chat/completions", "prompt": "hi"}
+    settings = parse_settings(inputs, tmp_path, environ)
+    assert settings.target.proxy == "http://proxy.corp:3128"
+    direct = parse_settings({**inputs, "proxy": "off"}, tmp_path, environ)
+    assert direct.target.proxy is None
