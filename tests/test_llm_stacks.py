@@ -188,8 +188,9 @@ async def test_queue_finding_says_two_slots(llama_server: str) -> None:
 async def test_max_tokens_limits_the_answer_in_every_format(
     llama_server: str, path: str, extra: dict[str, str]
 ) -> None:
-    """--max-tokens 5 against llama.cpp's chat, responses and messages APIs, streamed: every
-    call answers with exactly 5 tokens by the server's own usage count."""
+    """--max-tokens 5 against llama.cpp's chat, responses and messages APIs, streamed: no call
+    answers with more than 5 tokens by the server's own usage count, and the model, asked to
+    count to twenty, is cut at 5 (a sampled answer may end sooner, so not every call)."""
     raw = {
         "url": f"{llama_server}{path}",
         "prompt": "Count from one to twenty.",
@@ -203,4 +204,7 @@ async def test_max_tokens_limits_the_answer_in_every_format(
     }
     result = await probe(build_target({**raw, **extra}), measure_floor=False)
     assert [s.error_detail for s in result.samples if not s.ok] == []
-    assert [(s.tokens, s.tokens_source) for s in result.samples] == [(5, "usage")] * 5
+    assert {s.tokens_source for s in result.samples} == {"usage"}
+    counts = [s.tokens or 0 for s in result.samples]
+    assert all(1 <= n <= 5 for n in counts)
+    assert max(counts) == 5
