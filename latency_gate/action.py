@@ -34,6 +34,7 @@ from latency_gate.config import (
     scrub_secrets,
     secret_forms,
     url_userinfo,
+    with_environment_proxy,
 )
 from latency_gate.config.files import read_bounded
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
@@ -226,6 +227,9 @@ def parse_settings(
             )
         else:
             targets = [build_target(raw, base_dir=workspace)]
+        if "proxy" not in inputs:
+            env = os.environ if environ is None else environ
+            targets = [with_environment_proxy(t, env) for t in targets]
     except ConfigError as exc:
         problems += exc.problems
     if in_container:

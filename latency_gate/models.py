@@ -74,9 +74,32 @@ class CallTimings(_Frozen):
     request_sent: float | None = None
     headers: float | None = None
     first_byte: float | None = None
-    first_token: float | None = None
+    first_event: float | None = Field(
+        default=None,
+        description="the first delta a user could see: reasoning or answer text (streams only)",
+    )
+    first_token: float | None = Field(default=None, description="the first answer delta")
+    second_token: float | None = Field(
+        default=None, description="the second visible delta (reasoning or answer), streams only"
+    )
     last_token: float | None = None
     last_byte: float | None = None
+
+
+class TokenGaps(_Frozen):
+    """Gaps between the visible deltas (reasoning or answer) of one streamed call, in seconds.
+
+    Deltas that came in the same socket read are 0 apart. `count` and `max` cover every gap;
+    `p50` and `p95` the first `kept` of them (a capped list, so memory stays bounded).
+    """
+
+    count: int = Field(ge=1)
+    kept: int = Field(ge=1)
+    p50: float
+    p95: float
+    max: float
+    max_at: float = Field(description="seconds from t0 to the end of the longest gap")
+    mean: float = Field(description="(last - first visible delta) / gaps: aiperf's per-call ITL")
 
 
 class Sample(_Frozen):
@@ -103,6 +126,18 @@ class Sample(_Frozen):
     token_reads: int = Field(
         default=0, description="socket reads that delivered at least one content delta"
     )
+    reasoning_events: int = Field(default=0, description="reasoning (thinking) deltas seen")
+    token_gaps: TokenGaps | None = None
+    output_tokens_per_s: float | None = Field(
+        default=None,
+        description="tokens after the first / seconds from first to last visible delta",
+    )
+    http_version: str | None = Field(
+        default=None, description="the HTTP version of the answer, as HTTP/1.1 or HTTP/2"
+    )
+    prompt_varied: bool = Field(
+        default=False, description="this call's prompt was made unique (--vary-prompt)"
+    )
     new_connection: bool = False
     retries: int = Field(
         default=0, description="retries on a fresh connection after a stale pooled one"
@@ -126,7 +161,19 @@ class Numbers(_Frozen):
     warm_p95: float | None
     concurrent_p95: float | None
     error_rate: float
-    ttft_p95: float | None = None
+    ttft_p95: float | None = Field(
+        default=None,
+        description="first-token p95 over warm and concurrent calls together (the old mixed "
+        "number, kept for one release: use ttft_warm_p95 and ttft_concurrent_p95)",
+    )
+    ttft_warm_p95: float | None = None
+    ttft_concurrent_p95: float | None = None
+    itl_p95: float | None = Field(
+        default=None, description="p95 over warm and concurrent calls of each call's mean gap"
+    )
+    longest_stall: float | None = Field(
+        default=None, description="the longest gap between visible deltas of any call"
+    )
 
 
 class Check(_Frozen):
@@ -252,6 +299,10 @@ class RunResult(_Frozen):
         default=None, description="where it ran (runner, region), to tell merged runs apart"
     )
     baseline: BaselineCheck | None = None
+    ready_after: float | None = Field(
+        default=None,
+        description="seconds --wait-ready polled before the endpoint answered (None: no wait)",
+    )
 
     @property
     def display_name(self) -> str:

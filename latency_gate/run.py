@@ -109,6 +109,7 @@ def _result(
         interrupted=interrupted,
         label=label,
         baseline=baseline,
+        ready_after=into.ready_after,
     )
     if into.stopped_early is None:
         return result

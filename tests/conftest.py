@@ -126,6 +126,16 @@ def llama_server() -> Iterator[str]:
     missing (fails under LATENCY_GATE_REQUIRE_LLM=1); fetch the model with
     `.ci/fetch-model.sh .cache/models`.
     """
+    yield from _serve_llama(n_parallel=2)
+
+
+@pytest.fixture(scope="module")
+def llama_server_one_slot() -> Iterator[str]:
+    """The same llama.cpp server with one slot: a second concurrent request queues."""
+    yield from _serve_llama(n_parallel=1)
+
+
+def _serve_llama(*, n_parallel: int) -> Iterator[str]:
     require = "LATENCY_GATE_REQUIRE_LLM"
     try:
         import xllamacpp
@@ -144,7 +154,7 @@ def llama_server() -> Iterator[str]:
     params.hostnames = ["127.0.0.1"]
     params.port = port
     params.n_ctx = 2048
-    params.n_parallel = 2
+    params.n_parallel = n_parallel
     params.cpuparams.n_threads = 2
     server = xllamacpp.Server(params)
     base_url = f"http://127.0.0.1:{port}"

@@ -15,7 +15,7 @@ from latency_gate.assess.findings import find
 from latency_gate.assess.stats import numbers
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, classic_three
-from latency_gate.models import CallPhase, CallTimings, ErrorKind, Finding, Sample
+from latency_gate.models import CallPhase, CallTimings, ErrorKind, Finding, Sample, TokenGaps
 from latency_gate.run import probe
 
 
@@ -135,9 +135,26 @@ def test_honest_stream_with_long_first_token_wait_is_not_buffered() -> None:
 
 
 def test_buffered_stream_needs_a_noticeable_answer() -> None:
-    """A 100 ms answer arriving in one burst is below what a user notices."""
-    run = _stream_run(headers=0.02, first_token=0.1, last_token=0.1, last_byte=0.1)
+    """A 40 ms answer arriving in one burst is below what a user notices."""
+    run = _stream_run(headers=0.01, first_token=0.04, last_token=0.04, last_byte=0.04)
     assert "buffered-stream" not in _find(run, streaming=True)
+
+
+def test_buffered_stream_fires_on_a_short_answer_in_one_burst() -> None:
+    """An 80 ms answer whose 40 tokens all came within 0.1 ms (nginx holding a gzip-compressed
+    stream, measured on llama.cpp): buffered, although it is short."""
+    run = _stream_run(headers=0.08, first_token=0.08, last_token=0.0801, last_byte=0.0801)
+    evidence = _find(run, streaming=True)["buffered-stream"].evidence
+    assert evidence.startswith("a stream was asked for, but all 40 tokens arrived in one burst")
+
+
+def test_buffered_stream_fires_when_tokens_come_within_a_few_ms() -> None:
+    """40 tokens over 4 ms (two or three reads, 0.1 ms apart each) at the end of 90 ms: buffered;
+    a short answer streamed 2 ms per token is not."""
+    run = _stream_run(headers=0.085, first_token=0.086, last_token=0.09, last_byte=0.09)
+    assert "buffered-stream" in _find(run, streaming=True)
+    honest = _stream_run(headers=0.005, first_token=0.01, last_token=0.088, last_byte=0.09)
+    assert "buffered-stream" not in _find(honest, streaming=True)
 
 
 def test_buffered_stream_only_when_a_stream_was_asked_for() -> None:
@@ -409,3 +426,141 @@ def test_terminal_shows_each_finding_with_its_evidence() -> None:
     finding = Finding(code="long-tail", title="Long tail", evidence="p95 is 10x p50", hint="h")
     text = render_terminal([make_result(findings=[finding])])
     assert "\nfindings:\n  Long tail\n    p95 is 10x p50\n" in text
+
+
+# --- issue 14: findings that hold on a real LLM server ----------------------------------------
+
+
+def _burst_of(firsts: Sequence[float], lasts: Sequence[float]) -> list[Sample]:
+    """10 warm streamed calls of 500 ms (first token at 20 ms) and a burst with these first
+    tokens and ends."""
+    warm = [
+        _stream_call(
+            CallPhase.WARM, i, headers=0.01, first_token=0.02, last_token=0.5, last_byte=0.5
+        )
+        for i in range(10)
+    ]
+    burst = [
+        _stream_call(
+            CallPhase.CONCURRENT, i, headers=0.01, first_token=f, last_token=end, last_byte=end
+        )
+        for i, (f, end) in enumerate(zip(firsts, lasts, strict=True))
+    ]
+    return [*warm, *burst]
+
+
+def test_queue_tells_two_slots_from_one_by_first_tokens() -> None:
+    """Two slots slowing each other (1.5x each), two calls waiting: "about 2 at a time", which
+    end times alone (4 calls x 0.5 s / 1.5 s) would call 1."""
+    run = _burst_of([0.03, 0.03, 0.8, 0.8], [0.8, 0.8, 1.5, 1.5])
+    assert "as if served about 2 at a time" in _find(run, streaming=True)["serialized"].evidence
+
+
+def test_queue_says_one_slot_when_each_call_waits_for_the_last() -> None:
+    """One slot: each call's first token comes when the one before has finished: about 1."""
+    run = _burst_of([0.03, 0.53, 1.03, 1.53], [0.5, 1.0, 1.5, 2.0])
+    assert "as if served about 1 at a time" in _find(run, streaming=True)["serialized"].evidence
+
+
+def test_tokens_per_second_does_not_repeat_the_queue() -> None:
+    """A queued burst with quick warm calls: the queue finding explains the wait; tokens/s is
+    silent (it fired on the concurrent p95 before)."""
+    run = _burst_of([0.03, 0.53, 1.03, 1.53], [0.5, 1.0, 1.5, 2.0])
+    found = _find(run, streaming=True)
+    assert "serialized" in found
+    assert "tokens-per-second" not in found
+
+
+def _gapped(phase: CallPhase, index: int, gaps: TokenGaps) -> Sample:
+    call = _stream_call(phase, index, headers=0.01, first_token=0.02, last_token=2.5, last_byte=2.5)
+    return call.model_copy(update={"token_gaps": gaps})
+
+
+def test_stalled_stream_names_the_call_and_the_gap() -> None:
+    """One warm call stops for 1.2 s mid-answer where deltas came 10 ms apart: named, with when."""
+    steady = TokenGaps(count=39, kept=39, p50=0.01, p95=0.012, max=0.02, max_at=0.3, mean=0.01)
+    stalled = TokenGaps(count=39, kept=39, p50=0.01, p95=0.015, max=1.2, max_at=2.0, mean=0.04)
+    run = [_gapped(CallPhase.WARM, i, stalled if i == 3 else steady) for i in range(10)]
+    finding = _find(run, streaming=True)["stalled-stream"]
+    assert finding.evidence == (
+        "1 call of 10 paused for 500 ms or more between two deltas; the longest, warm call #3, "
+        "waited 1.20 s from 800 ms to 2.00 s of its answer, where deltas usually came 10 ms "
+        "apart"
+    )
+
+
+def test_steady_stream_has_no_stall() -> None:
+    """Gaps of at most 20 ms: no stalled stream."""
+    steady = TokenGaps(count=39, kept=39, p50=0.01, p95=0.012, max=0.02, max_at=0.3, mean=0.01)
+    run = [_gapped(CallPhase.WARM, i, steady) for i in range(10)]
+    assert "stalled-stream" not in _find(run, streaming=True)
+
+
+def _cached_run(*, varied: bool) -> list[Sample]:
+    """A fresh prompt's first token at 90 ms (cold call, 1 ms to connect), warm ones at 7 ms."""
+    cold = _stream_call(
+        CallPhase.COLD, 0, headers=0.005, first_token=0.09, last_token=0.5, last_byte=0.5
+    )
+    cold = cold.model_copy(update={"timings": cold.timings.model_copy(update={"connect": 0.001})})
+    warm = [
+        _stream_call(
+            CallPhase.WARM, i, headers=0.005, first_token=0.007, last_token=0.42, last_byte=0.42
+        ).model_copy(update={"prompt_varied": varied})
+        for i in range(10)
+    ]
+    return [cold, *warm]
+
+
+def test_cache_answering_when_the_same_prompt_answers_much_sooner() -> None:
+    """The same prompt on every call, first token 7 ms warm against 89 ms for the fresh one:
+    a cache may be answering, and the hint names --vary-prompt."""
+    finding = _find(_cached_run(varied=False), streaming=True)["cache-answering"]
+    assert finding.evidence == (
+        "every warm call sent the same prompt, and its first token came in 7 ms (median of "
+        "10), 12.7 times sooner than the cold call's, the one fresh prompt (89 ms after its "
+        "connection was open)"
+    )
+    assert "--vary-prompt true" in finding.hint
+
+
+def test_no_cache_finding_when_prompts_were_varied() -> None:
+    """Every warm prompt unique: whatever is fast, it is not a cache answering a repeat."""
+    assert "cache-answering" not in _find(_cached_run(varied=True), streaming=True)
+
+
+def test_queue_seen_in_first_tokens_when_warm_calls_were_slowed() -> None:
+    """A busy CPU slowed the warm calls (2.9 s) more than the burst: the burst's first tokens
+    still show 3 of 4 calls waiting for another's end (measured on llama.cpp, 1 slot)."""
+    warm = [
+        _stream_call(
+            CallPhase.WARM, i, headers=0.01, first_token=0.8, last_token=2.9, last_byte=2.9
+        )
+        for i in range(6)
+    ]
+    firsts, ends = [0.095, 0.44, 0.777, 1.06], [0.343, 0.69, 0.958, 1.319]
+    burst = [
+        _stream_call(
+            CallPhase.CONCURRENT, i, headers=0.01, first_token=f, last_token=e, last_byte=e
+        )
+        for i, (f, e) in enumerate(zip(firsts, ends, strict=True))
+    ]
+    found = _find([*warm, *burst], streaming=True)
+    assert "as if served about 1 at a time" in found["serialized"].evidence
+
+
+def test_parallel_stream_burst_is_no_queue() -> None:
+    """Four streamed calls all started at once (first tokens 20-60 ms, ends 0.5-0.9 s): silent."""
+    warm = [
+        _stream_call(
+            CallPhase.WARM, i, headers=0.01, first_token=0.02, last_token=0.5, last_byte=0.5
+        )
+        for i in range(6)
+    ]
+    firsts, ends = [0.02, 0.03, 0.05, 0.06], [0.5, 0.6, 0.8, 0.9]
+    burst = [
+        _stream_call(
+            CallPhase.CONCURRENT, i, headers=0.01, first_token=f, last_token=e, last_byte=e
+        )
+        for i, (f, e) in enumerate(zip(firsts, ends, strict=True))
+    ]
+    assert "serialized" not in _find([*warm, *burst], streaming=True)

@@ -16,7 +16,8 @@ from click.testing import CliRunner
 from latency_gate.cli import main
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, classic_three, serve_in_thread
-from latency_gate.measure.quick import quick, vary_body
+from latency_gate.measure.prompts import vary_body
+from latency_gate.measure.quick import quick
 from latency_gate.report.quick import curl_command
 
 LOCAL = classic_three()[0]

@@ -199,7 +199,7 @@ def test_first_token_is_the_content_chunk_not_the_role_chunk() -> None:
     """One event per read: the role chunk reports nothing, the first content chunk a first token."""
     results, _ = run(Format.OPENAI_CHAT, [sse(event) for event in LLAMA_EVENTS])
     assert results[0] == FeedResult(tokens=0, first_token=False)
-    assert results[1] == FeedResult(tokens=1, first_token=True)
+    assert results[1] == FeedResult(tokens=1, first_token=True, first_event=True)
     assert results[2:13] == [FeedResult(tokens=1, first_token=False)] * 11
     assert results[13:] == [FeedResult(tokens=0, first_token=False)] * 3
 
@@ -207,7 +207,7 @@ def test_first_token_is_the_content_chunk_not_the_role_chunk() -> None:
 def test_one_read_holding_many_deltas_counts_them_all() -> None:
     """A read that carried several content events reports all of them, and the first token."""
     results, _ = run(Format.OPENAI_CHAT, [sse(ROLE, *CONTENT[:3]), sse(*CONTENT[3:], FINISH)])
-    assert results == [FeedResult(3, True), FeedResult(9, False)]
+    assert results == [FeedResult(3, True, first_event=True), FeedResult(9, False)]
 
 
 FORMAT_BODIES = [
@@ -339,10 +339,31 @@ def test_only_the_first_choice_is_followed() -> None:
     assert (result.ok, result.tokens, result.answer_chars) == (True, 2, len("Hellox"))
 
 
-def test_reasoning_content_is_not_the_answer() -> None:
-    """Only content counts: a stream of reasoning_content alone is an empty answer."""
+def test_reasoning_only_stream_is_an_answer() -> None:
+    """A stream of reasoning_content alone is an answer (a user saw it arrive), not an empty one."""
     result = chat(ROLE, chunk({"reasoning_content": "Hmm"}), FINISH, "[DONE]")
-    assert (result.error, result.tokens) == (ErrorKind.EMPTY_ANSWER, 0)
+    assert (result.ok, result.error, result.answer_chars, result.reasoning_chars) == (
+        True,
+        None,
+        0,
+        3,
+    )
+    assert (result.tokens, result.tokens_source, result.reasoning_deltas) == (1, "deltas", 1)
+
+
+def test_reasoning_is_the_first_event_and_content_the_first_token() -> None:
+    """Reasoning then content, one event per read: first event on the reasoning read, first
+    token on the first content read."""
+    events = [ROLE, chunk({"reasoning_content": "Let"}), chunk({"reasoning": " me"}), *CONTENT[:2]]
+    results, result = run(Format.OPENAI_CHAT, [sse(e) for e in [*events, FINISH, "[DONE]"]])
+    assert results[:5] == [
+        FeedResult(tokens=0, first_token=False),
+        FeedResult(tokens=0, first_token=False, reasoning=1, first_event=True),
+        FeedResult(tokens=0, first_token=False, reasoning=1),
+        FeedResult(tokens=1, first_token=True),
+        FeedResult(tokens=1, first_token=False),
+    ]
+    assert (result.ok, result.reasoning_deltas, result.tokens) == (True, 2, 4)
 
 
 def test_role_and_finish_only_is_an_empty_answer() -> None:
@@ -618,7 +639,7 @@ def test_raw_stream_is_never_an_empty_answer_nor_needs_an_end_marker() -> None:
 def test_responses_stream_is_ok_with_usage_from_completed() -> None:
     """Text deltas are tokens; response.completed ends it and carries usage.output_tokens."""
     results, result = run(Format.OPENAI_RESPONSES, [RESPONSES_STREAM])
-    assert results == [FeedResult(tokens=3, first_token=True)]
+    assert results == [FeedResult(tokens=3, first_token=True, first_event=True)]
     assert (result.ok, result.tokens, result.tokens_source) == (True, 4, "usage")
     assert (result.answer_chars, result.events, result.end_marker) == (9, 10, True)
 
@@ -738,13 +759,67 @@ def test_anthropic_tool_use_stream_is_an_answer() -> None:
     assert (result.ok, result.tokens, result.answer_chars) == (True, 2, 5)
 
 
-def test_anthropic_thinking_only_is_an_empty_answer() -> None:
-    """Thinking deltas are not the answer."""
+def test_anthropic_thinking_only_is_an_answer() -> None:
+    """Thinking deltas are reasoning: not answer text, but not an empty answer either."""
     body = sse(
+        {"type": "content_block_start", "content_block": {"type": "thinking", "thinking": ""}},
         {"type": "content_block_delta", "delta": {"type": "thinking_delta", "thinking": "hm"}},
+        {"type": "content_block_delta", "delta": {"type": "signature_delta", "signature": "x"}},
         {"type": "message_stop"},
     )
-    assert outcome(Format.ANTHROPIC, body).error is ErrorKind.EMPTY_ANSWER
+    result = outcome(Format.ANTHROPIC, body)
+    assert (result.ok, result.answer_chars, result.reasoning_chars) == (True, 0, 2)
+    assert result.reasoning_deltas == 1
+
+
+def test_anthropic_document_with_thinking_and_text() -> None:
+    """Non-stream: a thinking block is reasoning, the text block the answer."""
+    body = {
+        "type": "message",
+        "content": [
+            {"type": "thinking", "thinking": "abc", "signature": "s"},
+            {"type": "text", "text": "Hi!"},
+        ],
+        "stop_reason": "end_turn",
+        "usage": {"output_tokens": 7},
+    }
+    result = outcome(Format.ANTHROPIC, json.dumps(body).encode(), content_type=JSON)
+    assert (result.ok, result.answer_chars, result.reasoning_chars, result.tokens) == (
+        True,
+        3,
+        3,
+        7,
+    )
+
+
+def test_responses_reasoning_events_are_reasoning() -> None:
+    """Responses reasoning summary and text deltas: the first event, then the answer's token."""
+    reasoning = {"type": "response.reasoning_summary_text.delta", "delta": "Think"}
+    text = {"type": "response.output_text.delta", "delta": "Hi"}
+    done = {"type": "response.completed", "response": {"status": "completed"}}
+    results, result = run(Format.OPENAI_RESPONSES, [sse(reasoning), sse(text), sse(done)])
+    assert results == [
+        FeedResult(tokens=0, first_token=False, reasoning=1, first_event=True),
+        FeedResult(tokens=1, first_token=True),
+        FeedResult(tokens=0, first_token=False),
+    ]
+    assert (result.ok, result.reasoning_chars, result.answer_chars) == (True, 5, 2)
+
+
+def test_responses_document_reasoning_only_is_an_answer() -> None:
+    """Non-stream Responses: a reasoning item alone (answer cut by max_output_tokens) is no
+    empty answer."""
+    body = {
+        "status": "incomplete",
+        "incomplete_details": {"reason": "max_output_tokens"},
+        "output": [{"type": "reasoning", "summary": [{"type": "summary_text", "text": "Plan"}]}],
+    }
+    result = outcome(Format.OPENAI_RESPONSES, json.dumps(body).encode(), content_type=JSON)
+    assert (result.ok, result.reasoning_chars, result.detail) == (
+        True,
+        4,
+        "response incomplete: max_output_tokens",
+    )
 
 
 def test_anthropic_document_reads_text_blocks() -> None:

@@ -25,6 +25,7 @@ from latency_gate.assess.significance import fisher_greater, mann_whitney_greate
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
+from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, RunResult, Sample
 
@@ -62,6 +63,7 @@ def config_differences(
     """(setting, base value, head value) for each compared setting that differs."""
     if isinstance(base.get("url"), str):  # older result files masked query values as %2A%2A%2A
         base = {**base, "url": str(base["url"]).replace("=%2A%2A%2A", "=***")}
+    head, base = comparable_settings(head), comparable_settings(base)
     keys = [k for k in dict.fromkeys([*base, *head]) if k not in NOT_COMPARED]
     return [(k, base.get(k), head.get(k)) for k in keys if base.get(k) != head.get(k)]
 

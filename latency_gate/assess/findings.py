@@ -21,6 +21,12 @@ BUFFERED_FIRST_TOKEN_SHARE = 0.9
 # ...or all tokens land within this window (a burst no model streams at: one or two reads),
 BURST_WINDOW = 0.002
 BURST_MIN_TOKENS = 3
+# ...or faster than this per token (a few ms for a whole short answer: no model streams at
+# 2,000 tokens/s to one user), over at least this many tokens;
+BURST_GAP = 0.0005
+BURST_GAP_MIN_TOKENS = 8
+# a burst is named from this answer length on (a short answer held back is still felt: ~80 ms).
+BURST_MIN_DURATION = 0.05
 # ...and headers that come this late are "held until the body is ready".
 HELD_HEADERS_SHARE = 0.9
 # Queued: concurrent p95 at least this many times warm p50, this much slower in seconds, and at
@@ -57,6 +63,8 @@ def find(samples: Sequence[Sample], numbers: Numbers, *, streaming: bool) -> tup
         _tokens_per_second_hides_the_wait,
         _rate_limited,
         _long_tail,
+        _stalled_stream,
+        _cache_answering,
     ]
     found = (rule(samples, numbers, streaming) for rule in rules)
     return tuple(f for f in found if f is not None)
@@ -92,12 +100,15 @@ def _buffered_stream(
     if len(calls) < MIN_SAMPLES:
         return None
     total = median(s.timings.last_byte or 0.0 for s in calls)
-    if total < BUFFERED_MIN_DURATION:
-        return None
     first = median(s.timings.first_token or 0.0 for s in calls)
     share = median((s.timings.first_token or 0.0) / (s.timings.last_byte or 1.0) for s in calls)
     spread = median((s.timings.last_token or 0.0) - (s.timings.first_token or 0.0) for s in calls)
-    burst = spread <= BURST_WINDOW
+    events = median(s.token_events for s in calls)
+    burst = spread <= BURST_WINDOW or (
+        events >= BURST_GAP_MIN_TOKENS and spread <= BURST_GAP * (events - 1)
+    )
+    if total < (BURST_MIN_DURATION if burst else BUFFERED_MIN_DURATION):
+        return None
     if share < BUFFERED_FIRST_TOKEN_SHARE and not burst:
         return None
     tokens = round(median(s.token_events for s in calls))
@@ -134,11 +145,11 @@ def _queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Fin
         return None
     latencies = sorted(s.latency or 0.0 for s in burst)
     waiting = sum(v >= QUEUE_WAITING_RATIO * warm for v in latencies)
-    if p95 < QUEUE_RATIO * warm or p95 - warm < QUEUE_MIN_EXTRA or 2 * waiting < len(burst):
+    by_ends = p95 >= QUEUE_RATIO * warm and p95 - warm >= QUEUE_MIN_EXTRA
+    if not (by_ends and 2 * waiting >= len(burst)) and not _waited_for_slots(burst, streaming):
         return None
     concurrency = sum(s.phase is CallPhase.CONCURRENT for s in samples)
-    # n calls done by w workers in turn: the last one ends after about n/w service times.
-    workers = max(1, round(len(burst) * warm / latencies[-1]))
+    workers = _slots(burst, warm)
     shown = ", ".join(fmt_duration(v) for v in latencies[:3])
     return Finding(
         code="serialized",
@@ -155,6 +166,39 @@ def _queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Fin
             "queue added to dodge timeouts, or a model server with one slot; add workers or slots"
         ),
     )
+
+
+def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
+    """Streamed answers: at least half the burst got its first token only after another call of
+    the burst had ended, and QUEUE_MIN_EXTRA after the fastest: they waited for a slot. Read
+    from the burst alone, so a warm p50 skewed by a busy CPU cannot hide a queue."""
+    if not streaming or any(s.token_events < BURST_MIN_TOKENS for s in burst):
+        return False
+    firsts = [s.timings.first_event or s.timings.first_token for s in burst]
+    known = [f for f in firsts if f is not None]
+    if len(known) != len(burst):
+        return False
+    first_end = min(s.latency or 0.0 for s in burst)
+    fastest = min(known)
+    waited = sum(f >= first_end and f - fastest >= QUEUE_MIN_EXTRA for f in known)
+    return 2 * waited >= len(burst)
+
+
+def _slots(burst: Sequence[Sample], warm: float) -> int:
+    """How many calls of a queued burst the endpoint served at once.
+
+    Streamed: a call whose first visible delta came before any call of the burst had ended
+    cannot have waited for a slot another call freed, so those were served at once (batched
+    slots slow each other, so end times alone cannot tell 1 slot from 2). Otherwise, n calls
+    done by w workers in turn: the last ends after about n/w service times.
+    """
+    firsts = [s.timings.first_event or s.timings.first_token for s in burst]
+    known = [f for f in firsts if f is not None]
+    first_end = min(s.latency or 0.0 for s in burst)
+    if known and len(known) == len(firsts):
+        return max(1, sum(f < first_end for f in known))
+    last = max(s.latency or 0.0 for s in burst)
+    return max(1, round(len(burst) * warm / last)) if last > 0 else 1
 
 
 def _cold_start(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
@@ -255,6 +299,8 @@ def _tokens_per_second_hides_the_wait(
     tokens = median(s.tokens or s.token_events for s in calls)
     streaming_time = tokens / rate
     waits = {"warm": numbers.warm_p95, "concurrent": numbers.concurrent_p95}
+    if _queued(samples, numbers, streaming) is not None:
+        del waits["concurrent"]  # the queue finding already explains the concurrent wait
     which, worst = max(
         ((name, value) for name, value in waits.items() if value is not None),
         key=lambda item: item[1],
@@ -262,7 +308,8 @@ def _tokens_per_second_hides_the_wait(
     )
     if worst is None or worst < TPS_MIN_WAIT or worst < TPS_RATIO * streaming_time:
         return None
-    ttft = numbers.ttft_p95
+    by_load = {"warm": numbers.ttft_warm_p95, "concurrent": numbers.ttft_concurrent_p95}
+    ttft = by_load.get(which) or numbers.ttft_p95
     before = f" and {fmt_duration(ttft)} for the first token" if ttft else ""
     return Finding(
         code="tokens-per-second",
@@ -324,5 +371,90 @@ def _long_tail(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> 
         hint=(
             "a few calls are much slower than the rest: look for garbage-collection pauses, "
             "cache misses, retries inside the backend, cold replicas or a noisy neighbour"
+        ),
+    )
+
+
+# Stalled stream: a gap between visible deltas this long, and this many times the run's median
+# per-call mean gap (a user watching the answer sees it stop).
+STALL_MIN = 0.5
+STALL_RATIO = 10.0
+
+
+def _stalled_stream(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
+    calls = [s for s in samples if s.ok and s.token_gaps is not None]
+    if not streaming or not calls:
+        return None
+    typical = median(s.token_gaps.mean for s in calls if s.token_gaps is not None)
+    stalled = [
+        s
+        for s in calls
+        if s.token_gaps is not None
+        and s.token_gaps.max >= STALL_MIN
+        and s.token_gaps.max >= STALL_RATIO * typical
+    ]
+    if not stalled:
+        return None
+    worst = max(stalled, key=lambda s: s.token_gaps.max if s.token_gaps else 0.0)
+    gaps = worst.token_gaps
+    assert gaps is not None  # filtered above
+    return Finding(
+        code="stalled-stream",
+        title="Stalled stream: the answer stops mid-way",
+        evidence=(
+            f"{_plural(len(stalled), 'call')} of {len(calls)} paused for {fmt_duration(STALL_MIN)}"
+            f" or more between two deltas; the longest, {worst.phase.value} call "
+            f"#{worst.index}, waited {fmt_duration(gaps.max)} from "
+            f"{fmt_duration(max(gaps.max_at - gaps.max, 0.0))} to {fmt_duration(gaps.max_at)} "
+            f"of its answer, where deltas usually came {fmt_duration(typical)} apart"
+        ),
+        hint=(
+            "something paused the answer after it began: a model server preempting or swapping "
+            "this request out (too many at once for its memory), a tool call or retrieval run "
+            "mid-answer, or a proxy flushing its buffer in pieces"
+        ),
+    )
+
+
+# Cache answering: the same prompt on every call, and warm calls answer this many times
+# sooner than the cold call (the one fresh prompt) did once connected, and this much sooner.
+CACHE_RATIO = 3.0
+CACHE_MIN_EXTRA = 0.03
+
+
+def _cache_answering(
+    samples: Sequence[Sample], numbers: Numbers, streaming: bool
+) -> Finding | None:
+    warm = _ok(samples, CallPhase.WARM)
+    cold = _ok(samples, CallPhase.COLD)
+    if len(warm) < MIN_SAMPLES or not cold or all(s.prompt_varied for s in warm):
+        return None
+    if _cold_start(samples, numbers, streaming) is not None:
+        return None  # a slow first call has a likelier cause
+    first = cold[0]
+    what = "first token"
+    fresh = first.timings.first_token
+    seen = [s.timings.first_token for s in warm if s.timings.first_token is not None]
+    if fresh is None or len(seen) < MIN_SAMPLES:
+        what, fresh, seen = "answer", first.latency, [s.latency or 0.0 for s in warm]
+    if fresh is None:
+        return None
+    fresh -= _setup(first)
+    typical = median(seen)
+    if fresh < CACHE_RATIO * typical or fresh - typical < CACHE_MIN_EXTRA:
+        return None
+    return Finding(
+        code="cache-answering",
+        title="A cache may be answering: the same prompt on every call",
+        evidence=(
+            f"every warm call sent the same prompt, and its {what} came in "
+            f"{fmt_duration(typical)} (median of {len(seen)}), {fresh / typical:.1f} times "
+            f"sooner than the cold call's, the one fresh prompt ({fmt_duration(fresh)} after "
+            f"its connection was open)"
+        ),
+        hint=(
+            "a prompt cache (llama.cpp, vLLM prefix caching) or a response or semantic cache in "
+            "front of the model answers repeated prompts; real users send new ones: probe with "
+            "--vary-prompt true to measure the model"
         ),
     )

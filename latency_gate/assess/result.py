@@ -30,6 +30,7 @@ def assess_run(
     interrupted: bool = False,
     label: str | None = None,
     baseline: BaselinePlan | None = None,
+    ready_after: float | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict."""
     numbers = stats.numbers(samples)
@@ -40,6 +41,17 @@ def assess_run(
         warnings.append("the run was interrupted; the numbers cover the calls finished")
     if target.insecure:
         warnings.append("TLS certificate checks were turned off (--insecure)")
+    if target.wait_ready > 0 and ready_after is None and samples:
+        warnings.append(
+            f"the endpoint did not answer within --wait-ready {target.wait_ready:g} s; "
+            "probed anyway"
+        )
+    if target.proxy is not None:
+        warnings.append(
+            "calls went through a proxy: the connect stamps are of the connection to the "
+            f"proxy, and every time includes the proxy's hop ({stamp_source.value} stamps on "
+            "the socket to the proxy)"
+        )
     return RunResult(
         findings=find(samples, numbers, streaming=target.stream),
         tool_version=__version__,
@@ -65,6 +77,7 @@ def assess_run(
         warnings=tuple(warnings),
         label=label,
         baseline=check,
+        ready_after=ready_after,
     )
 
 

@@ -44,6 +44,31 @@ def first_tokens(samples: Iterable[Sample]) -> list[float]:
     ]
 
 
+def first_tokens_of(samples: Iterable[Sample], phase: CallPhase) -> list[float]:
+    """First-token times of the successful calls of one phase (one load: warm or concurrent)."""
+    return [
+        s.timings.first_token
+        for s in samples
+        if s.ok and s.phase is phase and s.timings.first_token is not None
+    ]
+
+
+def token_gaps(samples: Iterable[Sample]) -> list[float]:
+    """Each successful warm and concurrent call's mean gap between visible deltas (aiperf's
+    per-request inter-token latency)."""
+    return [
+        s.token_gaps.mean
+        for s in samples
+        if s.ok and s.phase is not CallPhase.COLD and s.token_gaps is not None
+    ]
+
+
+def longest_stall(samples: Iterable[Sample]) -> float | None:
+    """The longest gap between visible deltas of any successful call, or None without gaps."""
+    gaps = [s.token_gaps.max for s in samples if s.ok and s.token_gaps is not None]
+    return max(gaps, default=None)
+
+
 def error_rate(samples: Sequence[Sample]) -> float:
     """Share of all calls that failed; 0.0 for no calls (the verdict treats that as no data)."""
     if not samples:
@@ -63,4 +88,8 @@ def numbers(samples: Sequence[Sample]) -> Numbers:
         concurrent_p95=percentile(concurrent, 95),
         error_rate=error_rate(samples),
         ttft_p95=percentile(first_tokens(samples), 95),
+        ttft_warm_p95=percentile(first_tokens_of(samples, CallPhase.WARM), 95),
+        ttft_concurrent_p95=percentile(first_tokens_of(samples, CallPhase.CONCURRENT), 95),
+        itl_p95=percentile(token_gaps(samples), 95),
+        longest_stall=longest_stall(samples),
     )

@@ -133,6 +133,25 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="openai-chat, openai-responses, anthropic or raw [default: auto-detected].",
         ),
         click.option("--stream/--no-stream", default=None, help="Ask for a streamed answer (SSE)."),
+        click.option(
+            "--max-tokens",
+            help="Answer length asked for, in every format [default: 64 for --prompt].",
+        ),
+        click.option(
+            "--token-limit-field",
+            help="The body field for --max-tokens: max_tokens, max_completion_tokens, "
+            "max_output_tokens [default: auto, by format and host].",
+        ),
+        click.option(
+            "--http2",
+            is_flag=True,
+            default=None,
+            help="Speak HTTP/2 (ALPN over TLS; prior knowledge for http://).",
+        ),
+        click.option(
+            "--proxy",
+            help="Forward proxy URL, or off [default: HTTPS_PROXY / HTTP_PROXY unless NO_PROXY].",
+        ),
         click.option("--timeout", help="Per-call timeout, e.g. 30s [default: 30s]."),
         click.option("--ca-bundle", help="PEM file of CA certificates to trust."),
         click.option("--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."),

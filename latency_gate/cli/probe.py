@@ -21,7 +21,7 @@ from latency_gate.cli.app import (
     working_dir,
     write_reports,
 )
-from latency_gate.config import Target, build_target, parse_label
+from latency_gate.config import Target, build_target, parse_label, with_environment_proxy
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, ExitCode
@@ -38,6 +38,15 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.argument("url", required=False)
 @endpoint_options
 @click.option("--idle", help="Seconds to wait before the cold call, e.g. 60s [default: 0].")
+@click.option(
+    "--wait-ready",
+    help="Before the cold call, wait up to this long for the endpoint to answer [default: 0].",
+)
+@click.option(
+    "--vary-prompt/--same-prompt",
+    default=None,
+    help="Make each call's prompt unique, of the same length [default: vary].",
+)
 @click.option("--warm-calls", help="Sequential warm calls [default: 20].")
 @click.option("--concurrency", help="Calls started together [default: 10].")
 @click.option(
@@ -129,12 +138,16 @@ def probe_command(
 def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -> list[Target]:
     """The one target of the options, or the targets file's (options fill in what it omits)."""
     if targets_path is None:
-        return [build_target(raw, cli_spelling, base_dir=working_dir())]
+        target = build_target(raw, cli_spelling, base_dir=working_dir())
+        return [target if "proxy" in raw else with_environment_proxy(target, os.environ)]
     clash = [cli_spelling(k) for k in ("url", "name") if raw.get(k) is not None]
     if clash:
         raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
     given = {k: v for k, v in raw.items() if v is not None and v != [] and k != "url"}
-    return load_targets(Path(targets_path), given=given, environ=os.environ)
+    targets = load_targets(Path(targets_path), given=given, environ=os.environ)
+    if "proxy" in raw:
+        return targets
+    return [with_environment_proxy(t, os.environ) for t in targets]
 
 
 def _baseline_plan(
@@ -222,6 +235,8 @@ def quick_command(url: str | None, headers: tuple[str, ...], **options: str | bo
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
     target = build_target(raw, cli_spelling, base_dir=working_dir())
+    if "proxy" not in raw:
+        target = with_environment_proxy(target, os.environ)
     result = run_with_signals(quick.quick(target))
     click.echo(quick_report.render(result), nl=False)
     sys.exit(ExitCode.PASS if result.passed else ExitCode.BREACH)

@@ -10,6 +10,7 @@ from latency_gate.config.build import (
     build_target,
     header_text_problem,
     parse_header,
+    with_environment_proxy,
 )
 from latency_gate.config.parsing import (
     REDACTED,
@@ -22,6 +23,7 @@ from latency_gate.config.parsing import (
     parse_fraction,
     parse_label,
     parse_url,
+    proxy_from_environment,
     read_body,
     redact_url,
 )
@@ -60,10 +62,12 @@ __all__ = [
     "parse_header",
     "parse_label",
     "parse_url",
+    "proxy_from_environment",
     "read_body",
     "redact_url",
     "scrub_secrets",
     "secret_forms",
     "url_secrets",
     "url_userinfo",
+    "with_environment_proxy",
 ]

@@ -19,6 +19,8 @@ from pydantic import SecretStr, ValidationError
 
 from latency_gate.config.files import input_file
 from latency_gate.config.parsing import (
+    DEFAULT_MAX_TOKENS,
+    TOKEN_LIMIT_FIELDS,
     Format,
     chat_body,
     detect_format,
@@ -27,13 +29,25 @@ from latency_gate.config.parsing import (
     parse_count,
     parse_duration,
     parse_fraction,
+    parse_proxy,
+    parse_token_limit_field,
     parse_url,
+    proxy_from_environment,
     read_body,
+    token_limit_field,
 )
 from latency_gate.config.target import Budget, Header, Target, url_userinfo
 from latency_gate.errors import ConfigError, InputProblem
 
-__all__ = ["BUDGET_KEYS", "TARGET_KEYS", "build_target", "header_text_problem", "parse_header"]
+__all__ = [
+    "BUDGET_KEYS",
+    "PROXY_VARIABLES",
+    "TARGET_KEYS",
+    "build_target",
+    "header_text_problem",
+    "parse_header",
+    "with_environment_proxy",
+]
 
 # --- parsing a header line -------------------------------------------------------------------
 
@@ -101,6 +115,12 @@ TARGET_KEYS = (
     "follow-redirects",
     "ca-bundle",
     "insecure",
+    "max-tokens",
+    "token-limit-field",
+    "vary-prompt",
+    "wait-ready",
+    "proxy",
+    "http2",
     *BUDGET_KEYS,
 )
 
@@ -168,6 +188,12 @@ def build_target(
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: _ca_bundle(s, base_dir))
     take("insecure", parse_bool)
+    take("max-tokens", parse_count)
+    take("token-limit-field", parse_token_limit_field)
+    take("vary-prompt", parse_bool)
+    take("wait-ready", _wait_duration)
+    take("proxy", parse_proxy)
+    take("http2", parse_bool)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
         if value is None or isinstance(value, list):
@@ -211,6 +237,28 @@ def build_target(
         ) from None
 
 
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
+
+
+def with_environment_proxy(target: Target, environ: Mapping[str, str]) -> Target:
+    """The target with the proxy the environment names for its URL (HTTPS_PROXY, HTTP_PROXY,
+    NO_PROXY, as curl reads them), when it has none of its own. The edges pass os.environ.
+
+    Raises ConfigError naming the variable when its value is not a proxy URL.
+    """
+    if target.proxy is not None:
+        return target
+    found = proxy_from_environment(target.url, environ)
+    if found is None:
+        return target
+    try:
+        proxy = parse_proxy(found)
+    except ValueError as exc:
+        scheme = "HTTPS_PROXY" if target.url.lower().startswith("https:") else "HTTP_PROXY"
+        raise ConfigError.single(scheme, str(exc)) from None
+    return target.model_copy(update={"proxy": proxy})
+
+
 def _resolve_request(
     fields: dict[str, Any],
     merged: Mapping[str, str | list[str] | None],
@@ -248,16 +296,22 @@ def _resolve_request(
             elif data.get("stream") != stream:
                 data["stream"] = stream
                 body = json.dumps(data)
+            if fields.get("max_tokens") is not None:
+                body = _limit_answer(data, fmt, url or "", fields)
     elif body is not None and fmt is not Format.RAW:
         problems.append(
             InputProblem(spelled("body"), f"the {fmt.value} format needs a JSON object body")
         )
         return
     stream = bool(stream)
+    limits: dict[str, Any] = {
+        "max_tokens": fields.get("max_tokens") or DEFAULT_MAX_TOKENS,
+        "limit_field": token_limit_field(fmt, url or "", fields.get("token_limit_field")),
+    }
     if prompt is not None:
-        body = chat_body(fmt, fields.get("model"), prompt, stream)
+        body = chat_body(fmt, fields.get("model"), prompt, stream, **limits)
     elif fields.get("model") is not None and body is None and fmt is not Format.RAW:
-        body = chat_body(fmt, fields.get("model"), "Say hello in five words.", stream)
+        body = chat_body(fmt, fields.get("model"), "Say hello in five words.", stream, **limits)
     fields["stream"] = stream
     if body is not None:
         fields["body"] = SecretStr(body)
@@ -346,6 +400,20 @@ def _check_credentials(
                 "give the credentials once (drop one of them)",
             )
         )
+
+
+def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str, Any]) -> str:
+    """A JSON body with --max-tokens in the format's limit field (any other limit field dropped)."""
+    field = token_limit_field(fmt, url, fields.get("token_limit_field"))
+    for other in TOKEN_LIMIT_FIELDS:
+        data.pop(other, None)
+    data[field] = fields["max_tokens"]
+    return json.dumps(data)
+
+
+def _wait_duration(text: str) -> float:
+    """A duration, or off/0 for no readiness wait."""
+    return 0.0 if text.strip().lower() in _OFF else parse_duration(text)
 
 
 def _kebab(loc: tuple[int | str, ...]) -> str:

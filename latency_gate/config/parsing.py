@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
@@ -130,6 +131,44 @@ def parse_url(text: str) -> str:
     return stripped
 
 
+def parse_proxy(text: str) -> str | None:
+    """A forward proxy's http:// or https:// URL; empty, `off` or `none` for a direct path."""
+    if text.strip().lower() in {"", "off", "none"}:
+        return None
+    return parse_url(text)
+
+
+def proxy_from_environment(url: str, environ: Mapping[str, str]) -> str | None:
+    """The proxy the environment names for `url`, as curl reads it: HTTPS_PROXY for https,
+    HTTP_PROXY for http (lower-case names first), none when NO_PROXY covers the host.
+
+    NO_PROXY holds host names, domain suffixes (`.example.com` or `example.com`), `*`, and
+    host:port entries; the edges pass os.environ, nothing below them reads it.
+    """
+
+    def get(name: str) -> str:
+        return (environ.get(name.lower()) or environ.get(name.upper()) or "").strip()
+
+    parts = urlsplit(url)
+    proxy = get("https_proxy") if parts.scheme == "https" else get("http_proxy")
+    if not proxy:
+        return None
+    host = (parts.hostname or "").lower()
+    for raw_entry in get("no_proxy").split(","):
+        entry = raw_entry.strip().lower()
+        if not entry:
+            continue
+        if entry == "*":
+            return None
+        name, _, port = entry.partition(":") if entry.count(":") == 1 else (entry, "", "")
+        if port and parts.port is not None and port != str(parts.port):
+            continue
+        name = name.lstrip(".")
+        if host == name or host.endswith("." + name):
+            return None
+    return proxy
+
+
 def read_body(text: str, base_dir: Path | None = None) -> str:
     """A body as given, or the contents of a file for `@path`."""
     if not text.startswith("@"):
@@ -167,16 +206,63 @@ def detect_format(url: str, body: str | None) -> Format:
     return Format.RAW
 
 
-def chat_body(fmt: Format, model: str | None, prompt: str, stream: bool) -> str:
-    """The smallest request body for a prompt in the given format."""
+DEFAULT_MAX_TOKENS = 64
+"""Answer length asked for when `--max-tokens` is not given (the same for every format)."""
+
+# The field each format limits the answer length with. OpenAI's chat completions take
+# `max_completion_tokens` (its reasoning models refuse `max_tokens`); most OpenAI-compatible
+# servers (llama.cpp, vLLM, Ollama, LiteLLM) still know only `max_tokens`.
+TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+_OPENAI_HOSTS = ("api.openai.com", ".openai.azure.com")
+
+
+def token_limit_field(fmt: Format, url: str, chosen: str | None = None) -> str:
+    """The body field that limits the answer's length: `chosen` when given, else the format's.
+
+    OpenAI chat: `max_completion_tokens` at OpenAI's own hosts (api.openai.com, Azure OpenAI),
+    `max_tokens` elsewhere; Responses: `max_output_tokens`; Anthropic: `max_tokens`.
+    """
+    if chosen is not None:
+        return chosen
+    if fmt is Format.OPENAI_RESPONSES:
+        return "max_output_tokens"
+    if fmt is Format.ANTHROPIC:
+        return "max_tokens"
+    host = (urlsplit(url).hostname or "").lower()
+    if host == _OPENAI_HOSTS[0] or host.endswith(_OPENAI_HOSTS[1]):
+        return "max_completion_tokens"
+    return "max_tokens"
+
+
+def parse_token_limit_field(text: str) -> str | None:
+    """`auto` (None: the format decides) or one of TOKEN_LIMIT_FIELDS."""
+    value = text.strip().lower()
+    if value in {"", "auto"}:
+        return None
+    if value not in TOKEN_LIMIT_FIELDS:
+        raise ValueError(f"expected auto or one of {', '.join(TOKEN_LIMIT_FIELDS)}; got {text!r}")
+    return value
+
+
+def chat_body(
+    fmt: Format,
+    model: str | None,
+    prompt: str,
+    stream: bool,
+    *,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    limit_field: str | None = None,
+) -> str:
+    """The smallest request body for a prompt in the given format, asking for `max_tokens`."""
     message = [{"role": "user", "content": prompt}]
     body: dict[str, object]
+    field = limit_field or token_limit_field(fmt, "")
     if fmt is Format.OPENAI_RESPONSES:
-        body = {"input": prompt}
+        body = {"input": prompt, field: max_tokens}
     elif fmt is Format.ANTHROPIC:
-        body = {"messages": message, "max_tokens": 64}
+        body = {"messages": message, field: max_tokens}
     else:
-        body = {"messages": message, "max_tokens": 64}
+        body = {"messages": message, field: max_tokens}
         if stream:
             body["stream_options"] = {"include_usage": True}
     if model is not None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
@@ -23,6 +23,7 @@ __all__ = [
     "Budget",
     "Header",
     "Target",
+    "comparable_settings",
     "find_secrets",
     "scrub_secrets",
     "secret_forms",
@@ -182,6 +183,16 @@ class Target(_Frozen):
     follow_redirects: bool = False
     ca_bundle: str | None = None
     insecure: bool = False
+    max_tokens: int | None = Field(
+        default=None, ge=1, description="answer length asked for; None: 64 for a prompt"
+    )
+    token_limit_field: str | None = Field(
+        default=None, description="the body field that carries max_tokens; None: the format's"
+    )
+    vary_prompt: bool = True
+    wait_ready: float = Field(default=0.0, ge=0)
+    proxy: str | None = Field(default=None, description="forward proxy URL; None: direct")
+    http2: bool = False
     budget: Budget = Budget()
     cost: str | None = Field(default=None, description="a note on its price, from a targets file")
 
@@ -222,6 +233,7 @@ class Target(_Frozen):
             api_key=None if self.api_key is None else self.api_key.get_secret_value(),
             headers=[(h.name, h.value.get_secret_value()) for h in self.headers],
             url=self.url,
+            others=url_secrets(self.proxy) if self.proxy else (),
         )
 
     def secret_forms(self) -> list[str]:
@@ -239,18 +251,36 @@ class Target(_Frozen):
         ]
         data["body"] = None if self.body is None else _body_fingerprint(self.body)
         data["api_key"] = None if self.api_key is None else REDACTED
+        data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         return data
 
     def comparable(self) -> dict[str, object]:
         """The settings that decide whether two runs measured the same thing (for baselines)."""
-        data = self.redacted()
-        for key in NOT_COMPARED:
-            data.pop(key, None)
-        return data
+        return comparable_settings(self.redacted())
 
 
 # Settings that do not change what a run measures: a baseline with other values still compares.
-NOT_COMPARED = ("budget", "name", "idle", "cost")
+NOT_COMPARED = ("budget", "name", "idle", "cost", "wait_ready")
+
+# Settings added later, with the value that means what a result file without them measured:
+# left out when they hold it, so a baseline from before they existed still compares.
+ADDED_WITH_DEFAULT: tuple[tuple[str, object], ...] = (
+    ("max_tokens", None),
+    ("token_limit_field", None),
+    ("vary_prompt", False),
+    ("proxy", None),
+    ("http2", False),
+)
+
+
+def comparable_settings(config: Mapping[str, object]) -> dict[str, object]:
+    """A result's (or a target's redacted) settings as baselines compare them: without the
+    NOT_COMPARED ones, and without later settings that hold their earlier meaning."""
+    data = {k: v for k, v in config.items() if k not in NOT_COMPARED}
+    for key, earlier in ADDED_WITH_DEFAULT:
+        if key in data and data[key] == earlier:
+            del data[key]
+    return data
 
 
 def _body_fingerprint(body: SecretStr) -> str:

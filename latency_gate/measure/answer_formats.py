@@ -3,7 +3,9 @@
 OpenAI chat completions, OpenAI responses and Anthropic messages each carry answer text, tool
 calls, token usage, an end marker and errors in their own shapes. A stream reader takes one
 event's JSON object and returns how many content deltas it held (0 or 1); a document reader takes
-the whole answer. Both record what they found in a `Tally`. Pure code: no I/O.
+the whole answer. Both record what they found in a `Tally`. Reasoning (OpenAI-compatible
+`reasoning_content`, Responses reasoning events, Anthropic thinking blocks) is counted apart from
+the answer text: a user sees it arrive, so a reasoning-only answer is not empty. Pure code: no I/O.
 """
 
 from __future__ import annotations
@@ -22,6 +24,8 @@ class Tally:
 
     deltas: int = 0
     answer_chars: int = 0
+    reasoning_deltas: int = 0
+    reasoning_chars: int = 0
     tool_call: bool = False
     usage_tokens: int | None = None
     end_marker: bool = False
@@ -33,6 +37,13 @@ class Tally:
         """Count answer text (a string, or a list of {"text": ...} parts); 1 if non-empty."""
         chars = _text_len(value)
         self.answer_chars += chars
+        return 1 if chars else 0
+
+    def reasoning(self, value: object) -> int:
+        """Count reasoning text (a string, or a list of {"text": ...} parts); 1 if non-empty."""
+        chars = _text_len(value)
+        self.reasoning_chars += chars
+        self.reasoning_deltas += 1 if chars else 0
         return 1 if chars else 0
 
     def tool(self, name: object, arguments: object) -> int:
@@ -89,6 +100,8 @@ def chat_document(tally: Tally, obj: dict[str, Any]) -> None:
 
 def _chat_message(tally: Tally, message: dict[str, Any]) -> int:
     """A message or a delta: its content, refusal and tool calls (a tool call is an answer)."""
+    # llama.cpp and DeepSeek send `reasoning_content`; vLLM and OpenRouter `reasoning`.
+    tally.reasoning(message.get("reasoning_content") or message.get("reasoning"))
     found = tally.text(message.get("content")) | tally.text(message.get("refusal"))
     for call in [*_dicts(message.get("tool_calls")), *_dicts([message.get("function_call")])]:
         function = call.get("function", call)  # legacy function_call has no wrapper
@@ -101,6 +114,8 @@ def responses_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
     found = 0
     if kind in ("response.output_text.delta", "response.refusal.delta"):
         found = tally.text(obj.get("delta"))
+    elif kind in ("response.reasoning_summary_text.delta", "response.reasoning_text.delta"):
+        tally.reasoning(obj.get("delta"))
     elif kind == "response.function_call_arguments.delta":
         found = tally.tool(None, obj.get("delta"))
     elif kind == "response.output_item.added":
@@ -126,6 +141,9 @@ def responses_document(tally: Tally, obj: dict[str, Any]) -> None:
     for item in _dicts(obj.get("output")):
         if item.get("type") == "function_call":
             tally.tool(item.get("name"), item.get("arguments"))
+        if item.get("type") == "reasoning":
+            tally.reasoning([*_dicts(item.get("summary")), *_dicts(item.get("content"))])
+            continue
         for part in _dicts(item.get("content")):
             if part.get("type") == "output_text":
                 tally.text(part.get("text"))
@@ -147,13 +165,16 @@ def anthropic_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
     if kind == "content_block_delta":
         delta = obj.get("delta")
         if isinstance(delta, dict):
-            # text_delta or input_json_delta; thinking and signature deltas are not the answer
+            # text_delta or input_json_delta; a thinking_delta is reasoning, a signature nothing
             found = tally.text(delta.get("text")) | tally.tool(None, delta.get("partial_json"))
+            tally.reasoning(delta.get("thinking"))
     elif kind == "content_block_start":
         block = obj.get("content_block")
         if isinstance(block, dict):
             if block.get("type") in ("tool_use", "server_tool_use"):
                 found = tally.tool(block.get("name"), None)
+            elif block.get("type") == "thinking":
+                tally.reasoning(block.get("thinking"))
             else:
                 found = tally.text(block.get("text"))
     elif kind == "message_delta":
@@ -175,6 +196,10 @@ def anthropic_document(tally: Tally, obj: dict[str, Any]) -> None:
             tally.tool(block.get("name"), json.dumps(block.get("input", {})))
         elif block.get("type") == "text":
             tally.text(block.get("text"))
+        elif block.get("type") == "thinking":
+            tally.reasoning(block.get("thinking"))
+        elif block.get("type") == "redacted_thinking":
+            tally.reasoning_chars += 1  # encrypted, but the model did reason
     if obj.get("stop_reason") is not None:
         tally.end_marker = True
 

@@ -21,29 +21,38 @@ from latency_gate.config import Target, redact_url, scrub_secrets
 from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.streams import StreamParser
-from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
+from latency_gate.measure.token_timing import GapRecorder
+from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample, TokenGaps
 
 # An error body is read for its first bytes only, to name the failure.
 _ERROR_BODY_LIMIT = 2048
 _DETAIL_LIMIT = 200
 
 
-async def call(client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int) -> Sample:
+async def call(
+    client: httpx.AsyncClient,
+    target: Target,
+    phase: CallPhase,
+    index: int,
+    *,
+    body: bytes | None = None,
+) -> Sample:
     """One timed call. A stale kept-alive connection is retried once on a new connection.
 
-    The whole call, a retry included, lives within one `target.timeout`.
+    The whole call, a retry included, lives within one `target.timeout`. `body` replaces the
+    target's body for this call (a varied prompt).
     """
     started_at = time.time()
     deadline = asyncio.get_running_loop().time() + target.timeout
     stamps = transport.begin_call()
-    first = await _attempt(client, target, stamps, deadline)
+    first = await _attempt(client, target, stamps, deadline, body)
     if not _stale_connection_failure(first, stamps):
         return first.sample(phase, index, started_at, stamps, stamps, retries=0, target=target)
     # The server closed a kept-alive connection while it was idle (llama.cpp does this after
     # every streamed answer) and failed before any byte of the answer: a browser retries once on
     # a new connection, and the user waits for both attempts, so t0 stays the first attempt's.
     retry_stamps = transport.begin_call()
-    second = await _attempt(client, target, retry_stamps, deadline)
+    second = await _attempt(client, target, retry_stamps, deadline, body)
     return second.sample(phase, index, started_at, stamps, retry_stamps, retries=1, target=target)
 
 
@@ -70,8 +79,12 @@ class _Attempt:
     retry_after: str | None = None
     headers_ns: int | None = None
     first_byte_ns: int | None = None
+    first_event_ns: int | None = None
     first_token_ns: int | None = None
     last_token_ns: int | None = None
+    visible: GapRecorder = field(default_factory=GapRecorder)
+    http_version: str | None = None
+    reasoning_events: int = 0
     last_byte_ns: int | None = None
     bytes_received: int = 0
     tokens: int | None = None
@@ -107,7 +120,9 @@ class _Attempt:
             request_sent=since(stamps.last_write_ns),
             headers=since(self.headers_ns),
             first_byte=since(self.first_byte_ns),
+            first_event=since(self.first_event_ns),
             first_token=since(self.first_token_ns),
+            second_token=since(self.visible.second_ns),
             last_token=since(self.last_token_ns),
             last_byte=since(self.last_byte_ns),
         )
@@ -127,19 +142,49 @@ class _Attempt:
             tokens_source=self.tokens_source,
             token_events=self.token_events,
             token_reads=self.token_reads,
+            reasoning_events=self.reasoning_events,
+            http_version=self.http_version,
+            token_gaps=self._gaps(t0),
+            output_tokens_per_s=self._rate(),
             new_connection=stamps.new_connection,
             retries=retries,
             stamp_source=stamps.source,
         )
 
+    def _gaps(self, t0: int) -> TokenGaps | None:
+        summary = self.visible.summary()
+        if summary is None:
+            return None
+        return TokenGaps(
+            count=summary.count,
+            kept=summary.kept,
+            p50=summary.p50_ns / 1e9,
+            p95=summary.p95_ns / 1e9,
+            max=summary.max_ns / 1e9,
+            max_at=max(summary.max_end_ns - t0, 0) / 1e9,
+            mean=summary.mean_ns / 1e9,
+        )
+
+    def _rate(self) -> float | None:
+        """Output tokens/s after the first: the usage count when given, else visible deltas."""
+        seen = self.visible
+        if seen.first_ns is None or seen.last_ns is None or seen.last_ns <= seen.first_ns:
+            return None
+        tokens = self.tokens if self.tokens_source == "usage" and self.tokens else seen.deltas
+        return (tokens - 1) / ((seen.last_ns - seen.first_ns) / 1e9) if tokens > 1 else None
+
 
 async def _attempt(
-    client: httpx.AsyncClient, target: Target, stamps: transport.CallStamps, deadline: float
+    client: httpx.AsyncClient,
+    target: Target,
+    stamps: transport.CallStamps,
+    deadline: float,
+    body: bytes | None = None,
 ) -> _Attempt:
     attempt = _Attempt()
     try:
         async with asyncio.timeout_at(deadline):
-            await _exchange(client, target, stamps, attempt)
+            await _exchange(client, target, stamps, attempt, body)
     except TimeoutError:
         attempt.error, attempt.detail = _timed_out(attempt, stamps, target.timeout)
     except httpx.HTTPError as exc:
@@ -170,14 +215,16 @@ async def _exchange(
     target: Target,
     stamps: transport.CallStamps,
     attempt: _Attempt,
+    body: bytes | None = None,
 ) -> None:
     async with client.stream(
         target.method,
         target.url,
         headers=target.request_headers(),
-        content=target.request_body(),
+        content=target.request_body() if body is None else body,
     ) as response:
         attempt.status = response.status_code
+        attempt.http_version = response.http_version
         attempt.headers_ns = stamps.last_read_ns or transport.now_ns()
         if response.status_code >= 300:
             await _read_failure(response, attempt, stamps)
@@ -191,6 +238,11 @@ async def _exchange(
                     attempt.first_byte_ns = read_ns
                 attempt.bytes_received += len(chunk)
                 fed = parser.feed(chunk)
+                if fed.first_event:
+                    attempt.first_event_ns = read_ns
+                if fed.visible and parser.streaming:
+                    attempt.visible.add(read_ns, fed.visible)
+                    attempt.reasoning_events += fed.reasoning
                 if fed.first_token:
                     attempt.first_token_ns = read_ns
                 if fed.tokens:

@@ -26,6 +26,7 @@ import httpx
 from latency_gate.config import Target
 from latency_gate.measure import transport
 from latency_gate.measure.calls import call
+from latency_gate.measure.prompts import fresh_mark, vary_body
 from latency_gate.models import CallPhase, ErrorKind, Sample, StampSource
 
 __all__ = [
@@ -39,9 +40,10 @@ __all__ = [
     "measure",
     "open_client",
     "ssl_context_for",
+    "wait_ready",
 ]
 
-Stage = Literal["floor", "idle", "cold", "warm", "concurrent", "done"]
+Stage = Literal["floor", "ready", "idle", "cold", "warm", "concurrent", "done"]
 
 
 @dataclass(frozen=True)
@@ -98,6 +100,7 @@ class Measurement:
     # Why the run stopped before its planned calls (every first call failed to connect or timed
     # out), or None.
     stopped_early: str | None = None
+    ready_after: float | None = None
 
 
 # Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
@@ -157,14 +160,17 @@ async def measure(
     Never raises for endpoint trouble: every failure is a sample with its ErrorKind. A
     cancellation propagates; the calls finished by then are in `into.samples`.
     """
+    context = ssl_context_for(target)
+    if target.wait_ready > 0:
+        progress(Progress("ready", 0, 1, target.wait_ready))
+        into.ready_after = await wait_ready(target, context, sleep=sleep)
     if target.idle > 0:
         progress(Progress("idle", 0, 1, target.idle))
         await sleep(target.idle)
-    context = ssl_context_for(target)
 
     progress(Progress("cold", 0, 1))
     async with open_client(target, context, kernel_stamps) as (client, _):
-        into.samples.append(await call(client, target, CallPhase.COLD, 0))
+        into.samples.append(await _call(client, target, CallPhase.COLD, 0))
         progress(Progress("cold", 1, 1))
         # Warm calls reuse the cold call's client: its connection is the one kept alive.
         first_look = min(FAIL_FAST_WARM, target.warm_calls)
@@ -221,9 +227,76 @@ async def _warm(
     total = first + count if total is None else total
     for index in range(first, first + count):
         progress(Progress("warm", index, total))
-        into.samples.append(await call(client, target, CallPhase.WARM, index))
+        into.samples.append(await _call(client, target, CallPhase.WARM, index))
     if close:
         progress(Progress("warm", first + count, total))
+
+
+def _body(target: Target) -> tuple[bytes | None, bool]:
+    """This call's body: the target's, with a fresh mark at the start of its prompt when
+    --vary-prompt is on; and whether the prompt was varied."""
+    if not target.vary_prompt:
+        return None, False
+    body, varied = vary_body(target, fresh_mark(), where="start")
+    return (body.encode(), True) if varied and body is not None else (None, False)
+
+
+async def _call(client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int) -> Sample:
+    body, varied = _body(target)
+    sample = await call(client, target, phase, index, body=body)
+    return sample.model_copy(update={"prompt_varied": True}) if varied else sample
+
+
+# Statuses a starting server or a gateway in front of one answers until it is ready.
+_NOT_READY = frozenset({502, 503, 504})
+_READY_POLL = 0.25
+
+
+async def wait_ready(
+    target: Target,
+    context: ssl.SSLContext,
+    *,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> float | None:
+    """Poll the target's URL (GET, a new connection each time) until it answers with any status
+    but 502, 503 or 504, for at most `target.wait_ready` seconds; the seconds it took, or None.
+
+    GET costs no tokens and warms no cache: the cold call stays the first real call. A starting
+    llama.cpp refuses connections, then answers 503 while it loads the model.
+    """
+    began = time.monotonic()
+    deadline = began + target.wait_ready
+    for _ in range(100_000):  # bounded by the deadline; the count only guards the loop
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None
+        backend = transport.StampingBackend(kernel_stamps=False)
+        async with httpx.AsyncClient(
+            transport=transport.build_transport(
+                backend, verify=context, proxy=target.proxy, **_versions(target)
+            ),
+            timeout=min(target.timeout, 5.0, remaining),
+            trust_env=False,
+        ) as client:
+            try:
+                response = await client.get(target.url, headers=target.request_headers())
+            except httpx.HTTPError:
+                pass
+            else:
+                if response.status_code not in _NOT_READY:
+                    return time.monotonic() - began
+            finally:
+                await backend.aclose()
+        await sleep(min(_READY_POLL, max(deadline - time.monotonic(), 0.0)))
+    return None
+
+
+def _versions(target: Target) -> dict[str, bool]:
+    """HTTP versions to offer: 1.1; with --http2 also 2 over TLS, and only 2 (prior knowledge)
+    for an http:// URL, which has no handshake to agree on it."""
+    if not target.http2:
+        return {"http1": True, "http2": False}
+    return {"http1": urlsplit(target.url).scheme == "https", "http2": True}
 
 
 @contextlib.asynccontextmanager
@@ -232,7 +305,9 @@ async def open_client(
 ) -> AsyncIterator[tuple[httpx.AsyncClient, transport.StampingBackend]]:
     """A client with one connection on a stamping backend of its own, closed on exit."""
     backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
-    client_transport = transport.build_transport(backend, verify=context, max_connections=1)
+    client_transport = transport.build_transport(
+        backend, verify=context, max_connections=1, proxy=target.proxy, **_versions(target)
+    )
     timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
     async with httpx.AsyncClient(
         transport=client_transport,
@@ -260,7 +335,9 @@ async def burst(
     timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
     clients = [
         httpx.AsyncClient(
-            transport=transport.build_transport(backend, verify=context, max_connections=1),
+            transport=transport.build_transport(
+                backend, verify=context, max_connections=1, proxy=target.proxy, **_versions(target)
+            ),
             timeout=timeout,
             follow_redirects=target.follow_redirects,
             trust_env=False,
@@ -274,8 +351,10 @@ async def burst(
         go = asyncio.Event()
 
         async def one(client: httpx.AsyncClient, index: int) -> Sample:
+            body, varied = _body(target)
             await go.wait()
-            return await call(client, target, CallPhase.CONCURRENT, index)
+            sample = await call(client, target, CallPhase.CONCURRENT, index, body=body)
+            return sample.model_copy(update={"prompt_varied": True}) if varied else sample
 
         tasks = [asyncio.create_task(one(c, first_index + i)) for i, c in enumerate(clients)]
         await asyncio.sleep(0)  # every task reaches go.wait() before the burst starts
@@ -303,6 +382,10 @@ async def _preconnect(
 ) -> None:
     parts = urlsplit(target.url)
     https = parts.scheme == "https"
+    if target.proxy is not None:
+        # Every connection goes to the proxy, TLS (if any) inside its CONNECT tunnel: open the
+        # TCP connections to the proxy ahead, and leave the rest to the calls.
+        parts, https = urlsplit(target.proxy), False
     with contextlib.suppress(OSError, httpcore.NetworkError, httpcore.TimeoutException):
         # A failed pre-connect is not a measurement: the calls will meet the same trouble on
         # their own connections and report it.
@@ -313,4 +396,5 @@ async def _preconnect(
             ssl_context=context if https else None,
             server_hostname=parts.hostname if https else None,
             timeout=min(target.timeout, 10.0),
+            http2=target.http2,
         )

@@ -8,16 +8,15 @@ every secret elided.
 
 from __future__ import annotations
 
-import json
 import secrets
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import SecretStr
 
-from latency_gate.config import Format, Target
+from latency_gate.config import Target
 from latency_gate.measure.calls import call
 from latency_gate.measure.engine import open_client, ssl_context_for
+from latency_gate.measure.prompts import vary_body
 from latency_gate.models import CallPhase, Sample
 
 CALLS = 3
@@ -60,46 +59,3 @@ async def quick(target: Target, *, calls: int = CALLS, kernel_stamps: bool = Tru
             sample = await call(client, one, CallPhase.COLD, number - 1)
         done.append(QuickCall(number=number, varied=varied, sample=sample))
     return QuickResult(target=target, calls=tuple(done), first_target=first_target)
-
-
-def vary_body(target: Target, mark: str) -> tuple[str | None, bool]:
-    """The target's body with `mark` added to its last user prompt, and whether that worked.
-
-    A raw body, or a JSON body with no prompt found, is sent unchanged: (body, False).
-    """
-    raw = target.request_body()
-    if raw is None:
-        return None, False
-    text = raw.decode()
-    if target.format is Format.RAW:
-        return text, False
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return text, False
-    if not isinstance(data, dict) or not _mark_prompt(data, f" [{mark}]"):
-        return text, False
-    return json.dumps(data), True
-
-
-def _mark_prompt(data: dict[str, Any], suffix: str) -> bool:
-    if isinstance(data.get("input"), str):  # openai-responses with a plain prompt
-        data["input"] += suffix
-        return True
-    messages = data.get("messages", data.get("input"))
-    if not isinstance(messages, list):
-        return False
-    for message in reversed(messages):
-        if not isinstance(message, dict) or message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, str):
-            message["content"] = content + suffix
-            return True
-        if isinstance(content, list):
-            for part in reversed(content):
-                if isinstance(part, dict) and isinstance(part.get("text"), str):
-                    part["text"] += suffix
-                    return True
-        return False
-    return False

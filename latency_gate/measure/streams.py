@@ -46,13 +46,22 @@ class FeedResult:
     """What one chunk of the body brought.
 
     `first_token` is True for exactly one chunk: the one that completed the first non-empty
-    content delta (for a raw non-streamed body, the first non-empty chunk; `tokens` is then 0,
-    as such a body has no deltas). A non-streamed JSON answer never reports a first token: it
-    arrives whole, so its last byte is its first token.
+    answer delta (for a raw non-streamed body, the first non-empty chunk; `tokens` is then 0,
+    as such a body has no deltas); `first_event` likewise for the first delta a user could see,
+    reasoning or answer; `reasoning` counts the reasoning deltas the chunk completed. A
+    non-streamed JSON answer never reports a first token: it arrives whole, so its last byte is
+    its first token.
     """
 
     tokens: int
     first_token: bool
+    reasoning: int = 0
+    first_event: bool = False
+
+    @property
+    def visible(self) -> int:
+        """Deltas a user could see arrive in this chunk: answer and reasoning."""
+        return self.tokens + self.reasoning
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,8 @@ class StreamOutcome:
     answer_chars: int
     events: int
     end_marker: bool
+    reasoning_chars: int = 0
+    reasoning_deltas: int = 0
 
 
 _HEAD = 256
@@ -109,6 +120,7 @@ class StreamParser:
         self._tally = Tally()
         self._event_count = 0
         self._first_sent = False
+        self._first_event_sent = False
         self._finished = False
 
     @property
@@ -131,16 +143,22 @@ class StreamParser:
         if not self._sse:
             self._document.add(chunk)
             if self._fmt is Format.RAW and chunk and not self._first_sent:
-                self._first_sent = True
-                return FeedResult(tokens=0, first_token=True)
+                self._first_sent = self._first_event_sent = True
+                return FeedResult(tokens=0, first_token=True, first_event=True)
             return FeedResult(tokens=0, first_token=False)
         decoder = self._events
         if decoder is None:
             return FeedResult(tokens=0, first_token=False)  # broken earlier: only counted
+        reasoning_before = self._tally.reasoning_deltas
         tokens = sum(self._take(event) for event in self._decode(lambda: decoder.feed(chunk)))
+        reasoning = self._tally.reasoning_deltas - reasoning_before
         first = tokens > 0 and not self._first_sent
         self._first_sent = self._first_sent or first
-        return FeedResult(tokens=tokens, first_token=first)
+        first_event = tokens + reasoning > 0 and not self._first_event_sent
+        self._first_event_sent = self._first_event_sent or first_event
+        return FeedResult(
+            tokens=tokens, first_token=first, reasoning=reasoning, first_event=first_event
+        )
 
     def finish(self, *, body_complete: bool) -> StreamOutcome:
         """Judge the whole body. `body_complete` is False when the connection ended it early."""
@@ -258,7 +276,11 @@ class StreamParser:
             error, detail = ErrorKind.STREAM_CUT, "connection closed before the body was complete"
         elif streamed and llm and not tally.end_marker:
             error, detail = ErrorKind.STREAM_CUT, "stream ended before its end marker"
-        elif llm and not self._document.overflow and not tally.answer_chars + tally.tool_call:
+        elif (
+            llm
+            and not self._document.overflow
+            and not tally.answer_chars + tally.tool_call + tally.reasoning_chars
+        ):
             error, detail = ErrorKind.EMPTY_ANSWER, "the answer held no text"
             if not streamed and self._document.size == 0:
                 detail = "the body was empty"
@@ -268,7 +290,7 @@ class StreamParser:
         if tally.usage_tokens is not None:
             tokens, source = tally.usage_tokens, "usage"
         elif streamed:
-            tokens, source = tally.deltas, "deltas"
+            tokens, source = tally.deltas + tally.reasoning_deltas, "deltas"
 
         answer_chars = tally.answer_chars
         if not streamed and self._fmt is Format.RAW:
@@ -282,6 +304,8 @@ class StreamParser:
             answer_chars=answer_chars,
             events=self._event_count,
             end_marker=tally.end_marker,
+            reasoning_chars=tally.reasoning_chars,
+            reasoning_deltas=tally.reasoning_deltas,
         )
 
 

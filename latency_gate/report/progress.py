@@ -107,6 +107,8 @@ def describe(event: Progress, name: str) -> str:
     match event.stage:
         case "floor":
             return f"{name}: measuring the gate's own floor"
+        case "ready":
+            return f"{name}: waiting up to {event.seconds:g} s for the endpoint to answer"
         case "idle":
             return f"{name}: idle {event.seconds:g} s before the cold call"
         case "cold":

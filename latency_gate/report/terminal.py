@@ -183,6 +183,11 @@ def _terminal_floor(results: Sequence[RunResult], names: Sequence[str]) -> list[
     for result, name in zip(results, names, strict=True):
         prefix = f"{name}: " if len(results) > 1 else ""
         source = STAMP_SOURCES[result.stamp_source]
+        if result.ready_after is not None:
+            lines.append(
+                f"{prefix}waited {fmt_duration(result.ready_after)} for the endpoint to answer "
+                "before the cold call"
+            )
         if result.floor is None:
             lines.append(f"{prefix}measurement floor: not measured; timestamps: {source}")
             continue

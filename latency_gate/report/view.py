@@ -30,7 +30,14 @@ NUMBER_LABELS = {
     "concurrent_p95": "concurrent p95",
     "error_rate": "error rate",
     "ttft_p95": "first-token p95",
+    # At most 15 characters, as wide as "first-token p95": the terminal's columns stay put.
+    "ttft_warm_p95": "warm ttft p95",
+    "ttft_concurrent_p95": "conc. ttft p95",
+    "itl_p95": "inter-token p95",
+    "longest_stall": "longest stall",
 }
+# Streamed runs only: shown when measured, never gated (yet).
+_TOKEN_TIMING = ("ttft_warm_p95", "ttft_concurrent_p95", "itl_p95", "longest_stall")
 _FIVE = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "error_rate")
 
 STAMP_SOURCES = {
@@ -210,6 +217,15 @@ def _rows(result: RunResult) -> tuple[Row, ...]:
     wanted = list(_FIVE)
     if "ttft_p95" in checks or result.numbers.ttft_p95 is not None:
         wanted.append("ttft_p95")
+    wanted += [number for number in _TOKEN_TIMING if numbers.get(number) is not None]
+    n["ttft_warm_p95"] = sum(
+        s.phase is CallPhase.WARM and s.timings.first_token is not None for s in ok
+    )
+    n["ttft_concurrent_p95"] = sum(
+        s.phase is CallPhase.CONCURRENT and s.timings.first_token is not None for s in ok
+    )
+    n["itl_p95"] = sum(s.phase is not CallPhase.COLD and s.token_gaps is not None for s in ok)
+    n["longest_stall"] = sum(s.token_gaps is not None for s in ok)
     wanted += [number for number in checks if number not in wanted]
     rows = []
     for number in wanted:

@@ -62,6 +62,7 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         ssl_context: ssl.SSLContext | None,
         server_hostname: str | None,
         timeout: float,
+        http2: bool = False,
     ) -> None:
         """Open `count` connections to host:port ahead of time (TCP, and TLS when given a context).
 
@@ -69,8 +70,9 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         first. Raises httpcore.ConnectError / ConnectTimeout like a connect would.
         """
         if ssl_context is not None:
-            # What httpcore sets before its own handshake (HTTP/1.1 only).
-            ssl_context.set_alpn_protocols(["http/1.1"])
+            # What httpcore sets before its own handshake; it reads the protocol the server chose
+            # from the TLS object of the stream it is handed.
+            ssl_context.set_alpn_protocols(["http/1.1", "h2"] if http2 else ["http/1.1"])
         token = _current.set(None)
         try:
             streams = await asyncio.gather(
@@ -270,11 +272,21 @@ def build_transport(
     verify: ssl.SSLContext | bool | str = True,
     max_connections: int = 1,
     keepalive_expiry: float | None = 60.0,
+    proxy: str | None = None,
+    http2: bool = False,
+    http1: bool = True,
 ) -> httpx.AsyncBaseTransport:
     """An httpx transport (HTTP/1.1) whose connections all go through `backend`.
 
+    `http2`: HTTP/2 where the server offers it in the TLS handshake (ALPN); with `http1=False`
+    too, HTTP/2 only, which for http:// URLs means prior knowledge (h2c). The stamps stay the
+    socket's, as each connection carries one call at a time.
+
     httpx 0.28 takes no network backend, so the transport's pool is replaced by one built here;
     httpx's translation of httpcore's exceptions stays, as it lives in the transport's methods.
+    With `proxy` (an http:// forward proxy, credentials in its URL), every connection goes to the
+    proxy: plain http is forwarded, https tunnelled with CONNECT; the stamps are then those of
+    the socket to the proxy.
     """
     ssl_context = make_ssl_context(verify)
     limits = httpx.Limits(
@@ -283,13 +295,29 @@ def build_transport(
         keepalive_expiry=keepalive_expiry,
     )
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, http1=True, http2=False)
+    if proxy is not None:
+        url = httpx.URL(proxy)
+        auth = (url.username, url.password) if url.username or url.password else None
+        transport._pool = httpcore.AsyncHTTPProxy(
+            proxy_url=str(url.copy_with(username=None, password=None)),
+            proxy_auth=auth,
+            ssl_context=ssl_context,
+            proxy_ssl_context=make_ssl_context(True) if url.scheme == "https" else None,
+            max_connections=max_connections,
+            max_keepalive_connections=max_connections,
+            keepalive_expiry=keepalive_expiry,
+            http1=http1,
+            http2=http2,
+            network_backend=backend,
+        )
+        return transport
     transport._pool = httpcore.AsyncConnectionPool(
         ssl_context=ssl_context,
         max_connections=max_connections,
         max_keepalive_connections=max_connections,
         keepalive_expiry=keepalive_expiry,
-        http1=True,
-        http2=False,
+        http1=http1,
+        http2=http2,
         network_backend=backend,
     )
     return transport

@@ -258,12 +258,15 @@ class StampingStream(httpcore.AsyncNetworkStream):
                             break
                         except ssl.SSLWantReadError:
                             await self._flush_tls(tls)
-                            raw, _, _ = await self._raw.recv(_RAW_READ_SIZE)
+                            raw, kernel_ns, returned_ns = await self._raw.recv(_RAW_READ_SIZE)
                             if not raw:
                                 raise OSError(
                                     "server closed the connection during TLS handshake"
                                 ) from None
                             tls.incoming.write(raw)
+                            # Application data may come with the handshake's last records (an
+                            # HTTP/2 server's SETTINGS frame does): it arrived with this read.
+                            tls.kernel_ns, tls.returned_ns = kernel_ns, returned_ns
                     await self._flush_tls(tls)
         except BaseException:
             self._raw.close()

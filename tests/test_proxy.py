@@ -1,0 +1,147 @@
+"""Calls through a real forward proxy on loopback (Debian's tinyproxy), chosen by --proxy or
+by HTTP_PROXY from the environment (issue 14 point 6)."""
+
+from __future__ import annotations
+
+import shutil
+import ssl
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import trustme
+from conftest import free_port
+from script_server import ScriptServer, steady
+
+from latency_gate.config import build_target, with_environment_proxy
+from latency_gate.run import probe
+
+TINYPROXY_START_TIMEOUT = 10.0
+
+
+@pytest.fixture
+def tinyproxy(tmp_path: Path) -> Iterator[str]:
+    """tinyproxy's URL; its log is tmp_path/tinyproxy.log."""
+    yield from _tinyproxy(tmp_path)
+
+
+def _tinyproxy(tmp_path: Path) -> Iterator[str]:
+    """tinyproxy on 127.0.0.1 with its own config, in the foreground; yields its URL and is
+    stopped by its PID."""
+    binary = shutil.which("tinyproxy")
+    if binary is None:
+        pytest.skip("tinyproxy is not installed (apt-get install tinyproxy; .ci/run does)")
+    port = free_port()
+    config = tmp_path / "tinyproxy.conf"
+    config.write_text(
+        f"Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 100\nAllow 127.0.0.1\n"
+        f'LogFile "{tmp_path}/tinyproxy.log"\nLogLevel Info\nViaProxyName "gate-test-proxy"\n'
+        f'PidFile "{tmp_path}/tinyproxy.pid"\n'
+    )
+    process = subprocess.Popen([binary, "-d", "-c", str(config)], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + TINYPROXY_START_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("tinyproxy did not listen within 10 s")
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[ScriptServer]:
+    """A streaming endpoint: 5 deltas 10 ms apart."""
+    running = ScriptServer(lambda n: steady(5, 0.01))
+    await running.start()
+    yield running
+    await running.stop()
+
+
+def _proxied(server: ScriptServer) -> list[bool]:
+    """Per request, whether it came through tinyproxy: its connection's first request carried
+    the proxy's Via header (tinyproxy relays later requests on a connection untouched)."""
+    first: dict[int, bool] = {}
+    for request in server.requests:
+        first.setdefault(request.connection, "gate-test-proxy" in request.headers.get("via", ""))
+    return [first[r.connection] for r in server.requests]
+
+
+def _raw(url: str) -> dict[str, str]:
+    return {
+        "url": url,
+        "prompt": "hi",
+        "stream": "true",
+        "warm-calls": "3",
+        "concurrency": "3",
+        "max-warm-p95": "off",
+        "max-concurrent-p95": "off",
+    }
+
+
+async def test_proxy_option_sends_every_call_through_the_proxy(
+    tinyproxy: str, server: ScriptServer
+) -> None:
+    """--proxy: all 7 calls arrive with the proxy's Via header, and the result says the stamps
+    are of the socket to the proxy."""
+    target = build_target({**_raw(server.url), "proxy": tinyproxy})
+    result = await probe(target, measure_floor=False)
+    assert [s.error_detail for s in result.samples if not s.ok] == []
+    assert len(server.requests) == 7
+    assert _proxied(server) == [True] * 7
+    assert result.config["proxy"] == tinyproxy
+    assert any("went through a proxy" in w for w in result.warnings)
+
+
+async def test_http_proxy_from_the_environment_and_no_proxy(
+    tinyproxy: str, server: ScriptServer
+) -> None:
+    """HTTP_PROXY (as the edges pass os.environ) routes the calls through tinyproxy; with
+    NO_PROXY=127.0.0.1 they go direct."""
+    target = with_environment_proxy(build_target(_raw(server.url)), {"HTTP_PROXY": tinyproxy})
+    await probe(target, measure_floor=False)
+    direct = with_environment_proxy(
+        build_target(_raw(server.url)), {"HTTP_PROXY": tinyproxy, "NO_PROXY": "127.0.0.1"}
+    )
+    result = await probe(direct, measure_floor=False)
+    assert result.warnings == ()
+    assert _proxied(server) == [True] * 7 + [False] * 7
+
+
+async def test_https_proxy_tunnels_tls_calls_with_connect(tinyproxy: str, tmp_path: Path) -> None:
+    """HTTPS_PROXY and an https:// endpoint: every connection is a CONNECT tunnel through
+    tinyproxy (its log names each), TLS runs inside it, and all 7 calls succeed."""
+    ca = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_context)
+    bundle = tmp_path / "ca.pem"
+    ca.cert_pem.write_to_path(str(bundle))
+    server = ScriptServer(lambda n: steady(5, 0.01))
+    await server.start(tls=server_context)
+    try:
+        url = f"https://127.0.0.1:{server.port}/v1/chat/completions"
+        target = with_environment_proxy(
+            build_target({**_raw(url), "ca-bundle": str(bundle)}), {"HTTPS_PROXY": tinyproxy}
+        )
+        result = await probe(target, measure_floor=False)
+    finally:
+        await server.stop()
+    assert [s.error_detail for s in result.samples if not s.ok] == []
+    log = (tmp_path / "tinyproxy.log").read_text()
+    tunnels = log.count(f"CONNECT 127.0.0.1:{server.port}")
+    assert tunnels == server.connections
+    assert 1 <= tunnels <= 7
