@@ -43,8 +43,8 @@ class Interval:
 def linear_percentile(values: Sequence[float], q: float) -> float | None:
     """numpy's default ("linear") percentile, q in 0..100; None for no values.
 
-    The same rule as latency_gate.stats.percentile, repeated here so assess/ stays free of the
-    result models while the package is restructured.
+    The one definition of the percentile every report states (latency_gate.assess.stats uses it
+    as `percentile`).
     """
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be between 0 and 100, got {q}")

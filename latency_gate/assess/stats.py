@@ -8,25 +8,21 @@ x[floor(h)] + (h - floor(h)) * (x[ceil(h)] - x[floor(h)]).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 
+from latency_gate.assess.intervals import linear_percentile as percentile
 from latency_gate.models import CallPhase, Numbers, Sample
 
+__all__ = [
+    "PERCENTILE_METHOD",
+    "error_rate",
+    "first_tokens",
+    "latencies",
+    "numbers",
+    "percentile",
+]
+
 PERCENTILE_METHOD = "linear interpolation between closest ranks (numpy default)"
-
-
-def percentile(values: Iterable[float], q: float) -> float | None:
-    """The q-th percentile (0..100) of values, or None when there are none."""
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile must be between 0 and 100, got {q}")
-    ordered = sorted(values)
-    if not ordered:
-        return None
-    rank = (len(ordered) - 1) * q / 100
-    low = math.floor(rank)
-    high = math.ceil(rank)
-    return ordered[low] + (rank - low) * (ordered[high] - ordered[low])
 
 
 def latencies(samples: Iterable[Sample], phase: CallPhase) -> list[float]:
