@@ -17,6 +17,7 @@ import pytest
 import trustme
 
 from latency_gate.measure import transport
+from latency_gate.measure.transport import stamps as stamps_module
 from latency_gate.models import StampSource
 
 MS = 1_000_000  # nanoseconds
@@ -185,6 +186,45 @@ async def test_kernel_stamps_on_linux(server: LoopbackServer) -> None:
     assert transport.kernel_stamps_supported() is True
     assert backend.source is StampSource.KERNEL
     assert stamps.source is StampSource.KERNEL
+
+
+@linux_only
+async def test_first_read_of_every_new_connection_has_a_kernel_stamp() -> None:
+    """Linux turns receive stamping on lazily, in deferred kernel work, after the first
+    stamping socket opens: a server that speaks first (a TLS ServerHello, a greeting) got about
+    one first read in three unstamped, so a cold call fell back to READ_RETURN. Every new
+    connection's first read keeps its kernel stamp."""
+
+    async def greet(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        writer.write(b"hello")
+        await writer.drain()
+        writer.close()
+
+    srv = await asyncio.start_server(greet, "127.0.0.1", 0)
+    port = srv.sockets[0].getsockname()[1]
+    sources = []
+    try:
+        for _ in range(40):
+            stream = await transport.StampingBackend().connect_tcp("127.0.0.1", port, timeout=5.0)
+            stamps = transport.begin_call()
+            try:
+                assert await stream.read(64, timeout=5.0) == b"hello"
+            finally:
+                await stream.aclose()
+            sources.append(stamps.source)
+            await asyncio.sleep(0.01)  # the kernel turns stamping off again when nobody asks
+    finally:
+        srv.close()
+        await srv.wait_closed()
+    assert sources == [StampSource.KERNEL] * 40
+
+
+def test_hold_kernel_stamps_makes_a_fresh_connection_stamped() -> None:
+    """After hold_kernel_stamps, a loopback segment on a brand-new socket carries a stamp."""
+    transport.hold_kernel_stamps()
+    if not transport.kernel_stamps_supported():
+        pytest.skip("kernel receive stamps are Linux only")
+    assert all(stamps_module._loopback_segment_stamped() for _ in range(20))
 
 
 async def test_read_return_when_kernel_stamps_are_off(server: LoopbackServer) -> None:

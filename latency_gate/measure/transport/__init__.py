@@ -31,6 +31,7 @@ from latency_gate.measure.transport.stamps import (
     CallStamps,
     begin_call,
     current_call,
+    hold_kernel_stamps,
     kernel_stamps_supported,
     now_ns,
 )
@@ -41,6 +42,7 @@ __all__ = [
     "begin_call",
     "build_transport",
     "current_call",
+    "hold_kernel_stamps",
     "kernel_stamps_supported",
     "make_ssl_context",
     "now_ns",

@@ -19,6 +19,7 @@ import httpx
 from latency_gate.measure.transport.stamps import (
     _SO_TIMESTAMPNS,
     _current,
+    hold_kernel_stamps,
     kernel_stamps_supported,
     now_ns,
 )
@@ -145,6 +146,8 @@ class StampingBackend(httpcore.AsyncNetworkBackend):
         local_address: str | None,
         socket_options: Iterable[SocketOption] | None,
     ) -> StampingStream:
+        if self._kernel_stamps:
+            hold_kernel_stamps()  # before the call's first stamp: once per process, at most 50 ms
         stamps = _current.get()
         loop = asyncio.get_running_loop()
         with _map_errors({TimeoutError: httpcore.ConnectTimeout, OSError: httpcore.ConnectError}):
