@@ -13,6 +13,7 @@ import unicodedata
 __all__ = [
     "clean_text",
     "fmt_duration",
+    "fmt_interval",
     "fmt_percent",
     "fmt_value",
     "fmt_value_beside",
@@ -127,6 +128,21 @@ def md_or_dash(value: object) -> str:
 def fmt_value(value: float | None, number: str) -> str:
     """A number's value in its unit: a percentage for rates, a duration for the rest."""
     return fmt_percent(value) if number.endswith("rate") else fmt_duration(value)
+
+
+def fmt_interval(bounds: tuple[float | None, float | None] | None, number: str) -> str:
+    """A 95 % interval in the number's unit: "50 ms to 65 ms"; "≥ 72 ms" or "≤ 4.0 %" when the
+    calls made bound one side only; "—" when they bound neither (or one call)."""
+    if bounds is None:
+        return "—"
+    low, high = bounds
+    if low is not None and high is not None:
+        return f"{fmt_value(low, number)} to {fmt_value(high, number)}"
+    if low is not None:
+        return f"≥ {fmt_value(low, number)}"
+    if high is not None:
+        return f"≤ {fmt_value(high, number)}"
+    return "—"
 
 
 def fmt_value_beside(value: float | None, limit: float | None, number: str) -> str:

@@ -176,14 +176,27 @@ class Numbers(_Frozen):
     )
 
 
+Bounds = tuple[float | None, float | None]
+
+
 class Check(_Frozen):
-    """One number held against its budget. `passed` is None when the number is not gated."""
+    """One number held against its budget. `passed` is None when the number is not gated.
+
+    `decided` is False when the calls made could not tell whether the number is within its
+    budget (docs/statistics.md); `passed` is then the --on-undecided policy's, and `by_policy`
+    says so. `interval` is the 95 % interval of the number (a side is None where the calls made
+    cannot bound it; the whole is None for a single call).
+    """
 
     number: str
     value: float | None
     limit: float | None
     passed: bool | None
     note: str = ""
+    interval: Bounds | None = None
+    decided: bool = True
+    by_policy: bool = False
+    n: int | None = Field(default=None, description="calls behind the number")
 
 
 class Verdict(_Frozen):
@@ -230,6 +243,11 @@ class NumberDelta(_Frozen):
     p_value: float | None = None
     regressed: bool = False
     note: str = ""
+    interval: Bounds | None = Field(
+        default=None, description="95 % interval of head / base (the ratio of the two numbers)"
+    )
+    decided: bool = True
+    outcome: Literal["regressed", "not regressed", "undecided"] | None = None
 
     @property
     def delta(self) -> float | None:
@@ -261,6 +279,24 @@ class BaselineCheck(_Frozen):
     @property
     def regressions(self) -> tuple[NumberDelta, ...]:
         return tuple(d for d in self.deltas if d.regressed)
+
+
+class Sampling(_Frozen):
+    """How many calls the run made and why: the first look (the classic 1 + 20 + 10 calls) and
+    every look after it, taken while a gated check was undecided (docs/statistics.md)."""
+
+    looks: int = Field(description="looks taken; 1 is the classic run alone")
+    first_look_calls: int
+    extra_calls: int = Field(description="calls made after the first look")
+    max_calls: int
+    on_undecided: Literal["fail", "pass"]
+    reasons: tuple[str, ...] = Field(
+        default=(), description="why each look after the first was taken"
+    )
+    stopped: str = Field(default="", description="why sampling stopped")
+    first_look: Numbers | None = Field(
+        default=None, description="the five numbers of the first look alone"
+    )
 
 
 class RunResult(_Frozen):
@@ -299,6 +335,7 @@ class RunResult(_Frozen):
         default=None, description="where it ran (runner, region), to tell merged runs apart"
     )
     baseline: BaselineCheck | None = None
+    sampling: Sampling | None = None
     ready_after: float | None = Field(
         default=None,
         description="seconds --wait-ready polled before the endpoint answered (None: no wait)",

@@ -15,15 +15,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
 from latency_gate.assess.baseline import BaselinePlan, match_baseline
-from latency_gate.assess.result import assess_run, floor_from, overall_stamp_source
+from latency_gate.assess.gate import Gate
+from latency_gate.assess.result import assess_run, floor_from, gate_for, overall_stamp_source
 from latency_gate.config import Target
 from latency_gate.config.files import read_bounded
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.measure import transport
-from latency_gate.measure.engine import Measurement, Progress, ProgressCallback, measure
+from latency_gate.measure.engine import (
+    Measurement,
+    MoreCalls,
+    MorePolicy,
+    Progress,
+    ProgressCallback,
+    measure,
+)
 from latency_gate.measure.floor import measure_floor
-from latency_gate.models import RunResult
+from latency_gate.models import RunResult, Sample
 from latency_gate.report.result_file import parse_runs
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
@@ -53,21 +61,32 @@ async def probe(
     cancellation propagates (`probe_all` is where an interrupted run still gets a result).
     """
     into = Measurement()
+    gate = gate_for(target, baseline)
     await _measure(
         target,
         into,
         progress or _ignore,
+        gate,
         with_floor=measure_floor,
         kernel_stamps=kernel_stamps,
         sleep=sleep,
     )
-    return _result(target, into, kernel_stamps, label, baseline, interrupted=False)
+    return _result(
+        target,
+        into,
+        gate,
+        kernel_stamps=kernel_stamps,
+        label=label,
+        baseline=baseline,
+        interrupted=False,
+    )
 
 
 async def _measure(
     target: Target,
     into: Measurement,
     progress: ProgressCallback,
+    gate: Gate,
     *,
     with_floor: bool,
     kernel_stamps: bool,
@@ -78,16 +97,34 @@ async def _measure(
         into.floor = await measure_floor(
             concurrency=min(target.concurrency, 10), kernel_stamps=kernel_stamps
         )
-    await measure(target, into, progress=progress, kernel_stamps=kernel_stamps, sleep=sleep)
+    await measure(
+        target,
+        into,
+        progress=progress,
+        kernel_stamps=kernel_stamps,
+        sleep=sleep,
+        more=_more(gate),
+    )
+
+
+def _more(gate: Gate) -> MorePolicy:
+    """The engine's question after each look, answered by the gate (sequential sampling)."""
+
+    def more(samples: Sequence[Sample]) -> MoreCalls | None:
+        step = gate.look(samples)
+        return None if step.stop else MoreCalls(step.warm_calls, step.bursts, step.reason)
+
+    return more
 
 
 def _result(
     target: Target,
     into: Measurement,
+    gate: Gate,
+    *,
     kernel_stamps: bool,
     label: str | None,
     baseline: BaselinePlan | None,
-    *,
     interrupted: bool,
 ) -> RunResult:
     floor = None
@@ -109,6 +146,7 @@ def _result(
         interrupted=interrupted,
         label=label,
         baseline=baseline,
+        gate=gate,
         ready_after=into.ready_after,
     )
     if into.stopped_early is None:
@@ -134,12 +172,14 @@ async def probe_all(
     results: list[RunResult] = []
     for target in targets:
         into = Measurement()
+        gate = gate_for(target, plan)
         progress = progress_for(target)
         try:
             await _measure(
                 target,
                 into,
                 progress,
+                gate,
                 with_floor=measure_floor,
                 kernel_stamps=True,
                 sleep=asyncio.sleep,
@@ -149,9 +189,29 @@ async def probe_all(
             if current is not None:
                 current.uncancel()
             progress(Progress("done", len(into.samples), len(into.samples)))
-            results.append(_result(target, into, True, label, plan, interrupted=True))
+            results.append(
+                _result(
+                    target,
+                    into,
+                    gate,
+                    kernel_stamps=True,
+                    label=label,
+                    baseline=plan,
+                    interrupted=True,
+                )
+            )
             break
-        results.append(_result(target, into, True, label, plan, interrupted=False))
+        results.append(
+            _result(
+                target,
+                into,
+                gate,
+                kernel_stamps=True,
+                label=label,
+                baseline=plan,
+                interrupted=False,
+            )
+        )
     return results
 
 

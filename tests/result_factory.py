@@ -16,9 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import SecretStr
 
-from latency_gate.assess.stats import numbers
-from latency_gate.assess.timeline import chain_stats, stamp_stats
-from latency_gate.assess.verdict import judge
+from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget, Format, Header, Target
 from latency_gate.models import (
     CallPhase,
@@ -133,11 +131,12 @@ def samples_for(
 
 
 def healthy_samples(*, stream: bool = False) -> tuple[Sample, ...]:
-    """Cold 420 ms; warm 100-195 ms; concurrent 150-240 ms: well within the default budget."""
+    """Cold 420 ms; warm 100-295 ms; concurrent 150-345 ms: well within the default budget,
+    and enough calls (81) for every default check to decide PASS in one look."""
     return samples_for(
         cold=0.42,
-        warm=[0.100 + 0.005 * i for i in range(20)],
-        concurrent=[0.150 + 0.010 * i for i in range(10)],
+        warm=[0.100 + 0.005 * i for i in range(40)],
+        concurrent=[0.150 + 0.005 * i for i in range(40)],
         stream=stream,
     )
 
@@ -197,26 +196,24 @@ def make_result(
     target = make_target(name, url=url, stream=stream, budget=budget, headers=headers)
     if samples is None:
         samples = slow_samples(stream=stream) if passed is False else healthy_samples(stream=stream)
-    run_numbers = numbers(samples)
-    successful = sum(s.ok for s in samples)
-    verdict = judge(run_numbers, target.budget, successful_calls=successful)
-    if passed is not None and passed != verdict.passed:
-        verdict = Verdict(passed=passed, checks=verdict.checks, reasons=verdict.reasons)
-    return RunResult(
-        tool_version=TOOL_VERSION,
-        target=name,
-        config=target.redacted(),
+    judged = assess_run(
+        target,
+        samples,
         started_at=STARTED_AT,
         finished_at=STARTED_AT + 12.3,
         stamp_source=stamp_source,
         floor=floor,
-        samples=tuple(samples),
-        numbers=run_numbers,
-        phases=stamp_stats(samples),
-        chain=chain_stats(samples),
-        excluded_from_latency=len(samples) - successful,
-        verdict=verdict,
-        findings=tuple(findings),
         interrupted=interrupted,
-        warnings=tuple(warnings),
+    )
+    verdict = judged.verdict
+    if passed is not None and passed != verdict.passed:
+        verdict = Verdict(passed=passed, checks=verdict.checks, reasons=verdict.reasons)
+    return judged.model_copy(
+        update={
+            "tool_version": TOOL_VERSION,
+            "target": name,
+            "verdict": verdict,
+            "findings": tuple(findings),
+            "warnings": tuple(warnings),
+        }
     )

@@ -209,7 +209,7 @@ def test_markdown_report(url: str, tmp_path: Path) -> None:
     assert result.exit_code == 1
     text = path.read_text(encoding="utf-8")
     assert text.startswith("## ❌ latency-gate: FAIL\n")
-    assert re.search(r"^\| warm p95 \| [\d.]+ ms \| 1 ms \| ❌ FAIL \| 3 \|$", text, re.M)
+    assert re.search(r"^\| warm p95 \| [\d.]+ ms \| [^|]+ \| 1 ms \| ❌ FAIL \| 3 \|$", text, re.M)
 
 
 # --- bad input and bugs ----------------------------------------------------------------------

@@ -348,21 +348,29 @@ def test_summary_counts_left_out_calls() -> None:
     """The summary says how many failed calls were left out of the percentiles, and the method."""
     summary = render_summary(scenario_errors())
     assert (
-        "n: 1 cold, 20 of 22 warm, 10 of 12 concurrent calls; 4 failed calls left out of the "
-        "percentiles. Percentiles: linear interpolation between closest ranks (numpy default)."
+        "n: 1 cold, 40 of 42 warm, 40 of 42 concurrent calls; 4 failed calls left out of the "
+        "percentiles. Percentiles: linear interpolation between closest ranks (numpy default).\n"
+        "\n"
+        "Sampling: 85 calls in one look; stopped: error rate failed, so the run fails whatever "
+        "more calls show (cap 300 calls).\n"
+        "\n"
+        "Errors: 4 of 85 calls failed (4.7 %); 95 % upper bound 11.6 %. With 85 calls, a budget "
+        "of 0.01 allows no failure (1 failure is 1.2 %); the gate passes after 76 calls with no "
+        "failure and fails from 3 failures at this n.\n"
     ) in summary
 
 
 def test_summary_numbers_table() -> None:
-    """The numbers table has each number, its value, budget, mark and n."""
+    """The numbers table has each number, its value, 95 % interval, budget, mark and n; a
+    percentile whose upper side the calls cannot bound shows its lower side only."""
     first = tables(render_summary(scenario_pass()))[0]
     assert first == [
-        ["number", "value", "budget", "result", "n"],
-        ["cold start", "420 ms", "—", "reported", "1"],
-        ["warm p50", "148 ms", "—", "reported", "20"],
-        ["warm p95", "190 ms", "3.00 s", "✅ PASS", "20"],
-        ["concurrent p95", "236 ms", "3.00 s", "✅ PASS", "10"],
-        ["error rate", "0.0 %", "1.0 %", "✅ PASS", "31"],
+        ["number", "value", "95 % interval", "budget", "result", "n"],
+        ["cold start", "420 ms", "—", "—", "reported", "1"],
+        ["warm p50", "198 ms", "165 ms to 230 ms", "—", "reported", "40"],
+        ["warm p95", "285 ms", "≥ 270 ms", "3.00 s", "✅ PASS", "40"],
+        ["concurrent p95", "335 ms", "≥ 320 ms", "3.00 s", "✅ PASS", "40"],
+        ["error rate", "0.0 %", "0.0 % to 4.5 %", "1.0 %", "✅ PASS", "81"],
     ]
 
 
@@ -380,7 +388,7 @@ def test_summary_errors_by_kind() -> None:
 def test_summary_first_token_row_when_streaming() -> None:
     """A streamed target gets a first-token p95 row, gated when its budget is set."""
     several = tables(render_summary(scenario_several()))[0]
-    assert ["first-token p95", "158 ms ✅ ≤ 1.00 s", "—", "—"] in several
+    assert ["first-token p95", "228 ms ✅ ≤ 1.00 s", "—", "—"] in several
 
 
 def test_several_targets_side_by_side() -> None:

@@ -1,19 +1,14 @@
 """Regressions against a baseline: an earlier run's JSON, compared number by number.
 
-A number regresses only when both hold:
-
-1. it is worse by more than every limit given (`--max-regression 20%`, `200ms` or `20%,200ms`;
-   `10%` when none is given): head > base x (1 + relative) and head - base > absolute;
-2. the difference is beyond noise: a one-sided Mann-Whitney U test on the two runs' samples of
-   that number's phase (warm calls for warm p50/p95, the burst for concurrent p95, first-token
-   times for first-token p95) gives p < ALPHA; for the error rate, a one-sided Fisher exact test
-   on the failed and successful call counts.
-
-Cold start is one call on each side: no test can tell one call from noise, so it is shown and
-never called a regression. The figures behind ALPHA (false alarms and misses on simulated
-lognormal latencies) are in tests/test_baseline.py and docs/workflows.md.
-
-Both tests are pure functions in significance.py.
+Each gated percentile (warm p50, warm p95, concurrent p95, first-token p95) is tested on that
+percentile itself, with the null hypothesis "head is worse than base by at most the limit"
+(`--max-regression 20%`, `200ms` or `20%,200ms`, both to be exceeded; `10%` when none is given):
+an exact permutation test at the limit (assess/regression.py). Three outcomes: regressed, not
+regressed, undecided; while one is undecided the run takes more calls (assess/gate.py), and one
+still undecided at the cap is not called a regression (a regression is a claim that needs
+evidence; the budget guards the level). The error rate: the exact conditional test of two
+counts against the relative limit. Cold start is one call on each side: shown, never called a
+regression. docs/statistics.md has the methods and the simulated error rates.
 """
 
 from __future__ import annotations
@@ -21,7 +16,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.significance import fisher_greater, mann_whitney_greater, min_p_value
+from latency_gate.assess.regression import (
+    REGRESSION_ALPHA,
+    Regression,
+    error_rate_regression,
+    percentile_regression,
+)
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
@@ -30,7 +30,6 @@ from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, RunResult, Sample
 
 __all__ = [
-    "ALPHA",
     "TEST_NAME",
     "BaselinePlan",
     "baseline_check",
@@ -40,11 +39,11 @@ __all__ = [
     "missing_baseline",
 ]
 
-ALPHA = 0.01
 TEST_NAME = (
-    "one-sided Mann-Whitney U on the calls' latencies (Fisher's exact test for the error rate), "
-    f"alpha = {ALPHA}"
+    "exact permutation test of each percentile at the limit (the exact conditional test of two "
+    f"counts for the error rate), one-sided alpha {REGRESSION_ALPHA:g} split over the looks"
 )
+_Q = {"warm_p50": 50.0, "warm_p95": 95.0, "concurrent_p95": 95.0, "ttft_p95": 95.0}
 
 
 _NUMBERS: tuple[tuple[str, Callable[[Sequence[Sample]], list[float]] | None], ...] = (
@@ -106,51 +105,65 @@ def compare(
     base: RunResult,
     limit: RegressionLimit,
     source: str,
+    *,
+    outcomes: Mapping[str, Regression] | None = None,
+    alpha: float = REGRESSION_ALPHA,
 ) -> BaselineCheck:
-    """Every number of a run (its `samples` and `numbers`) against `base`: values, delta, the
-    test's p and the outcome."""
+    """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
+    interval of head / base, and the outcome: `outcomes[number]` when the looks decided it
+    (assess/gate.py keeps the first decision), else the test on every call at `alpha`."""
     deltas = []
     for number, pick in _NUMBERS:
         base_value = getattr(base.numbers, number)
         head_value = getattr(numbers, number)
         if number == "ttft_p95" and base_value is None and head_value is None:
             continue
-        p_value: float | None = None
         note = ""
+        outcome: Regression | None = None
+        interval: tuple[float | None, float | None] | None = None
         if base_value is None or head_value is None:
             note = "no data on one side"
         elif number == "cold_start":
             note = "one call each: cannot be told from noise, not gated"
         elif number == "error_rate":
-            p_value = fisher_greater(
+            errors = error_rate_regression(
                 sum(not s.ok for s in samples),
-                len(samples),
+                max(len(samples), 1),
                 sum(not s.ok for s in base.samples),
-                len(base.samples),
+                max(len(base.samples), 1),
+                max_relative=limit.relative or 0.0,
+                alpha=alpha,
             )
+            outcome, note = errors.outcome, errors.note
+            interval = (errors.ratio_interval.low, errors.ratio_interval.high)
         elif pick is not None:
-            head_values, base_values = pick(samples), pick(base.samples)
-            p_value = mann_whitney_greater(head_values, base_values)
-            if min_p_value(len(head_values), len(base_values)) >= ALPHA:
+            found = percentile_regression(
+                pick(samples),
+                pick(base.samples),
+                _Q[number],
+                max_relative=limit.relative,
+                max_absolute=limit.absolute,
+                alpha=alpha,
+            )
+            if found is None:
                 note = "too few calls to tell from noise"
-        worse = (
-            base_value is not None
-            and head_value is not None
-            and limit.exceeded(number, base_value, head_value)
-        )
-        beyond_noise = p_value is not None and p_value < ALPHA
-        if worse and not beyond_noise and not note:
-            note = "worse, but within noise"
-        elif beyond_noise and not worse and head_value is not None and base_value is not None:
-            note = "slower beyond noise, but within the limit" if head_value > base_value else ""
+            else:
+                outcome = found.outcome
+                interval = (found.ratio_interval.low, found.ratio_interval.high)
+        if outcome is not None and outcomes is not None and number in outcomes:
+            outcome = outcomes[number]
+        if outcome is Regression.UNDECIDED and not note:
+            note = "undecided at the cap: not called a regression"
         deltas.append(
             NumberDelta(
                 number=number,
                 base=base_value,
                 head=head_value,
-                p_value=p_value,
-                regressed=worse and beyond_noise,
+                regressed=outcome is Regression.REGRESSED,
                 note=note,
+                interval=interval,
+                decided=outcome is not Regression.UNDECIDED,
+                outcome=None if outcome is None else outcome.value,
             )
         )
     return BaselineCheck(
@@ -187,7 +200,13 @@ class BaselinePlan:
 
 
 def baseline_check(
-    plan: BaselinePlan, target: str, samples: Sequence[Sample], numbers: Numbers
+    plan: BaselinePlan,
+    target: str,
+    samples: Sequence[Sample],
+    numbers: Numbers,
+    *,
+    outcomes: Mapping[str, Regression] | None = None,
+    alpha: float = REGRESSION_ALPHA,
 ) -> BaselineCheck:
     """A run of `target` against the plan's baseline, or the reason there is none."""
     if plan.runs is None:
@@ -203,4 +222,4 @@ def baseline_check(
             f"{plan.source} holds no run of {target!r}"
             + (f" (its runs: {known})" if known else ""),
         )
-    return compare(samples, numbers, base, plan.limit, plan.source)
+    return compare(samples, numbers, base, plan.limit, plan.source, outcomes=outcomes, alpha=alpha)

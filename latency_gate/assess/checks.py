@@ -29,6 +29,7 @@ from latency_gate.assess.intervals import (
     percentile_interval,
 )
 from latency_gate.assess.sequential import Decision, Sprt, odds_shifted
+from latency_gate.formatting import fmt_percent
 
 __all__ = [
     "ERROR_ALPHA",
@@ -185,8 +186,9 @@ def budget_meaning(calls: int, budget: float) -> str:
     if calls <= 0:
         return "no calls yet"
     allowed = int(budget * calls + 1e-9)
-    one = f"1 failure is {100 / calls:.2g} %"
-    allows = "allows no failure" if allowed == 0 else f"allows {allowed} failure(s)"
+    one = f"1 failure is {fmt_percent(1 / calls)}"
+    plural = "s" if allowed > 1 else ""
+    allows = "allows no failure" if allowed == 0 else f"allows {allowed} failure{plural}"
     text = f"with {calls} calls, a budget of {budget:g} {allows} ({one})"
     test = error_rate_sprt(budget)
     if test is None:

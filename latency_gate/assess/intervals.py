@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from latency_gate.assess.binomial import clopper_pearson, order_statistic_ranks
+from latency_gate.formatting import fmt_percent
 
 __all__ = [
     "LEVEL",
@@ -88,9 +89,9 @@ class ErrorRateInterval:
     def describe(self) -> str:
         """ "1 of 31 calls failed (3.2 %); 95 % upper bound 16.7 %"."""
         high = self.interval.high
-        bound = f"{high * 100:.3g} %" if high is not None else "unknown"
+        bound = fmt_percent(high) if high is not None else "unknown"
         return (
-            f"{self.failed} of {self.calls} calls failed ({self.rate * 100:.2g} %); "
+            f"{self.failed} of {self.calls} calls failed ({fmt_percent(self.rate)}); "
             f"{self.interval.level * 100:g} % upper bound {bound}"
         )
 

@@ -10,13 +10,29 @@ from collections.abc import Sequence
 from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_check
 from latency_gate.assess.findings import find
+from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Target
-from latency_gate.models import CallPhase, Floor, RunResult, Sample, StampSource
+from latency_gate.models import CallPhase, Floor, RunResult, Sample, Sampling, StampSource
 from latency_gate.version import __version__
 
-__all__ = ["assess_run", "floor_from", "overall_stamp_source"]
+__all__ = ["assess_run", "floor_from", "gate_for", "overall_stamp_source"]
+
+
+def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
+    """The gate of one target's run: its budget, its sampling plan, its baseline if any."""
+    base = None if baseline is None or baseline.runs is None else baseline.runs.get(target.name)
+    return Gate(
+        budget=target.budget,
+        plan=plan_for(
+            max_calls=target.max_calls,
+            concurrency=target.concurrency,
+            on_undecided=target.on_undecided,
+        ),
+        base=base,
+        limit=None if base is None or baseline is None else baseline.limit,
+    )
 
 
 def assess_run(
@@ -30,12 +46,32 @@ def assess_run(
     interrupted: bool = False,
     label: str | None = None,
     baseline: BaselinePlan | None = None,
+    gate: Gate | None = None,
     ready_after: float | None = None,
 ) -> RunResult:
-    """Everything derived from a run's samples, and its verdict."""
+    """Everything derived from a run's samples, and its verdict.
+
+    `gate` holds the looks the run took (the engine's `more` callback asked it after each); a
+    run judged without one (interrupted early, or measured without sequential sampling) is
+    judged in one look.
+    """
+    if gate is None:
+        gate = gate_for(target, baseline)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
-    check = None if baseline is None else baseline_check(baseline, target.name, samples, numbers)
+    checks = gate.checks(samples, numbers)
+    check = (
+        None
+        if baseline is None
+        else baseline_check(
+            baseline,
+            target.name,
+            samples,
+            numbers,
+            outcomes=gate.regressions,
+            alpha=gate.plan.regression_alpha,
+        )
+    )
     warnings: list[str] = []
     if interrupted:
         warnings.append("the run was interrupted; the numbers cover the calls finished")
@@ -67,8 +103,7 @@ def assess_run(
         chain=chain_stats(samples),
         excluded_from_latency=len(samples) - successful,
         verdict=judge(
-            numbers,
-            target.budget,
+            checks,
             successful_calls=successful,
             interrupted=interrupted,
             regressions=() if check is None else check.regressions,
@@ -77,6 +112,16 @@ def assess_run(
         warnings=tuple(warnings),
         label=label,
         baseline=check,
+        sampling=Sampling(
+            looks=gate.looks,
+            first_look_calls=gate.first_look_calls,
+            extra_calls=len(samples) - gate.first_look_calls,
+            max_calls=gate.plan.max_calls,
+            on_undecided=gate.plan.on_undecided,
+            reasons=tuple(gate.reasons),
+            stopped="the run was interrupted" if interrupted else gate.stopped,
+            first_look=stats.numbers(samples[: gate.first_look_calls]),
+        ),
         ready_after=ready_after,
     )
 

@@ -50,6 +50,14 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option("--warm-calls", help="Sequential warm calls [default: 20].")
 @click.option("--concurrency", help="Calls started together [default: 10].")
 @click.option(
+    "--max-calls",
+    help="Cap on all calls when undecided checks take more calls or bursts [default: 300].",
+)
+@click.option(
+    "--on-undecided",
+    help="fail or pass: what a check still undecided at --max-calls becomes [default: fail].",
+)
+@click.option(
     "--fresh-connections",
     is_flag=True,
     default=None,

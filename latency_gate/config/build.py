@@ -111,6 +111,8 @@ TARGET_KEYS = (
     "idle",
     "warm-calls",
     "concurrency",
+    "max-calls",
+    "on-undecided",
     "fresh-connections",
     "follow-redirects",
     "ca-bundle",
@@ -184,6 +186,8 @@ def build_target(
     take("idle", parse_duration)
     take("warm-calls", parse_count)
     take("concurrency", parse_count)
+    take("max-calls", parse_count)
+    take("on-undecided", _parse_on_undecided)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: _ca_bundle(s, base_dir))
@@ -439,6 +443,13 @@ def _parse_method(text: str) -> str:
     if not re.fullmatch(r"[A-Z]+", method):
         raise ValueError(f"expected an HTTP method such as GET or POST, got {text!r}")
     return method
+
+
+def _parse_on_undecided(text: str) -> str:
+    choice = text.strip().lower()
+    if choice not in {"fail", "pass"}:
+        raise ValueError(f"expected fail or pass, got {text!r}")
+    return choice
 
 
 def _parse_format(text: str) -> Format:

@@ -17,18 +17,6 @@ class RegressionLimit:
     relative: float | None = None
     absolute: float | None = None
 
-    def exceeded(self, number: str, base: float, head: float) -> bool:
-        if head <= base:
-            return False
-        if self.relative is not None and base > 0 and head <= base * (1 + self.relative):
-            return False
-        # A duration says nothing about a rate: only the relative limit applies there.
-        return not (
-            self.absolute is not None
-            and not number.endswith("rate")
-            and head - base <= self.absolute
-        )
-
     def describe(self) -> str:
         parts = []
         if self.relative is not None:

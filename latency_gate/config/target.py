@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
@@ -179,6 +179,11 @@ class Target(_Frozen):
     idle: float = Field(default=0.0, ge=0)
     warm_calls: int = Field(default=20, ge=1, le=100_000)
     concurrency: int = Field(default=10, ge=1, le=10_000)
+    # Sequential sampling (docs/statistics.md): while a gated check is undecided, more warm
+    # calls or bursts, up to max_calls calls in all; what is still undecided then passes or
+    # fails by on_undecided.
+    max_calls: int = Field(default=300, ge=1, le=100_000)
+    on_undecided: Literal["fail", "pass"] = "fail"
     fresh_connections: bool = False
     follow_redirects: bool = False
     ca_bundle: str | None = None
@@ -260,7 +265,7 @@ class Target(_Frozen):
 
 
 # Settings that do not change what a run measures: a baseline with other values still compares.
-NOT_COMPARED = ("budget", "name", "idle", "cost", "wait_ready")
+NOT_COMPARED = ("budget", "name", "idle", "cost", "wait_ready", "max_calls", "on_undecided")
 
 # Settings added later, with the value that means what a result file without them measured:
 # left out when they hold it, so a baseline from before they existed still compares.

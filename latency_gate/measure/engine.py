@@ -65,10 +65,10 @@ def _ignore(_: Progress) -> None:
 
 @dataclass(frozen=True)
 class MoreCalls:
-    """What to measure next, beyond the first look: `calls` more warm calls, or one more burst."""
+    """What to measure before the next look: more warm calls, then more bursts."""
 
-    kind: Literal[CallPhase.WARM, CallPhase.CONCURRENT]
-    calls: int
+    warm_calls: int
+    bursts: int
     reason: str = ""
 
 
@@ -202,11 +202,12 @@ async def measure(
         progress(Progress("concurrent", target.concurrency, target.concurrency))
         while more is not None and (step := more(into.samples)) is not None:
             into.extra.append(step)
-            done = sum(s.phase is step.kind for s in into.samples)
-            if step.kind is CallPhase.WARM:
-                await _warm(client, target, into, progress, first=done, count=step.calls)
-            else:
-                progress(Progress("concurrent", done, done + step.calls))
+            if step.warm_calls:
+                done = sum(s.phase is CallPhase.WARM for s in into.samples)
+                await _warm(client, target, into, progress, first=done, count=step.warm_calls)
+            for _ in range(step.bursts):
+                done = sum(s.phase is CallPhase.CONCURRENT for s in into.samples)
+                progress(Progress("concurrent", done, done + target.concurrency))
                 await burst(target, context, kernel_stamps, into.samples, first_index=done)
     progress(Progress("done", len(into.samples), len(into.samples)))
 

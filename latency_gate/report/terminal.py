@@ -152,9 +152,17 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
         if breaches:
             lines += [f"  {reason}" for reason in reasons]
         lines += _terminal_notes(view, "  ")
-        table.append([("number", ""), ("value", ""), ("budget", ""), ("result", "")])
+        table.append(
+            [("number", ""), ("value", ""), ("95 % interval", ""), ("budget", ""), ("result", "")]
+        )
         table += [
-            [(row.label, ""), (row.value_text, ""), (row.limit_text, ""), (row.word, row.word)]
+            [
+                (row.label, ""),
+                (row.value_text, ""),
+                (row.interval_text, ""),
+                (row.limit_text, ""),
+                (row.word, row.word.split()[0]),
+            ]
             for row in view.rows
         ]
         counts = view.phase_counts
@@ -173,6 +181,13 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     lines += terminal_findings(results, terminal_names)
     lines.append("")
     lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
+    for view, name in zip(views, terminal_names, strict=True):
+        prefix = f"{name}: " if len(views) > 1 else ""
+        lines += [
+            f"{prefix}{clean_text(text, 400)}"
+            for text in (view.sampling_line, view.error_line)
+            if text
+        ]
     lines += _terminal_floor(results, terminal_names)
     return "\n".join(lines) + "\n"
 

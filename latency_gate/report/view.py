@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from latency_gate.assess.checks import budget_meaning
+from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
-from latency_gate.formatting import fmt_duration, fmt_value, fmt_value_beside
+from latency_gate.formatting import fmt_duration, fmt_interval, fmt_value, fmt_value_beside
 from latency_gate.models import (
     BaselineCheck,
     CallPhase,
@@ -56,6 +58,9 @@ class Row:
     passed: bool | None
     note: str
     n: int
+    interval: tuple[float | None, float | None] | None = None
+    by_policy: bool = False
+    decided: bool = True
 
     @property
     def label(self) -> str:
@@ -70,19 +75,35 @@ class Row:
         return fmt_value(self.limit, self.number)
 
     @property
+    def interval_text(self) -> str:
+        """The 95 % interval: "50 ms to 65 ms", "≥ 72 ms" (one side bounded), or "—"."""
+        return fmt_interval(self.interval, self.number)
+
+    @property
     def word(self) -> str:
-        """PASS, FAIL, or "—" for a number that is reported, not gated."""
-        return {True: "PASS", False: "FAIL", None: "—"}[self.passed]
+        """PASS, FAIL, or "—" for a number that is reported, not gated; "undecided" said."""
+        if self.passed is None and not self.decided:
+            return "undecided"
+        word = {True: "PASS", False: "FAIL", None: "—"}[self.passed]
+        return f"{word} (undecided)" if self.by_policy else word
 
     @property
     def mark(self) -> str:
-        return {True: "✅ PASS", False: "❌ FAIL", None: "reported"}[self.passed]
+        if self.passed is None and not self.decided:
+            return "undecided (not needed)"
+        mark = {True: "✅ PASS", False: "❌ FAIL", None: "reported"}[self.passed]
+        return f"⚠️ undecided → {mark}" if self.by_policy else mark
 
     @property
     def breach(self) -> str:
         """What went wrong, for a failed row: "warm p95 3.41 s, over its 3.00 s budget"."""
         if self.value is None:
             return f"{self.label}: no data"
+        if self.by_policy:
+            return (
+                f"{self.label} {self.value_text}: undecided against its {self.limit_text} "
+                "budget when sampling stopped, failed by policy"
+            )
         return f"{self.label} {self.value_text}, over its {self.limit_text} budget"
 
 
@@ -107,12 +128,12 @@ class DeltaRow:
     base: str
     head: str
     delta: str
-    p_value: str
+    interval: str
     result: str
 
 
 def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
-    """Base, head and delta of every compared number, with the test's p and the outcome."""
+    """Base, head and delta of every compared number, the interval of head / base, the outcome."""
     if check is None:
         return ()
     rows = []
@@ -128,18 +149,37 @@ def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
         elif d.note:
             result = d.note
         else:
-            result = "✅ no regression"
+            result = "✅ not regressed"
         rows.append(
             DeltaRow(
                 label=NUMBER_LABELS.get(d.number, d.number.replace("_", " ")),
                 base=fmt_value(d.base, d.number),
                 head=fmt_value(d.head, d.number),
                 delta=delta,
-                p_value="—" if d.p_value is None else f"{d.p_value:.2g}",
+                interval=_ratio_text(d.interval),
                 result=result,
             )
         )
     return tuple(rows)
+
+
+def _humane(text: str) -> str:
+    """Number keys in a sentence as readers know them: warm_p95 -> warm p95."""
+    for key, label in NUMBER_LABELS.items():
+        text = text.replace(key, label)
+    return text
+
+
+def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
+    """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
+    if bounds is None:
+        return "—"
+    low, high = bounds
+    if low is not None and high is not None:
+        return f"x{low:.2f} to x{high:.2f}"
+    if low is not None:
+        return f"≥ x{low:.2f}"
+    return "—" if high is None else f"≤ x{high:.2f}"
 
 
 def regression_limit_text(check: BaselineCheck) -> str:
@@ -181,6 +221,45 @@ class TargetView:
         if not verdict.passed and not no_data and not self.breaches:
             return verdict.reasons
         return no_data
+
+    @property
+    def sampling_line(self) -> str:
+        """How many calls were made and why: "Sampling: 131 calls in 3 looks (the first 31,
+        then 100 more while warm p95 was undecided); stopped: every gated check is decided
+        (cap 300 calls)." "" for a result without sampling (an older file)."""
+        sampling = self.result.sampling
+        if sampling is None:
+            return ""
+        total = sampling.first_look_calls + sampling.extra_calls
+        if sampling.looks <= 1:
+            text = f"Sampling: {total:,} calls in one look"
+        else:
+            why = (
+                _humane(sampling.reasons[0].removeprefix("undecided: ")) if sampling.reasons else ""
+            )
+            text = (
+                f"Sampling: {total:,} calls in {sampling.looks} looks (the first "
+                f"{sampling.first_look_calls:,}, then {sampling.extra_calls:,} more"
+                + (f" while {why} could not be decided)" if why else ")")
+            )
+        stopped = _humane(sampling.stopped) if sampling.stopped else "the run ended"
+        return f"{text}; stopped: {stopped} (cap {sampling.max_calls:,} calls)."
+
+    @property
+    def error_line(self) -> str:
+        """ "2 of 91 calls failed (2.2 %); 95 % upper bound 7.7 %", and what the budget means at
+        this many calls."""
+        failed = sum(not s.ok for s in self.result.samples)
+        counts = (
+            error_rate_interval(failed, len(self.result.samples)) if self.result.samples else None
+        )
+        if counts is None:
+            return ""
+        text = "Errors: " + counts.describe()
+        check = next((c for c in self.result.verdict.checks if c.number == "error_rate"), None)
+        if check is not None and check.limit is not None:
+            text += f". {budget_meaning(len(self.result.samples), check.limit).capitalize()}"
+        return text + "."
 
     @property
     def total_calls(self) -> int:
@@ -237,7 +316,10 @@ def _rows(result: RunResult) -> tuple[Row, ...]:
                 limit=check.limit if check else None,
                 passed=check.passed if check else None,
                 note=check.note if check else "",
-                n=n.get(number, len(ok)),
+                n=check.n if check and check.n is not None else n.get(number, len(ok)),
+                interval=check.interval if check else None,
+                by_policy=check.by_policy if check else False,
+                decided=check.decided if check else True,
             )
         )
     return tuple(rows)
