@@ -74,7 +74,7 @@ runs:
         LATENCY_GATE_PYTHON: ${{ steps.install.outputs.python }}
         LATENCY_GATE_ENTRYPOINT: ${{ github.action_path }}/../entrypoint.py
         # The runner gives a Docker action INPUT_<NAME> with the name's hyphens kept; here they
-        # become underscores, which a shell passes on intact and action.read_inputs reads alike.
+        # become underscores, which a shell passes on intact and action/inputs.py reads alike.
 """
 
 

@@ -21,7 +21,8 @@ import yaml
 from conftest import REPO_ROOT
 from fake_github import BOT_USER, OTHER_USER, FakeGitHub, parse_github_output
 
-from latency_gate.action import is_loopback_host, main
+from latency_gate.action import main
+from latency_gate.action.loopback import is_loopback_host
 from latency_gate.demo import EndpointSpec, serve_in_thread
 from latency_gate.github import PERMISSIONS_HINT, GitHubClient, comment_marker
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from latency_gate.action import read_inputs
+from latency_gate.action.inputs import read_inputs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DOCKER_ACTION: dict[str, Any] = yaml.safe_load(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from latency_gate.action import parse_settings
+from latency_gate.action.settings import parse_settings
 from latency_gate.config import build_target, proxy_from_environment, with_environment_proxy
 from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError

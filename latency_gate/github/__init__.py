@@ -6,14 +6,8 @@ GitHub trouble never raises out of `GitHubClient.upsert_comment`; it becomes a `
 whose `warning` says what went wrong and how to fix it, and the verdict stays what it was.
 """
 
-from latency_gate.github.client import (
-    ACTIONS_BOT_LOGIN,
-    COMMENT_LIMIT,
-    PERMISSIONS_HINT,
-    Author,
-    CommentOutcome,
-    GitHubClient,
-)
+from latency_gate.github.api import COMMENT_LIMIT, PERMISSIONS_HINT
+from latency_gate.github.client import ACTIONS_BOT_LOGIN, Author, CommentOutcome, GitHubClient
 from latency_gate.github.commands import (
     STEP_SUMMARY_LIMIT,
     add_mask,

@@ -1,0 +1,62 @@
+"""Loopback URLs and the Docker action: in its container, localhost is the container, not the
+runner where the endpoint listens, so such a URL is refused with what works instead.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import socket
+from urllib.parse import urlsplit
+
+from latency_gate.config import Target
+
+# Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
+# is the container itself. The CLI and the composite action on the runner never set it.
+IN_CONTAINER_VAR = "LATENCY_GATE_IN_CONTAINER"
+HOST_ACTION = "latency-gate/latency-gate/host@v0"
+# Names that mean "this machine" whatever DNS says (RFC 6761 reserves *.localhost too), and
+# Debian's /etc/hosts names for ::1, which Docker writes into every container.
+LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
+_LEGACY_IPV4 = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}")
+
+
+def is_loopback_host(host: str) -> bool:
+    """True when `host` (a URL's host, without brackets) means the machine the call starts on.
+
+    localhost and its aliases, 127.0.0.0/8, ::1, the unspecified 0.0.0.0 and :: (a connection
+    to them reaches this machine), IPv4-mapped forms of those, and the short or numeric IPv4
+    spellings the system resolver also accepts (127.1, 2130706433, 0x7f.0.0.1).
+    """
+    name = host.lower().rstrip(".")
+    if name in LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    address: ipaddress.IPv4Address | ipaddress.IPv6Address
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        if not _LEGACY_IPV4.fullmatch(name):
+            return False
+        try:
+            address = ipaddress.IPv4Address(socket.inet_aton(name))
+        except OSError:
+            return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback or address.is_unspecified
+
+
+def loopback_message(target: Target) -> str | None:
+    """Why a loopback URL cannot work from the Docker action and what does; None if not one."""
+    host = urlsplit(target.url).hostname or ""
+    if not is_loopback_host(host):
+        return None
+    return (
+        f"{target.display_url} points at {host}, the machine the call starts on; this Docker "
+        "action runs in a container with a network of its own, so that is the container, not "
+        "the runner where your endpoint listens. What works: serve the endpoint on 0.0.0.0 and "
+        "call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, usually "
+        "172.17.0.1), as latency-gate's self-test workflow does; or call a service container "
+        f"by its name; or run latency-gate on the runner itself with `uses: {HOST_ACTION}`, "
+        "which reaches localhost."
+    )

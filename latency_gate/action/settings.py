@@ -1,0 +1,169 @@
+"""The action's settings: the inputs validated at once into `ActionSettings`, every bad one named
+by its input name in a single ConfigError.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from latency_gate.action.files import written_path_problem
+from latency_gate.action.loopback import loopback_message
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.config import (
+    TARGET_KEYS,
+    Target,
+    build_target,
+    header_text_problem,
+    parse_bool,
+    parse_label,
+    with_environment_proxy,
+)
+from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.targets_file import load_targets
+from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.run import plan_baseline
+
+CommentMode = Literal["auto", "always", "on-failure", "never"]
+COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")
+
+# Inputs the action reads besides the target settings.
+ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
+SEVERAL_KEYS = ("targets", "baseline", "max-regression")
+DEFAULT_REPORT_DIR = "latency-gate-report"
+
+
+@dataclass(frozen=True)
+class ActionSettings:
+    """What the action was asked to do, validated."""
+
+    target: Target
+    comment: CommentMode
+    summary: bool
+    json_path: Path
+    fail_on_breach: bool
+    github_token: str
+    # Several targets (a targets file), probed one after another; `target` is the first.
+    targets: tuple[Target, ...] = ()
+    baseline: BaselinePlan | None = None
+    label: str | None = None
+    # The Markdown report's file: only in the action's own folder, when json-path is not given.
+    markdown_path: Path | None = None
+
+    @property
+    def all_targets(self) -> tuple[Target, ...]:
+        return self.targets or (self.target,)
+
+
+def parse_settings(
+    inputs: Mapping[str, str],
+    workspace: Path,
+    environ: Mapping[str, str] | None = None,
+    *,
+    in_container: bool = False,
+) -> ActionSettings:
+    """Validate every input at once; ConfigError names each bad one by its input name.
+
+    `environ` fills `${NAME}` references in a targets file (default: this process's).
+    `in_container` (the Docker action) refuses loopback URLs, which would reach the container.
+    """
+    problems: list[InputProblem] = []
+    known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS)
+    problems += [InputProblem(k, "unknown input") for k in sorted(set(inputs) - known)]
+
+    comment = inputs.get("comment", "auto").strip().lower()
+    if comment not in COMMENT_MODES:
+        problems.append(
+            InputProblem("comment", f"expected one of {', '.join(COMMENT_MODES)}; got {comment!r}")
+        )
+    flags: dict[str, bool] = {}
+    for key in ("summary", "fail-on-breach"):
+        # The same grammar as every other flag (stream, insecure, ...): true/false, yes/no, 1/0.
+        try:
+            flags[key] = parse_bool(inputs[key]) if key in inputs else True
+        except ValueError as exc:
+            problems.append(InputProblem(key, str(exc)))
+            flags[key] = True
+
+    raw: dict[str, str | list[str] | None] = {
+        k: v for k, v in inputs.items() if k in TARGET_KEYS and k != "headers"
+    }
+    raw["headers"] = inputs.get("headers", "").splitlines()
+    targets: list[Target] = []
+    try:
+        if "targets" in inputs:
+            if "url" in inputs:
+                raise ConfigError.single("targets", "give `url` or `targets`, not both")
+            # The other inputs (their defaults included) fill what the file leaves out.
+            given = {k: v for k, v in raw.items() if k not in {"url", "name"}}
+            targets = load_targets(
+                workspace / inputs["targets"],
+                given=given,
+                environ=os.environ if environ is None else environ,
+            )
+        else:
+            targets = [build_target(raw, base_dir=workspace)]
+        if "proxy" not in inputs:
+            env = os.environ if environ is None else environ
+            targets = [with_environment_proxy(t, env) for t in targets]
+    except ConfigError as exc:
+        problems += exc.problems
+    if in_container:
+        for target in targets:
+            message = loopback_message(target)
+            if message is None:
+                continue
+            where = (
+                f"targets ({inputs['targets']}): target {target.name!r}, url"
+                if "targets" in inputs
+                else "url"
+            )
+            problems.append(InputProblem(where, message))
+    plan: BaselinePlan | None = None
+    if "baseline" in inputs:
+        try:
+            limit = DEFAULT_LIMIT
+            if "max-regression" in inputs:
+                limit = parse_max_regression(inputs["max-regression"])
+            if targets:
+                plan = plan_baseline(
+                    targets, workspace / inputs["baseline"], limit, option="baseline"
+                )
+        except ValueError as exc:
+            problems.append(InputProblem("max-regression", str(exc)))
+        except ConfigError as exc:
+            problems += exc.problems
+    elif "max-regression" in inputs:
+        problems.append(InputProblem("max-regression", "needs `baseline` to compare with"))
+    # Named by the user: that one file and nothing beside it. Left to the action: its own
+    # folder, with the Markdown report beside the JSON result.
+    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
+    markdown_path = None if "json-path" in inputs else Path(DEFAULT_REPORT_DIR, "report.md")
+    if (problem := written_path_problem("json-path", json_path, workspace)) is not None:
+        problems.append(problem)
+    label: str | None = None
+    try:
+        label = parse_label(inputs.get("label", ""))
+    except ValueError as exc:
+        problems.append(InputProblem("label", str(exc)))
+    token_problem = header_text_problem(inputs.get("github-token", "").strip())
+    if token_problem is not None:  # it goes in an Authorization header
+        problems.append(InputProblem("github-token", token_problem))
+    if problems or not targets:
+        raise ConfigError(problems)
+
+    return ActionSettings(
+        target=targets[0],
+        comment=comment,  # type: ignore[arg-type]
+        summary=flags["summary"],
+        json_path=json_path,
+        markdown_path=markdown_path,
+        fail_on_breach=flags["fail-on-breach"],
+        github_token=inputs.get("github-token", ""),
+        targets=tuple(targets) if "targets" in inputs else (),
+        baseline=plan,
+        label=label,
+    )
