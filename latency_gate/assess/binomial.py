@@ -33,7 +33,7 @@ def binom_cdf(k: int, n: int, p: float) -> float:
         return 0.0
     if k >= n:
         return 1.0
-    return min(1.0, math.fsum(math.exp(_log_pmf(i, n, p)) for i in range(k + 1)))
+    return min(1.0, _tail_sum(range(k, -1, -1), n, p))
 
 
 def binom_sf(k: int, n: int, p: float) -> float:
@@ -42,7 +42,23 @@ def binom_sf(k: int, n: int, p: float) -> float:
         return 1.0
     if k > n:
         return 0.0
-    return min(1.0, math.fsum(math.exp(_log_pmf(i, n, p)) for i in range(k, n + 1)))
+    return min(1.0, _tail_sum(range(k, n + 1), n, p))
+
+
+def _tail_sum(ks: range, n: int, p: float) -> float:
+    """The sum of the pmf over `ks`, walked away from k: once past the mode the terms only
+    shrink, so the walk stops when they no longer move the sum (O(spread), not O(n))."""
+    mode = (n + 1) * p
+    terms: list[float] = []
+    total = 0.0
+    for i in ks:
+        term = math.exp(_log_pmf(i, n, p))
+        terms.append(term)
+        total += term
+        past_mode = i > mode if ks.step > 0 else i < mode - 1
+        if past_mode and term <= total * 1e-17:
+            break
+    return math.fsum(terms)
 
 
 def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
@@ -83,14 +99,21 @@ def order_statistic_ranks(n: int, q: float, level: float = 0.95) -> tuple[int | 
     bound needs n >= 72: with fewer calls, even the slowest one may be under the true p95).
     """
     tail = (1.0 - level) / 2
+    pmf = [math.exp(_log_pmf(i, n, q)) for i in range(n + 1)]
+    # P(X >= rank), accumulated from the top: the largest rank still at or over 1 - tail.
     lower: int | None = None
+    upper_tail = 0.0
     for rank in range(n, 0, -1):
-        if binom_sf(rank, n, q) >= 1.0 - tail:
+        upper_tail += pmf[rank]
+        if upper_tail >= 1.0 - tail:
             lower = rank
             break
+    # P(X <= rank - 1), accumulated from the bottom: the smallest rank at or over 1 - tail.
     upper: int | None = None
+    lower_tail = 0.0
     for rank in range(1, n + 1):
-        if binom_cdf(rank - 1, n, q) >= 1.0 - tail:
+        lower_tail += pmf[rank - 1]
+        if lower_tail >= 1.0 - tail:
             upper = rank
             break
     return lower, upper
