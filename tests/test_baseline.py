@@ -57,8 +57,8 @@ def _slow(factor: float) -> RunResult:
     return make_result(
         samples=samples_for(
             cold=0.42 * factor,
-            warm=[(0.100 + 0.005 * i) * factor for i in range(20)],
-            concurrent=[(0.150 + 0.010 * i) * factor for i in range(10)],
+            warm=[(0.100 + 0.005 * i) * factor for i in range(40)],
+            concurrent=[(0.150 + 0.005 * i) * factor for i in range(40)],
         )
     )
 
@@ -85,7 +85,9 @@ def test_compare_twice_slower_regresses() -> None:
     assert [d.number for d in check.regressions] == ["warm_p50", "warm_p95", "concurrent_p95"]
     result = apply_plan_for(_slow(2.0), make_result())
     assert not result.verdict.passed
-    assert result.verdict.reasons[0].startswith("regression: warm p50 148 ms → 295 ms (+100 %)")
+    assert result.verdict.reasons[0] == (
+        "regression: warm p50 198 ms → 395 ms (+100 %), head / base 1.61 to 2.45 (95 %)"
+    )
 
 
 def apply_plan_for(head: RunResult, base: RunResult) -> RunResult:
@@ -235,12 +237,20 @@ def test_cli_max_regression_needs_baseline(server: DemoServer) -> None:
 
 
 def test_summary_shows_base_head_delta_and_the_test() -> None:
-    """The job summary names the test and shows base, head and delta for every number."""
+    """The job summary names the test and shows base, head, delta and the ratio's interval for
+    every number."""
     from latency_gate import report
 
     text = report.render_summary([apply_plan_for(_slow(2.0), make_result())])
     assert "### Against the baseline\n" in text
-    assert "beyond noise. Test: one-sided Mann-Whitney U on the calls' latencies" in text
-    assert "| warm p95 | 190 ms | 380 ms | +190 ms (+100 %) | 7.3e-12 | ❌ regressed |" in text
+    assert (
+        "Test: exact permutation test of each percentile at the limit (the exact conditional "
+        "test of two counts for the error rate), one-sided alpha 0.02 split over the looks."
+    ) in text
+    assert (
+        "| warm p95 | 285 ms | 570 ms | +285 ms (+100 %) | x1.86 to x2.14 | ❌ regressed |" in text
+    )
     assert "| cold start | 420 ms | 840 ms | +420 ms (+100 %) | — | one call each:" in text
-    assert "- regression: warm p95 190 ms → 380 ms (+100 %), beyond noise, p = 7.3e-12" in text
+    assert (
+        "- regression: warm p95 285 ms → 570 ms (+100 %), head / base 1.86 to 2.14 (95 %)" in text
+    )

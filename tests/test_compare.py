@@ -91,6 +91,7 @@ def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> 
     path = tmp_path / "targets.yml"
     path.write_text(
         "defaults:\n  prompt: Hi\n  warm-calls: 5\n  concurrency: 3\n"
+        "  max-calls: 9\n  on-undecided: pass\n"  # one look each: 1 + 5 + 3 calls
         "targets:\n"
         f"  - name: cheap\n    url: {slow.url}\n    cost: free tier\n"
         f"  - name: dear\n    url: {fast.url}\n    cost: paid\n"

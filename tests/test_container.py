@@ -284,7 +284,9 @@ def test_summary_written(pr_runs: PullRequestRuns) -> None:
     """The job summary is Markdown with the verdict and the numbers table."""
     summary = pr_runs.first.summary
     assert summary.startswith("## ✅ latency-gate: PASS\n")
-    assert re.search(r"^\| warm p95 \| [\d.]+ ms \| [^|]+ \| 2\.00 s \| ✅ PASS \| \d+ \|$", summary, re.M)
+    assert re.search(
+        r"^\| warm p95 \| [\d.]+ ms \| [^|]+ \| 2\.00 s \| ✅ PASS \| \d+ \|$", summary, re.M
+    )
 
 
 def test_secret_masked_first_and_never_shown(pr_runs: PullRequestRuns) -> None:

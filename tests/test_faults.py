@@ -35,7 +35,21 @@ from latency_gate.run import probe
 # Small runs: 1 cold + 1 warm + 2 concurrent calls, each allowed TIMEOUT seconds.
 TIMEOUT = 1.0
 CALLS = 4
-SMALL_RUN = ("--no-floor", "--warm-calls", "1", "--concurrency", "2", "--timeout", f"{TIMEOUT}s")
+# One look of CALLS calls (--max-calls), undecided checks passing: these tests are about how a
+# fault is counted, not about sampling until the verdict is decided.
+SMALL_RUN = (
+    "--no-floor",
+    "--warm-calls",
+    "1",
+    "--concurrency",
+    "2",
+    "--timeout",
+    f"{TIMEOUT}s",
+    "--max-calls",
+    str(CALLS),
+    "--on-undecided",
+    "pass",
+)
 # The hang guard: no run here may take longer (start-up included); a stuck one fails the test.
 CLI_TIMEOUT = 60.0
 # cold + warm + the burst's pre-connect + the burst: the most --timeout waits a run can add up.
@@ -378,6 +392,8 @@ async def test_hundred_megabyte_body_is_counted_not_kept() -> None:
             "timeout": "60s",
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
+            "max-calls": "3",  # one look: three 100 MB bodies are enough
+            "on-undecided": "pass",
         }
     )
     tracemalloc.start()

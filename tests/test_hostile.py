@@ -533,7 +533,17 @@ def test_concurrency_within_the_hard_limit_raises_the_soft_one(demo: DemoServer)
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 2048))
 
     done = subprocess_cli(
-        "probe", demo.url, "--no-floor", "--warm-calls", "1", "--concurrency", "300", preexec=limit
+        "probe",
+        demo.url,
+        "--no-floor",
+        "--warm-calls",
+        "1",
+        "--concurrency",
+        "300",
+        # one warm call cannot decide warm p95: this test is about open files, not the verdict
+        "--on-undecided",
+        "pass",
+        preexec=limit,
     )
     assert done.returncode == 0, done.stdout
     assert "0 of 1 cold" not in done.stdout
@@ -905,7 +915,7 @@ def test_a_value_over_its_budget_never_prints_equal_to_it(tmp_path: Path) -> Non
     done = CliRunner().invoke(cli.main, ["merge", str(tmp_path / "r.json")])
     assert done.exit_code == 1, done.output
     assert done.stdout.splitlines()[0] == "FAIL: warm p95 3.004 s, over its 3.00 s budget"
-    assert "warm p95        3.004 s  3.00 s  FAIL" in done.stdout
+    assert re.search(r"^warm p95 +3\.004 s +\S.* +3\.00 s +FAIL$", done.stdout, re.M)
 
 
 def test_masked_query_values_read_as_stars_everywhere(tmp_path: Path, demo: DemoServer) -> None:

@@ -423,17 +423,17 @@ def test_summary_phase_chart_in_code_block() -> None:
     assert len(fences) == 1
     lines = fences[0].content.splitlines()
     assert [line.split()[0] for line in lines[:3]] == ["cold", "warm", "concurrent"]
-    assert lines[1].endswith(" 148 ms")
+    assert lines[1].endswith(" 198 ms")
     assert lines[3].startswith("░ connect")
 
 
 def test_summary_raw_samples_folded() -> None:
     """Raw samples sit in a <details> block with one row per call."""
     summary = render_summary(scenario_pass())
-    assert "<details>\n<summary>Raw samples (31 calls)</summary>\n" in summary
+    assert "<details>\n<summary>Raw samples (81 calls)</summary>\n" in summary
     samples = tables(summary)[-1]
     assert samples[0] == ["phase", "#", "status", "latency", "TTFB", "first token", "error"]
-    assert len(samples) == 32
+    assert len(samples) == 82
 
 
 def test_comment_starts_with_marker() -> None:
@@ -521,7 +521,7 @@ def test_hostile_text_makes_no_html(render: str) -> None:
     ]
     allowed = {
         "<!-- latency-gate:comment:real -->",
-        "<details>\n<summary>Raw samples (33 calls)</summary>",
+        "<details>\n<summary>Raw samples (83 calls)</summary>",
         "</details>",
     }
     assert set(html) <= allowed
@@ -646,15 +646,17 @@ def test_terminal_color() -> None:
     """With color, PASS is green and FAIL red; without, there is no escape code at all."""
     colored = render_terminal(scenario_fail(), color=True)
     assert colored.startswith("\x1b[31mFAIL\x1b[0m: ")
-    assert "\x1b[32mPASS\x1b[0m" in colored
+    assert "\x1b[32mPASS\x1b[0m" in render_terminal(scenario_pass(), color=True)
     assert "\x1b" not in render_terminal(scenario_fail())
+    assert "\x1b" not in render_terminal(scenario_pass())
 
 
 def test_terminal_single_target_columns() -> None:
-    """One target: number, value, budget, result; "—" where a number is not gated."""
+    """One target: number, value, 95 % interval, budget, result; "—" where a number is not
+    gated or has no interval."""
     lines = render_terminal(scenario_pass()).splitlines()
-    assert lines[2].split() == ["number", "value", "budget", "result"]
-    assert lines[3].split() == ["cold", "start", "420", "ms", "—", "—"]
+    assert lines[2].split() == ["number", "value", "95", "%", "interval", "budget", "result"]
+    assert lines[3].split() == ["cold", "start", "420", "ms", "—", "—", "—"]
 
 
 def test_terminal_several_targets_pass() -> None:
