@@ -82,6 +82,8 @@ def normalise(stdout: str) -> str:
         elif section == "numbers" and cells[0] in NUMBER_ROWS:
             assert DURATION.fullmatch(cells[1]), line
             cells[1] = "<duration>"
+            # The interval of a measured number is measured too: "≥ 14 ms", "9 ms to 10 ms".
+            cells[2] = DURATION.sub("<duration>", cells[2])
         elif section == "phases" and cells[0] != "link":
             for i in range(1, len(cells)):
                 assert MEASURED.fullmatch(cells[i]), line
