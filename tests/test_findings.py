@@ -174,6 +174,20 @@ def test_queue_fires_on_a_staircase_burst() -> None:
     )
 
 
+def test_queue_is_read_per_burst_when_the_gate_took_more_bursts() -> None:
+    """Three staircase bursts of 10 (sequential sampling took two more): the queue is read
+    from one burst, as the endpoint saw it: 10 calls at once, about 1 at a time, not 30 calls
+    "about 3 at a time" (calls of different bursts never waited for each other)."""
+    run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4 * (i % 10 + 1) for i in range(30)])
+    finding = {f.code: f for f in find(run, numbers(run), streaming=False, concurrency=10)}[
+        "serialized"
+    ]
+    assert "10 calls at once would take 4.00 s one after another" in finding.evidence
+    assert finding.evidence.endswith("as if served about 1 at a time")
+    merged = _find(run)["serialized"].evidence  # without the burst size: one burst of 30
+    assert "as if served about 3 at a time" in merged
+
+
 def test_queue_estimates_two_at_a_time() -> None:
     """Pairs of burst calls at 1x..5x warm p50: about 2 at a time."""
     run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4 * (i // 2 + 1) for i in range(10)])

@@ -53,11 +53,30 @@ LONG_TAIL_MIN_SAMPLES = 10
 Rule = Callable[[Sequence[Sample], Numbers, bool], Finding | None]
 
 
-def find(samples: Sequence[Sample], numbers: Numbers, *, streaming: bool) -> tuple[Finding, ...]:
-    """Every finding that applies to a run, most telling first."""
+def find(
+    samples: Sequence[Sample],
+    numbers: Numbers,
+    *,
+    streaming: bool,
+    concurrency: int | None = None,
+) -> tuple[Finding, ...]:
+    """Every finding that applies to a run, most telling first.
+
+    `concurrency` is the size of one burst: a run that took more bursts (sequential sampling)
+    has its queue read from its first burst, the classic one, since calls of different bursts
+    never waited for each other. None: all concurrent calls are one burst.
+    """
+
+    def queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
+        if concurrency is not None:
+            samples = [
+                s for s in samples if s.phase is not CallPhase.CONCURRENT or s.index < concurrency
+            ]
+        return _queued(samples, numbers, streaming)
+
     rules: list[Rule] = [
         _buffered_stream,
-        _queued,
+        queued,
         _cold_start,
         _connection_setup,
         _tokens_per_second_hides_the_wait,

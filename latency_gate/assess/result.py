@@ -89,7 +89,7 @@ def assess_run(
             "the socket to the proxy)"
         )
     return RunResult(
-        findings=find(samples, numbers, streaming=target.stream),
+        findings=find(samples, numbers, streaming=target.stream, concurrency=target.concurrency),
         tool_version=__version__,
         target=target.name,
         config=target.redacted(),
