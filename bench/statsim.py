@@ -137,11 +137,13 @@ def gate_run(
     base: Calls | None = None,
     max_relative: float = 0.10,
     method: Method = METHOD,
+    first_warm: int = 20,
 ) -> RunOutcome:
-    """One run: look 1 (1 cold + 20 warm + one burst), then looks while `next_step` asks."""
+    """One run: look 1 (1 cold + `first_warm` warm (`warm-calls`) + one burst), then looks
+    while `next_step` asks."""
     calls = Calls()
     calls.take(endpoint, rng, "cold", 1)
-    calls.take(endpoint, rng, "warm", 20)
+    calls.take(endpoint, rng, "warm", first_warm)
     calls.take(endpoint, rng, "concurrent", plan.concurrency)
     classic = (
         linear_percentile(calls.warm, 95),
@@ -260,15 +262,20 @@ def regression_cell(
     head_ep: Endpoint,
     plan: SamplingPlan,
     method: Method = METHOD,
+    first_warm: int = 20,
 ) -> PairStats:
-    """Share of runs where each number is called a regression (base and head both real runs)."""
+    """Share of runs where each number is called a regression (base and head both real runs,
+    each with `first_warm` warm calls in its first look: `warm-calls`, the same on both sides
+    since a baseline of other settings is refused)."""
     counts = dict.fromkeys(NUMBERS, 0)
     any_count = 0
     head_calls = base_calls = 0
     for run in range(runs):
         rng = run_rng(table, cell, run)
-        base = gate_run(base_ep, rng, plan=plan)
-        head = gate_run(head_ep, rng, plan=plan, base=base.calls, method=method)
+        base = gate_run(base_ep, rng, plan=plan, first_warm=first_warm)
+        head = gate_run(
+            head_ep, rng, plan=plan, base=base.calls, method=method, first_warm=first_warm
+        )
         flagged = [n for n in NUMBERS if head.regression.get(n) is Regression.REGRESSED]
         for name in flagged:
             counts[name] += 1
@@ -330,6 +337,40 @@ def table_detection(runs: int, plan: SamplingPlan) -> str:
                 f"| {s.head_calls:.0f} |"
             )
             progress(f"b {label} sigma {sigma}: run {pct(s.any_flagged)}")
+    return "\n".join(rows)
+
+
+def table_bigger_base(runs: int, plan: SamplingPlan) -> str:
+    """A tail-only change with `warm-calls` 20 (the default) and 100, on both runs."""
+    cases = (
+        ("unchanged, +5 % drift", 0.25, {"scale": 1.05}),
+        ("unchanged, +5 % drift", 0.5, {"scale": 1.05}),
+        ("10 % of calls 3x slower", 0.1, {"slow_share": 0.1, "slow_factor": 3.0}),
+        ("10 % of calls 3x slower", 0.25, {"slow_share": 0.1, "slow_factor": 3.0}),
+        ("10 % of calls 3x slower", 0.5, {"slow_share": 0.1, "slow_factor": 3.0}),
+    )
+    rows = [
+        "| case | sigma | warm p95 flagged, warm-calls 20 | same, warm-calls 100 "
+        "| head calls (20, 100) |",
+        "|---|---|---|---|---|",
+    ]
+    for cell, (label, sigma, change) in enumerate(cases):
+        base_ep = Endpoint(REGRESSION_MEDIAN, sigma, fail_rate=BASE_FAIL_RATE)
+        head_ep = replace(base_ep, **change)
+        small, big = (
+            regression_cell(
+                "e", cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan, first_warm=n
+            )
+            for n in (20, 100)
+        )
+        rows.append(
+            f"| {label} | {sigma:g} | {pct(small.flagged['warm_p95'])} "
+            f"| {pct(big.flagged['warm_p95'])} | {small.head_calls:.0f}, {big.head_calls:.0f} |"
+        )
+        progress(
+            f"e {label} sigma {sigma}: {pct(small.flagged['warm_p95'])} -> "
+            f"{pct(big.flagged['warm_p95'])}"
+        )
     return "\n".join(rows)
 
 
@@ -449,6 +490,7 @@ TABLES: dict[str, Callable[[int, SamplingPlan], str]] = {
     "detection": table_detection,
     "budget": table_budget,
     "error-rate": table_error_rate,
+    "bigger-base": table_bigger_base,
 }
 
 
@@ -462,6 +504,7 @@ DEFAULT_RUNS = {
     "detection": 300,
     "budget": 1000,
     "error-rate": 1000,
+    "bigger-base": 200,
 }
 
 
