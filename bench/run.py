@@ -183,10 +183,15 @@ class GateRun:
 
 
 def gate_probe(url: str, *args: str) -> GateRun:
-    """`latency-gate probe URL ARGS --json PATH` in a fresh process; its JSON and peak RSS."""
+    """`latency-gate probe URL ARGS --json PATH` in a fresh process; its JSON and peak RSS.
+
+    One look (`--max-calls 1`): the benchmark compares the same fixed set of calls across
+    tools, so the gate must not take more while a check is undecided.
+    """
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "result.json"
-        cmd = [*latency_gate_command(), "probe", url, *args, "--json", str(path)]
+        one_look = ("--max-calls", "1", "--on-undecided", "pass")
+        cmd = [*latency_gate_command(), "probe", url, *args, *one_look, "--json", str(path)]
         started = time.perf_counter()
         proc = subprocess.Popen(
             cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=child_env()
