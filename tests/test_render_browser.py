@@ -119,7 +119,7 @@ def _render_and_read(
 ) -> tuple[Image, dict[str, float]]:
     page = folder / "summary.html"
     page.write_text(markdown_to_html(markdown, browser.css, MEASURE), encoding="utf-8")
-    dom = dump_dom(browser.chromium, page)
+    dom = dump_dom(browser.chromium, page, width=WIDTH)
     found = re.search(r'data-chart="([^"]*)"', dom)
     assert found is not None, "the chart's code block is not in the rendered page"
     box: dict[str, float] = json.loads(found.group(1).replace("&quot;", '"'))

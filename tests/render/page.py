@@ -74,9 +74,10 @@ def _run(chromium: str, args: list[str]) -> subprocess.CompletedProcess[bytes]:
         )
 
 
-def dump_dom(chromium: str, page: Path) -> str:
-    """The page's DOM after its scripts ran."""
-    done = _run(chromium, ["--dump-dom", page.as_uri()])
+def dump_dom(chromium: str, page: Path, *, width: int = 1000, height: int = 800) -> str:
+    """The page's DOM after its scripts ran, laid out in a width x height window (measure in
+    the window a screenshot will use: text wraps, and everything below moves, by width)."""
+    done = _run(chromium, ["--dump-dom", f"--window-size={width},{height}", page.as_uri()])
     if done.returncode != 0:
         raise RuntimeError(f"chromium --dump-dom failed: {done.stderr.decode()[-2000:]}")
     return done.stdout.decode()
