@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+from collections.abc import Callable
 
 __all__ = [
     "clean_text",
@@ -133,15 +134,22 @@ def fmt_value(value: float | None, number: str) -> str:
 def fmt_interval(bounds: tuple[float | None, float | None] | None, number: str) -> str:
     """A 95 % interval in the number's unit: "50 ms to 65 ms"; "≥ 72 ms" or "≤ 4.0 %" when the
     calls made bound one side only; "—" when they bound neither (or one call)."""
+    return fmt_bounds(bounds, lambda value: fmt_value(value, number))
+
+
+def fmt_bounds(
+    bounds: tuple[float | None, float | None] | None, show: Callable[[float], str]
+) -> str:
+    """An interval with each side written by `show`: "a to b", "≥ a", "≤ b" or "—"."""
     if bounds is None:
         return "—"
     low, high = bounds
     if low is not None and high is not None:
-        return f"{fmt_value(low, number)} to {fmt_value(high, number)}"
+        return f"{show(low)} to {show(high)}"
     if low is not None:
-        return f"≥ {fmt_value(low, number)}"
+        return f"≥ {show(low)}"
     if high is not None:
-        return f"≤ {fmt_value(high, number)}"
+        return f"≤ {show(high)}"
     return "—"
 
 

@@ -184,23 +184,13 @@ async def probe_all(
                 kernel_stamps=True,
                 sleep=asyncio.sleep,
             )
+            interrupted = False
         except asyncio.CancelledError:
             current = asyncio.current_task()
             if current is not None:
                 current.uncancel()
             progress(Progress("done", len(into.samples), len(into.samples)))
-            results.append(
-                _result(
-                    target,
-                    into,
-                    gate,
-                    kernel_stamps=True,
-                    label=label,
-                    baseline=plan,
-                    interrupted=True,
-                )
-            )
-            break
+            interrupted = True
         results.append(
             _result(
                 target,
@@ -209,9 +199,11 @@ async def probe_all(
                 kernel_stamps=True,
                 label=label,
                 baseline=plan,
-                interrupted=False,
+                interrupted=interrupted,
             )
         )
+        if interrupted:
+            break
     return results
 
 

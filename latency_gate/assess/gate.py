@@ -197,74 +197,41 @@ class Gate:
         decision reached (an undecided one resolved by the plan's policy, and said)."""
         if self.looks == 0:
             self.look(samples)  # a run cut short before its first look was judged
-        checks: list[Check] = []
-        for number in GATED_NUMBERS:
-            value: float | None = getattr(numbers, number.name)
-            limit = self._limit(number)
-            interval, n = self._interval(number, samples)
-            if limit is None:
-                if number.name == "ttft_p95" and value is None:
-                    continue
-                checks.append(
-                    Check(
-                        number=number.name,
-                        value=value,
-                        limit=None,
-                        passed=None,
-                        interval=interval,
-                        n=n,
-                    )
-                )
-                continue
-            if value is None:
-                checks.append(
-                    Check(
-                        number=number.name,
-                        value=None,
-                        limit=limit,
-                        passed=False,
-                        note="no data",
-                        n=n,
-                    )
-                )
-                continue
-            decision = self.decisions.get(number.name, Decision.UNDECIDED)
-            if decision is Decision.UNDECIDED and self.failed_early:
-                # Sampling stopped because another check already failed the run: this one was
-                # not needed, and no policy is applied to it.
-                checks.append(
-                    Check(
-                        number=number.name,
-                        value=value,
-                        limit=limit,
-                        passed=None,
-                        note="undecided: not needed, another check had failed the run",
-                        interval=interval,
-                        decided=False,
-                        n=n,
-                    )
-                )
-                continue
-            passed, by_policy = resolve(decision, self.plan)
-            note = ""
-            if by_policy:
-                word = "passed" if passed else "failed"
-                policy = self.plan.on_undecided
-                note = f"undecided when sampling stopped: {word} by policy (on-undecided: {policy})"
-            checks.append(
-                Check(
-                    number=number.name,
-                    value=value,
-                    limit=limit,
-                    passed=passed,
-                    note=note,
-                    interval=interval,
-                    decided=not by_policy,
-                    by_policy=by_policy,
-                    n=n,
-                )
-            )
-        return tuple(checks)
+        found = (self._check(n, getattr(numbers, n.name), samples) for n in GATED_NUMBERS)
+        return tuple(check for check in found if check is not None)
+
+    def _check(
+        self, number: _Number, value: float | None, samples: Sequence[Sample]
+    ) -> Check | None:
+        limit = self._limit(number)
+        interval, n = self._interval(number, samples)
+        common = {"number": number.name, "value": value, "limit": limit, "n": n}
+        if limit is None:
+            if number.name == "ttft_p95" and value is None:
+                return None  # not a stream: no first token to report
+            return Check(**common, passed=None, interval=interval)
+        if value is None:
+            return Check(**common, passed=False, note="no data")
+        decision = self.decisions.get(number.name, Decision.UNDECIDED)
+        if decision is Decision.UNDECIDED and self.failed_early:
+            # Sampling stopped because another check already failed the run: this one was not
+            # needed, and no policy is applied to it.
+            note = "undecided: not needed, another check had failed the run"
+            return Check(**common, passed=None, note=note, interval=interval, decided=False)
+        passed, by_policy = resolve(decision, self.plan)
+        note = ""
+        if by_policy:
+            word = "passed" if passed else "failed"
+            policy = self.plan.on_undecided
+            note = f"undecided when sampling stopped: {word} by policy (on-undecided: {policy})"
+        return Check(
+            **common,
+            passed=passed,
+            note=note,
+            interval=interval,
+            decided=not by_policy,
+            by_policy=by_policy,
+        )
 
     @staticmethod
     def _interval(

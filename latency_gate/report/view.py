@@ -13,7 +13,13 @@ from datetime import UTC, datetime
 from latency_gate.assess.checks import budget_meaning
 from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
-from latency_gate.formatting import fmt_duration, fmt_interval, fmt_value, fmt_value_beside
+from latency_gate.formatting import (
+    fmt_bounds,
+    fmt_duration,
+    fmt_interval,
+    fmt_value,
+    fmt_value_beside,
+)
 from latency_gate.models import (
     BaselineCheck,
     CallPhase,
@@ -172,14 +178,7 @@ def _humane(text: str) -> str:
 
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
     """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
-    if bounds is None:
-        return "—"
-    low, high = bounds
-    if low is not None and high is not None:
-        return f"x{low:.2f} to x{high:.2f}"
-    if low is not None:
-        return f"≥ x{low:.2f}"
-    return "—" if high is None else f"≤ x{high:.2f}"
+    return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
 
 
 def regression_limit_text(check: BaselineCheck) -> str:
