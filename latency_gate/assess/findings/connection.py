@@ -1,0 +1,139 @@
+"""Findings about getting to the answer: a cold start (set-up against the server's own time),
+connection set-up that dominates or keep-alive not honoured, a cache answering repeated prompts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from statistics import median
+
+from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls, plural, setup_seconds
+from latency_gate.formatting import fmt_duration
+from latency_gate.models import CallPhase, Finding, Numbers, Sample
+
+# Cold start: this many times warm p50 and this much more in seconds.
+COLD_RATIO = 3.0
+COLD_MIN_EXTRA = 0.25
+# Connection setup: DNS+TCP+TLS at least this share of a call's time, and this long in seconds.
+SETUP_SHARE = 0.3
+SETUP_MIN = 0.02
+# Keep-alive: this share of warm calls opening a new connection.
+RECONNECT_SHARE = 0.5
+# Cache answering: the same prompt on every call, and warm calls answer this many times
+# sooner than the cold call (the one fresh prompt) did once connected, and this much sooner.
+CACHE_RATIO = 3.0
+CACHE_MIN_EXTRA = 0.03
+
+
+def cold_start(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
+    cold = ok_calls(samples, CallPhase.COLD)
+    warm, took = numbers.warm_p50, numbers.cold_start
+    if not cold or warm is None or took is None:
+        return None
+    extra = took - warm
+    if took < COLD_RATIO * warm or extra < COLD_MIN_EXTRA:
+        return None
+    setup = setup_seconds(cold[0])
+    server = max(extra - setup, 0.0)
+    return Finding(
+        code="cold-start",
+        title="Cold start: the first call is slow",
+        evidence=(
+            f"the cold call took {fmt_duration(took)}, {fmt_duration(extra)} more than warm p50 "
+            f"({fmt_duration(warm)}): {fmt_duration(setup)} of that in connection setup (DNS, "
+            f"TCP, TLS), about {fmt_duration(server)} on the server's side"
+        ),
+        hint=(
+            "the server (or the model it loads) starts on demand: keep an instance warm "
+            "(minimum instances, a scheduled ping) or load the model at start-up"
+            if server >= setup
+            else "connection setup dominates the first call: reuse connections, move the "
+            "endpoint closer, or check DNS and TLS (session resumption, OCSP stapling)"
+        ),
+    )
+
+
+def connection_setup(
+    samples: Sequence[Sample], numbers: Numbers, streaming: bool
+) -> Finding | None:
+    warm = ok_calls(samples, CallPhase.WARM)
+    reconnected = [s for s in warm if s.new_connection]
+    # The cold call always connects; warm calls (and a burst on fresh connections) need not.
+    connected = reconnected + [
+        s for s in ok_calls(samples, CallPhase.CONCURRENT) if s.new_connection
+    ]
+    setup = median(setup_seconds(s) for s in connected) if connected else 0.0
+    share = median(setup_seconds(s) / (s.latency or 1.0) for s in connected) if connected else 0.0
+    dominates = len(connected) >= 3 and setup >= SETUP_MIN and share >= SETUP_SHARE
+    keep_alive_lost = len(warm) >= MIN_SAMPLES and len(reconnected) >= RECONNECT_SHARE * len(warm)
+    if not dominates and not keep_alive_lost:
+        return None
+    retried = sum(s.retries for s in reconnected)
+    reused = (
+        f"; {retried} of them after the server closed a kept-alive connection it had offered"
+        if retried
+        else ""
+    )
+    counts = (
+        f"{len(reconnected)} of {len(warm)} warm calls opened a new connection{reused}"
+        if keep_alive_lost
+        else f"{plural(len(connected), 'call')} opened a new connection"
+    )
+    evidence = (
+        f"{counts}; DNS, TCP and TLS took {fmt_duration(setup)} of each "
+        f"({100 * share:.0f} % of its time, medians)"
+    )
+    if dominates:
+        return Finding(
+            code="connection-setup",
+            title="Connection setup dominates: handshakes take much of each call",
+            evidence=evidence,
+            hint=(
+                "keep connections alive between calls (HTTP keep-alive, one shared client) and "
+                "check DNS and TLS times (session resumption); a closer region helps too"
+            ),
+        )
+    return Finding(
+        code="no-keep-alive",
+        title="Keep-alive not honoured: warm calls open new connections",
+        evidence=evidence,
+        hint=(
+            "the server or a proxy closes the connection after each answer (Connection: close, "
+            "HTTP/1.0, a short keep-alive timeout): keep it open to save a handshake per call"
+        ),
+    )
+
+
+def cache_answering(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
+    warm = ok_calls(samples, CallPhase.WARM)
+    cold = ok_calls(samples, CallPhase.COLD)
+    if len(warm) < MIN_SAMPLES or not cold or all(s.prompt_varied for s in warm):
+        return None
+    if cold_start(samples, numbers, streaming) is not None:
+        return None  # a slow first call has a likelier cause
+    first = cold[0]
+    what = "first token"
+    fresh = first.timings.first_token
+    seen = [s.timings.first_token for s in warm if s.timings.first_token is not None]
+    if fresh is None or len(seen) < MIN_SAMPLES:
+        what, fresh, seen = "answer", first.latency, [s.latency or 0.0 for s in warm]
+    if fresh is None:
+        return None
+    fresh -= setup_seconds(first)
+    typical = median(seen)
+    if fresh < CACHE_RATIO * typical or fresh - typical < CACHE_MIN_EXTRA:
+        return None
+    return Finding(
+        code="cache-answering",
+        title="A cache may be answering: the same prompt on every call",
+        evidence=(
+            f"every warm call sent the same prompt, and its {what} came in "
+            f"{fmt_duration(typical)} (median of {len(seen)}), {fresh / typical:.1f} times "
+            f"sooner than the cold call's, the one fresh prompt ({fmt_duration(fresh)} after "
+            f"its connection was open)"
+        ),
+        hint=(
+            "a prompt cache (llama.cpp, vLLM prefix caching) or a response or semantic cache in "
+            "front of the model answers repeated prompts; real users send new ones: probe with "
+            "--vary-prompt true to measure the model"
+        ),
+    )
