@@ -4,14 +4,7 @@ The first layer of the flow (config -> measure -> assess -> report): nothing her
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
 """
 
-from latency_gate.config.build import (
-    BUDGET_KEYS,
-    TARGET_KEYS,
-    build_target,
-    header_text_problem,
-    parse_header,
-    with_environment_proxy,
-)
+from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target
 from latency_gate.config.parsing import (
     REDACTED,
     Format,
@@ -27,6 +20,7 @@ from latency_gate.config.parsing import (
     read_body,
     redact_url,
 )
+from latency_gate.config.request import header_text_problem, parse_header, with_environment_proxy
 from latency_gate.config.target import (
     HARMLESS_HEADERS,
     NOT_COMPARED,

@@ -1,0 +1,247 @@
+"""The request a target sends, checked before anything is sent: header lines, the body and its
+framing, the credentials (an API key, URL userinfo, an Authorization header: one of them), the
+answer-length field, and the proxy the environment names.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pydantic import SecretStr
+
+from latency_gate.config.parsing import (
+    DEFAULT_MAX_TOKENS,
+    TOKEN_LIMIT_FIELDS,
+    Format,
+    chat_body,
+    detect_format,
+    looks_like_json,
+    parse_proxy,
+    proxy_from_environment,
+    token_limit_field,
+)
+from latency_gate.config.target import Header, Target, url_userinfo
+from latency_gate.errors import ConfigError, InputProblem
+
+__all__ = [
+    "PROXY_VARIABLES",
+    "check_credentials",
+    "check_framing",
+    "header_text_problem",
+    "not_utf8",
+    "parse_api_key",
+    "parse_header",
+    "resolve_request",
+    "with_environment_proxy",
+]
+
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def parse_header(text: str) -> Header:
+    name, sep, value = text.partition(":")
+    if not sep:
+        raise ValueError(f"expected 'Name: value' with a colon, got {_elide(text)!r}")
+    name = name.strip()
+    if not _HEADER_NAME.match(name):
+        raise ValueError(f"{_elide(name)!r} is not a valid header name")
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"the value of header {name!r} holds a line break")
+    value = value.strip()
+    if (problem := header_text_problem(value)) is not None:
+        raise ValueError(f"the value of header {name!r} {problem}")
+    return Header(name=name, value=SecretStr(value))
+
+
+def header_text_problem(value: str) -> str | None:
+    """Why `value` cannot go in an HTTP header as it is (named without quoting it: it may be a
+    secret), or None. Header values are ASCII: printable characters, spaces and tabs."""
+    for position, char in enumerate(value, start=1):
+        if char == "\t" or " " <= char <= "~":
+            continue
+        what = "a control character" if ord(char) < 0x80 else "a character that is not ASCII"
+        return f"holds {what} at position {position} (HTTP headers carry ASCII only)"
+    return None
+
+
+def _elide(text: str) -> str:
+    """Show the shape of a bad header without its value, which may be a secret."""
+    return text if len(text) <= 3 else text[:3] + "…"
+
+
+PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
+
+
+def with_environment_proxy(target: Target, environ: Mapping[str, str]) -> Target:
+    """The target with the proxy the environment names for its URL (HTTPS_PROXY, HTTP_PROXY,
+    NO_PROXY, as curl reads them), when it has none of its own. The edges pass os.environ.
+
+    Raises ConfigError naming the variable when its value is not a proxy URL.
+    """
+    if target.proxy is not None:
+        return target
+    found = proxy_from_environment(target.url, environ)
+    if found is None:
+        return target
+    try:
+        proxy = parse_proxy(found)
+    except ValueError as exc:
+        scheme = "HTTPS_PROXY" if target.url.lower().startswith("https:") else "HTTP_PROXY"
+        raise ConfigError.single(scheme, str(exc)) from None
+    return target.model_copy(update={"proxy": proxy})
+
+
+def resolve_request(
+    fields: dict[str, Any],
+    merged: Mapping[str, str | list[str] | None],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """Settle format, body, stream flag and method from what was given, as a user would expect."""
+    body: str | None = fields.get("body")
+    prompt: str | None = fields.get("prompt")
+    stream: bool | None = fields.get("stream")
+    url: str | None = fields.get("url")
+    if body is not None and prompt is not None:
+        problems.append(
+            InputProblem(spelled("prompt"), f"give either {spelled('body')} or a prompt, not both")
+        )
+        return
+    fmt: Format = fields.get("format", Format.AUTO)
+    if fmt is Format.AUTO and url is not None:
+        fmt = detect_format(url, body)
+    if prompt is not None and fmt is Format.RAW and fields.get("format") is not Format.RAW:
+        fmt = Format.OPENAI_CHAT  # detected raw; an explicit --format raw is honoured
+    fields["format"] = fmt
+
+    if body is not None and fmt is not Format.RAW and looks_like_json(body):
+        try:
+            data = json.loads(body)
+        except ValueError as exc:
+            problems.append(
+                InputProblem(spelled("body"), f"the {fmt.value} format needs a JSON body: {exc}")
+            )
+            return
+        if isinstance(data, dict):
+            if stream is None:
+                stream = bool(data.get("stream", False))
+            elif data.get("stream") != stream:
+                data["stream"] = stream
+                body = json.dumps(data)
+            if fields.get("max_tokens") is not None:
+                body = _limit_answer(data, fmt, url or "", fields)
+    elif body is not None and fmt is not Format.RAW:
+        problems.append(
+            InputProblem(spelled("body"), f"the {fmt.value} format needs a JSON object body")
+        )
+        return
+    stream = bool(stream)
+    limits: dict[str, Any] = {
+        "max_tokens": fields.get("max_tokens") or DEFAULT_MAX_TOKENS,
+        "limit_field": token_limit_field(fmt, url or "", fields.get("token_limit_field")),
+    }
+    if prompt is not None:
+        body = chat_body(fmt, fields.get("model"), prompt, stream, **limits)
+    elif fields.get("model") is not None and body is None and fmt is not Format.RAW:
+        body = chat_body(fmt, fields.get("model"), "Say hello in five words.", stream, **limits)
+    fields["stream"] = stream
+    if body is not None:
+        fields["body"] = SecretStr(body)
+    fields.pop("prompt", None)
+    fields["prompt"] = prompt
+    if "method" not in fields:
+        fields["method"] = "POST" if body is not None else "GET"
+    if merged.get("ca-bundle") and fields.get("insecure"):
+        problems.append(
+            InputProblem(spelled("insecure"), f"contradicts {spelled('ca-bundle')}: pick one")
+        )
+
+
+def not_utf8(value: str | list[str] | None) -> bool:
+    values = [value] if isinstance(value, str) else value or []
+    try:
+        for text in values:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def parse_api_key(text: str) -> SecretStr | None:
+    if (problem := header_text_problem(text.strip())) is not None:
+        raise ValueError(problem)
+    return SecretStr(text) if text else None
+
+
+def check_framing(
+    fields: Mapping[str, Any],
+    headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """The body's framing is the HTTP client's to write: a Content-Length header must match the
+    body, and Transfer-Encoding is refused (a mismatch would be a malformed request)."""
+    body: SecretStr | str | None = fields.get("body")  # a str when the body was refused
+    text = body.get_secret_value() if isinstance(body, SecretStr) else body or ""
+    size = len(text.encode("utf-8"))
+    for header in headers:
+        name = header.name.lower()
+        value = header.value.get_secret_value().strip()
+        if name == "content-length" and value != str(size):
+            problems.append(
+                InputProblem(
+                    spelled("headers"),
+                    f"Content-Length: {value[:20]!r} contradicts the body, which is {size} "
+                    "bytes; leave the header out and it is set for you",
+                )
+            )
+        elif name == "transfer-encoding":
+            problems.append(
+                InputProblem(
+                    spelled("headers"),
+                    "Transfer-Encoding is set by latency-gate for the body; leave it out",
+                )
+            )
+
+
+def check_credentials(
+    fields: Mapping[str, Any],
+    headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """Credentials are given once. `user:password@` in the URL is sent as Basic auth, which an
+    API key or an Authorization header would silently replace (or be replaced by): refused, so
+    the user says which one is meant."""
+    url = fields.get("url")
+    if url is None or url_userinfo(url) is None:
+        return
+    if fields.get("api_key") is not None:
+        problems.append(
+            InputProblem(
+                spelled("api-key"),
+                f"contradicts the user:password in {spelled('url')}: give the credentials once "
+                "(drop one of them)",
+            )
+        )
+    if any(h.name.lower() == "authorization" for h in headers):
+        problems.append(
+            InputProblem(
+                spelled("headers"),
+                f"an Authorization header contradicts the user:password in {spelled('url')}: "
+                "give the credentials once (drop one of them)",
+            )
+        )
+
+
+def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str, Any]) -> str:
+    """A JSON body with --max-tokens in the format's limit field (any other limit field dropped)."""
+    field = token_limit_field(fmt, url, fields.get("token_limit_field"))
+    for other in TOKEN_LIMIT_FIELDS:
+        data.pop(other, None)
+    data[field] = fields["max_tokens"]
+    return json.dumps(data)
