@@ -13,10 +13,8 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from latency_gate.assess.baseline import BaselinePlan, match_baseline
-from latency_gate.assess.gate import Gate
-from latency_gate.assess.result import assess_run, floor_from, gate_for, overall_stamp_source
 from latency_gate.config import Target
 from latency_gate.config.files import read_bounded
 from latency_gate.config.regression import RegressionLimit
@@ -25,7 +23,6 @@ from latency_gate.measure import transport
 from latency_gate.measure.engine import (
     Measurement,
     MoreCalls,
-    MorePolicy,
     Progress,
     ProgressCallback,
     measure,
@@ -33,6 +30,10 @@ from latency_gate.measure.engine import (
 from latency_gate.measure.floor import measure_floor
 from latency_gate.models import RunResult, Sample
 from latency_gate.report.result_file import parse_runs
+
+if TYPE_CHECKING:
+    from latency_gate.assess.baseline import BaselinePlan
+    from latency_gate.assess.gate import Gate
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
 
@@ -42,6 +43,30 @@ MAX_RESULT_BYTES = 256 * 1024 * 1024
 
 def _ignore(_: Progress) -> None:
     return None
+
+
+class _Judge:
+    """The run's gate, built when first asked: after the first look's calls, so the judging
+    layer (assess/) loads while the endpoint answers, not before the first request (start-up
+    is measured to the first request on the wire, docs/benchmarks.md)."""
+
+    def __init__(self, target: Target, baseline: BaselinePlan | None) -> None:
+        self.target = target
+        self.baseline = baseline
+        self._gate: Gate | None = None
+
+    @property
+    def gate(self) -> Gate:
+        if self._gate is None:
+            from latency_gate.assess.result import gate_for  # noqa: PLC0415 (start-up)
+
+            self._gate = gate_for(self.target, self.baseline)
+        return self._gate
+
+    def more(self, samples: Sequence[Sample]) -> MoreCalls | None:
+        """The engine's question after each look, answered by the gate (sequential sampling)."""
+        step = self.gate.look(samples)
+        return None if step.stop else MoreCalls(step.warm_calls, step.bursts, step.reason)
 
 
 async def probe(
@@ -61,12 +86,12 @@ async def probe(
     cancellation propagates (`probe_all` is where an interrupted run still gets a result).
     """
     into = Measurement()
-    gate = gate_for(target, baseline)
+    judge = _Judge(target, baseline)
     await _measure(
         target,
         into,
         progress or _ignore,
-        gate,
+        judge,
         with_floor=measure_floor,
         kernel_stamps=kernel_stamps,
         sleep=sleep,
@@ -74,7 +99,7 @@ async def probe(
     return _result(
         target,
         into,
-        gate,
+        judge,
         kernel_stamps=kernel_stamps,
         label=label,
         baseline=baseline,
@@ -86,7 +111,7 @@ async def _measure(
     target: Target,
     into: Measurement,
     progress: ProgressCallback,
-    gate: Gate,
+    judge: _Judge,
     *,
     with_floor: bool,
     kernel_stamps: bool,
@@ -103,30 +128,26 @@ async def _measure(
         progress=progress,
         kernel_stamps=kernel_stamps,
         sleep=sleep,
-        more=_more(gate),
+        more=judge.more,
     )
-
-
-def _more(gate: Gate) -> MorePolicy:
-    """The engine's question after each look, answered by the gate (sequential sampling)."""
-
-    def more(samples: Sequence[Sample]) -> MoreCalls | None:
-        step = gate.look(samples)
-        return None if step.stop else MoreCalls(step.warm_calls, step.bursts, step.reason)
-
-    return more
 
 
 def _result(
     target: Target,
     into: Measurement,
-    gate: Gate,
+    judge: _Judge,
     *,
     kernel_stamps: bool,
     label: str | None,
     baseline: BaselinePlan | None,
     interrupted: bool,
 ) -> RunResult:
+    from latency_gate.assess.result import (  # noqa: PLC0415 (start-up: see _Judge)
+        assess_run,
+        floor_from,
+        overall_stamp_source,
+    )
+
     floor = None
     if into.floor is not None:
         floor = floor_from(
@@ -146,7 +167,7 @@ def _result(
         interrupted=interrupted,
         label=label,
         baseline=baseline,
-        gate=gate,
+        gate=judge.gate,
         ready_after=into.ready_after,
     )
     if into.stopped_early is None:
@@ -172,14 +193,14 @@ async def probe_all(
     results: list[RunResult] = []
     for target in targets:
         into = Measurement()
-        gate = gate_for(target, plan)
+        judge = _Judge(target, plan)
         progress = progress_for(target)
         try:
             await _measure(
                 target,
                 into,
                 progress,
-                gate,
+                judge,
                 with_floor=measure_floor,
                 kernel_stamps=True,
                 sleep=asyncio.sleep,
@@ -195,7 +216,7 @@ async def probe_all(
             _result(
                 target,
                 into,
-                gate,
+                judge,
                 kernel_stamps=True,
                 label=label,
                 baseline=plan,
@@ -228,6 +249,8 @@ def plan_baseline(
 ) -> BaselinePlan:
     """Load the baseline at `path` and match it to `targets`; ConfigError on a bad file or a
     baseline of another configuration. A missing file is not an error (see BaselinePlan)."""
+    from latency_gate.assess.baseline import BaselinePlan, match_baseline  # noqa: PLC0415 (start-up)
+
     if not path.exists():
         return BaselinePlan(str(path), limit, None)
     runs = load_runs(path, option)

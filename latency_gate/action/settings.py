@@ -8,11 +8,10 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from latency_gate.action.files import written_path_problem
 from latency_gate.action.loopback import loopback_message
-from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.config import (
     TARGET_KEYS,
     Target,
@@ -26,6 +25,9 @@ from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.run import plan_baseline
+
+if TYPE_CHECKING:
+    from latency_gate.assess.baseline import BaselinePlan
 
 CommentMode = Literal["auto", "always", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")

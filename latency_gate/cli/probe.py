@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from latency_gate import report
-from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.cli.app import (
     FilePath,
     check_writable,
@@ -30,6 +30,9 @@ from latency_gate.models import RunResult
 from latency_gate.report.result_file import label_runs
 from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
+
+if TYPE_CHECKING:
+    from latency_gate.assess.baseline import BaselinePlan
 
 __all__ = ["merge_command", "probe_command", "quick_command"]
 
