@@ -29,11 +29,10 @@ from latency_gate.formatting import (
 )
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
+from latency_gate.report.deltas import delta_rows, regression_limit_text
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
-    delta_rows,
-    regression_limit_text,
     target_view,
     union_numbers,
 )

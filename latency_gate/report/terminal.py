@@ -8,14 +8,13 @@ from latency_gate.assess.cheapest import compare_targets
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
+from latency_gate.report.deltas import regression_limit_text
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
     Row,
     TargetView,
-    regression_limit_text,
     target_view,
-    terminal_findings,
     union_numbers,
 )
 
@@ -178,7 +177,7 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     lines += _terminal_extras(results)
     terminal_names = [clean_text(view.result.display_name, 40) for view in views]
     lines += terminal_chain(results, terminal_names)
-    lines += terminal_findings(results, terminal_names)
+    lines += _findings(results, terminal_names)
     lines.append("")
     lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
     for view, name in zip(views, terminal_names, strict=True):
@@ -213,3 +212,16 @@ def _terminal_floor(results: Sequence[RunResult], names: Sequence[str]) -> list[
             f"one at a time; timestamps: {source}"
         )
     return lines
+
+
+def _findings(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
+    """Each finding's title (with its target's name when there are several), evidence below it.
+
+    Evidence and titles are ours, built from numbers; still one line each.
+    """
+    lines: list[str] = []
+    for result, name in zip(results, names, strict=True):
+        who = f"{name}: " if len(results) > 1 else ""
+        for f in result.findings:
+            lines += [f"  {who}{f.title}", f"    {f.evidence}"]
+    return ["", "findings:", *lines] if lines else []

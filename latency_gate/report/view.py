@@ -14,14 +14,12 @@ from latency_gate.assess.checks import budget_meaning
 from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
 from latency_gate.formatting import (
-    fmt_bounds,
     fmt_duration,
     fmt_interval,
     fmt_value,
     fmt_value_beside,
 )
 from latency_gate.models import (
-    BaselineCheck,
     CallPhase,
     ErrorKind,
     PhaseStats,
@@ -126,69 +124,11 @@ class BoundaryRow:
     cells: tuple[PhaseStats | None, ...]
 
 
-@dataclass(frozen=True)
-class DeltaRow:
-    """One number against the baseline, as text for a report row."""
-
-    label: str
-    base: str
-    head: str
-    delta: str
-    interval: str
-    result: str
-
-
-def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
-    """Base, head and delta of every compared number, the interval of head / base, the outcome."""
-    if check is None:
-        return ()
-    rows = []
-    for d in check.deltas:
-        delta = "—"
-        if d.delta is not None:
-            sign = "+" if d.delta > 0 else "-" if d.delta < 0 else "±"
-            delta = sign + fmt_value(abs(d.delta), d.number)
-            if d.relative is not None:
-                delta += f" ({d.relative * 100:+.0f} %)"
-        if d.regressed:
-            result = "❌ regressed"
-        elif d.note:
-            result = d.note
-        else:
-            result = "✅ not regressed"
-        rows.append(
-            DeltaRow(
-                label=NUMBER_LABELS.get(d.number, d.number.replace("_", " ")),
-                base=fmt_value(d.base, d.number),
-                head=fmt_value(d.head, d.number),
-                delta=delta,
-                interval=_ratio_text(d.interval),
-                result=result,
-            )
-        )
-    return tuple(rows)
-
-
 def _humane(text: str) -> str:
     """Number keys in a sentence as readers know them: warm_p95 -> warm p95."""
     for key, label in NUMBER_LABELS.items():
         text = text.replace(key, label)
     return text
-
-
-def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
-    """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
-    return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
-
-
-def regression_limit_text(check: BaselineCheck) -> str:
-    """ "10 %", "200 ms" or "20 % and 200 ms": what a number must be worse by to regress."""
-    parts = []
-    if check.max_relative is not None:
-        parts.append(f"{check.max_relative * 100:g} %")
-    if check.max_absolute is not None:
-        parts.append(fmt_duration(check.max_absolute))
-    return " and ".join(parts) or "any amount"
 
 
 @dataclass(frozen=True)
@@ -406,16 +346,3 @@ def union_numbers(views: Sequence[TargetView]) -> list[str]:
     for view in views:
         numbers += [row.number for row in view.rows if row.number not in numbers]
     return numbers
-
-
-def terminal_findings(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
-    """Each finding's title (with its target's name when there are several), evidence below it.
-
-    Evidence and titles are ours, built from numbers; still one line each.
-    """
-    lines: list[str] = []
-    for result, name in zip(results, names, strict=True):
-        who = f"{name}: " if len(results) > 1 else ""
-        for f in result.findings:
-            lines += [f"  {who}{f.title}", f"    {f.evidence}"]
-    return ["", "findings:", *lines] if lines else []

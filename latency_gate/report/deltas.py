@@ -1,0 +1,70 @@
+"""The comparison with a baseline as report text: a row per number (base, head, delta, the
+interval of head / base, the outcome) and the limit a number must pass to regress."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value
+from latency_gate.models import BaselineCheck
+from latency_gate.report.view import NUMBER_LABELS
+
+__all__ = ["DeltaRow", "delta_rows", "regression_limit_text"]
+
+
+@dataclass(frozen=True)
+class DeltaRow:
+    """One number against the baseline, as text for a report row."""
+
+    label: str
+    base: str
+    head: str
+    delta: str
+    interval: str
+    result: str
+
+
+def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
+    """Base, head and delta of every compared number, the interval of head / base, the outcome."""
+    if check is None:
+        return ()
+    rows = []
+    for d in check.deltas:
+        delta = "—"
+        if d.delta is not None:
+            sign = "+" if d.delta > 0 else "-" if d.delta < 0 else "±"
+            delta = sign + fmt_value(abs(d.delta), d.number)
+            if d.relative is not None:
+                delta += f" ({d.relative * 100:+.0f} %)"
+        if d.regressed:
+            result = "❌ regressed"
+        elif d.note:
+            result = d.note
+        else:
+            result = "✅ not regressed"
+        rows.append(
+            DeltaRow(
+                label=NUMBER_LABELS.get(d.number, d.number.replace("_", " ")),
+                base=fmt_value(d.base, d.number),
+                head=fmt_value(d.head, d.number),
+                delta=delta,
+                interval=_ratio_text(d.interval),
+                result=result,
+            )
+        )
+    return tuple(rows)
+
+
+def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
+    """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
+    return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
+
+
+def regression_limit_text(check: BaselineCheck) -> str:
+    """ "10 %", "200 ms" or "20 % and 200 ms": what a number must be worse by to regress."""
+    parts = []
+    if check.max_relative is not None:
+        parts.append(f"{check.max_relative * 100:g} %")
+    if check.max_absolute is not None:
+        parts.append(fmt_duration(check.max_absolute))
+    return " and ".join(parts) or "any amount"
