@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from latency_gate.config import Target
 from latency_gate.measure.calls import call
-from latency_gate.measure.engine import FloorSamples, burst, open_client, ssl_context_for
+from latency_gate.measure.clients import burst, open_client, ssl_context_for
+from latency_gate.measure.engine import FloorSamples
 from latency_gate.measure.floor_server import FloorServer
 from latency_gate.models import CallPhase, Sample
 

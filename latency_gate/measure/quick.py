@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from latency_gate.config import Target
 from latency_gate.measure.calls import call
-from latency_gate.measure.engine import open_client, ssl_context_for
+from latency_gate.measure.clients import open_client, ssl_context_for
 from latency_gate.measure.prompts import vary_body
 from latency_gate.models import CallPhase, Sample
 

@@ -1,0 +1,166 @@
+"""The HTTP clients a run calls through: one client with one connection for the sequential
+calls, one small client per burst call with its connection opened ahead (one big pool costs
+12-14 ms of CPU per request and stamps late: docs/design.md, "The clock"), the TLS context the
+target asked for, and each call's body (a fresh mark in the prompt with --vary-prompt).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import gc
+import ssl
+from collections.abc import AsyncIterator
+from urllib.parse import urlsplit
+
+import httpcore
+import httpx
+
+from latency_gate.config import Target
+from latency_gate.measure import transport
+from latency_gate.measure.calls import call
+from latency_gate.measure.prompts import fresh_mark, vary_body
+from latency_gate.models import CallPhase, Sample
+
+__all__ = ["burst", "open_client", "send_one", "ssl_context_for", "versions"]
+
+
+def ssl_context_for(target: Target) -> ssl.SSLContext:
+    """The TLS settings the target asked for: default trust, a CA bundle, or none (insecure)."""
+    if target.insecure:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    if target.ca_bundle is not None:
+        return transport.make_ssl_context(target.ca_bundle)
+    if urlsplit(target.url).scheme == "http" and not target.follow_redirects:
+        # Never used for plain http; loading the CA bundle would cost ~40 ms of start-up.
+        return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    return transport.make_ssl_context(True)
+
+
+def _body(target: Target) -> tuple[bytes | None, bool]:
+    """This call's body: the target's, with a fresh mark at the start of its prompt when
+    --vary-prompt is on; and whether the prompt was varied."""
+    if not target.vary_prompt:
+        return None, False
+    body, varied = vary_body(target, fresh_mark(), where="start")
+    return (body.encode(), True) if varied and body is not None else (None, False)
+
+
+async def send_one(
+    client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int
+) -> Sample:
+    body, varied = _body(target)
+    sample = await call(client, target, phase, index, body=body)
+    return sample.model_copy(update={"prompt_varied": True}) if varied else sample
+
+
+def versions(target: Target) -> dict[str, bool]:
+    """HTTP versions to offer: 1.1; with --http2 also 2 over TLS, and only 2 (prior knowledge)
+    for an http:// URL, which has no handshake to agree on it."""
+    if not target.http2:
+        return {"http1": True, "http2": False}
+    return {"http1": urlsplit(target.url).scheme == "https", "http2": True}
+
+
+@contextlib.asynccontextmanager
+async def open_client(
+    target: Target, context: ssl.SSLContext, kernel_stamps: bool
+) -> AsyncIterator[tuple[httpx.AsyncClient, transport.StampingBackend]]:
+    """A client with one connection on a stamping backend of its own, closed on exit."""
+    backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
+    client_transport = transport.build_transport(
+        backend, verify=context, max_connections=1, proxy=target.proxy, **versions(target)
+    )
+    timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
+    async with httpx.AsyncClient(
+        transport=client_transport,
+        timeout=timeout,
+        follow_redirects=target.follow_redirects,
+        trust_env=False,
+    ) as client:
+        try:
+            yield client, backend
+        finally:
+            await backend.aclose()
+
+
+async def burst(
+    target: Target,
+    context: ssl.SSLContext,
+    kernel_stamps: bool,
+    into: list[Sample],
+    *,
+    first_index: int = 0,
+) -> None:
+    """`target.concurrency` calls at once, one small client each; connections opened first
+    unless asked not to. The samples land in `into` in index order, also when cancelled."""
+    backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
+    timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
+    clients = [
+        httpx.AsyncClient(
+            transport=transport.build_transport(
+                backend, verify=context, max_connections=1, proxy=target.proxy, **versions(target)
+            ),
+            timeout=timeout,
+            follow_redirects=target.follow_redirects,
+            trust_env=False,
+        )
+        for _ in range(target.concurrency)
+    ]
+    tasks: list[asyncio.Task[Sample]] = []
+    try:
+        if not target.fresh_connections:
+            await _preconnect(target, context, backend)
+        go = asyncio.Event()
+
+        async def one(client: httpx.AsyncClient, index: int) -> Sample:
+            body, varied = _body(target)
+            await go.wait()
+            sample = await call(client, target, CallPhase.CONCURRENT, index, body=body)
+            return sample.model_copy(update={"prompt_varied": True}) if varied else sample
+
+        tasks = [asyncio.create_task(one(c, first_index + i)) for i, c in enumerate(clients)]
+        await asyncio.sleep(0)  # every task reaches go.wait() before the burst starts
+        gc_was_enabled = gc.isenabled()
+        gc.disable()  # a collection inside the burst would delay every stamp taken in Python
+        try:
+            go.set()
+            await asyncio.gather(*tasks)
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+    finally:
+        # Finished calls are kept whatever happened to the others (an interrupt, say).
+        into += [t.result() for t in tasks if t.done() and not t.cancelled() and not t.exception()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        for client in clients:
+            await client.aclose()
+        await backend.aclose()
+
+
+async def _preconnect(
+    target: Target, context: ssl.SSLContext, backend: transport.StampingBackend
+) -> None:
+    parts = urlsplit(target.url)
+    https = parts.scheme == "https"
+    if target.proxy is not None:
+        # Every connection goes to the proxy, TLS (if any) inside its CONNECT tunnel: open the
+        # TCP connections to the proxy ahead, and leave the rest to the calls.
+        parts, https = urlsplit(target.proxy), False
+    with contextlib.suppress(OSError, httpcore.NetworkError, httpcore.TimeoutException):
+        # A failed pre-connect is not a measurement: the calls will meet the same trouble on
+        # their own connections and report it.
+        await backend.preconnect(
+            parts.hostname or "",
+            parts.port or (443 if https else 80),
+            target.concurrency,
+            ssl_context=context if https else None,
+            server_hostname=parts.hostname if https else None,
+            timeout=min(target.timeout, 10.0),
+            http2=target.http2,
+        )
