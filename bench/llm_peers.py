@@ -1,0 +1,772 @@
+"""latency-gate beside aiperf and guidellm on a real LLM: the llama.cpp test server, one run.
+
+    python bench/llm_peers.py                  # build the peers' venv if missing, then measure
+    python bench/llm_peers.py --sequential 20 --burst 4 --max-tokens 64
+    python bench/llm_peers.py --peers-venv DIR # where aiperf and guidellm live [see --help]
+
+Run by hand, not by CI: aiperf and guidellm are not dependencies of this project. They are
+installed from PyPI into a virtualenv of their own (`--peers-venv`, made with pip on first use),
+never into the environment that runs the project's tests (they pin other httpx/pydantic
+versions). Their tokenizer is built offline from the GGUF model file (transformers + gguf in
+that venv), since no model hub is reachable.
+
+The server is llama.cpp's own HTTP server (PyPI xllamacpp) with SmolLM2-135M-Instruct Q4_1 on
+2 threads, 4 slots, in a process of its own; its log gives, per request, the prompt's eval time
+(the server's time to the first token), the generation time and the total: the reference. Every
+tool makes the same calls in the same run: 1 call that is not counted (cold / warm-up), N
+sequential streamed calls, then a burst of B calls at once, each prompt unique (a random mark
+before the same text, as latency-gate's --vary-prompt does) and asking for --max-tokens tokens.
+
+Per tool: its own reported first-token p50, latency p50/p95 and inter-token latency (from its
+per-request records, the same percentile for all), its wall and CPU time (os.wait4 of the tool
+and its waited children), its start-up (exec to its first request in the server's log) and the
+server's CPU while it ran. Then each tool's numbers minus the server's for the same requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import secrets
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(ROOT))
+
+from latency_gate.assess.stats import percentile  # noqa: E402 - after the path is set
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+PROMPT = "Write a long story about a lighthouse keeper and the storm."
+PEERS = ("aiperf==0.13.0", "guidellm==0.8.1", "gguf")
+DEFAULT_VENV = Path(tempfile.gettempdir()) / "latency-gate-peers-venv"
+SLOTS = 4
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+# llama.cpp's log: "M.SS.mmm.uuu I slot print_timing: id  3 | task 195 | prompt eval time = ..."
+LOG_TIME = r"^(\d+)\.(\d+)\.(\d+)\.(\d+) "
+TIMING = re.compile(
+    LOG_TIME + r".*task (\d+) \|\s+(prompt eval|eval|total) time =\s+([\d.]+) ms /\s+(\d+) tokens"
+)
+LAUNCH = re.compile(LOG_TIME + r".*launch_slot_: .*task (\d+) \| processing task")
+
+
+def log_seconds(match: re.Match[str]) -> float:
+    minutes, seconds, millis, micros = (int(match.group(i)) for i in range(1, 5))
+    return minutes * 60 + seconds + millis / 1e3 + micros / 1e6
+
+
+def pct(values: Sequence[float], q: float) -> float | None:
+    return percentile(values, q) if values else None
+
+
+# --- the server -----------------------------------------------------------------------------
+
+
+def serve(model: str, port: int, slots: int) -> None:
+    """The llama.cpp server in this process until SIGTERM (run as `--serve MODEL PORT SLOTS`)."""
+    import xllamacpp
+
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM, signal.SIGINT})
+    params = xllamacpp.CommonParams()
+    params.model.path = model
+    params.hostnames = ["127.0.0.1"]
+    params.port = port
+    params.n_ctx = 2048
+    params.n_parallel = slots
+    params.cpuparams.n_threads = 2
+    server = xllamacpp.Server(params)
+    print("serving", flush=True)
+    signal.sigwait({signal.SIGTERM, signal.SIGINT})
+    del server
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Task:
+    """One request as the server logged it (ms)."""
+
+    task: int
+    launched: float  # seconds on the server log's clock
+    prompt_ms: float = 0.0
+    prompt_tokens: int = 0
+    eval_ms: float = 0.0
+    eval_tokens: int = 0
+    total_ms: float = 0.0
+
+    @property
+    def gap_ms(self) -> float | None:
+        """The mean gap between generated tokens: eval time over the gaps it spans."""
+        return self.eval_ms / (self.eval_tokens - 1) if self.eval_tokens > 1 else None
+
+
+class LlamaServer:
+    def __init__(self, model: Path, log: Path) -> None:
+        self.log = log
+        self.port = free_port()
+        self._log_file = log.open("wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(model), str(self.port), str(SLOTS)],
+            stdout=subprocess.DEVNULL,
+            stderr=self._log_file,
+        )
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.offset = 0.0  # wall time (time.time()) minus the log's clock
+        self._wait_healthy(120.0)
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"llama.cpp server exited {self.proc.returncode}: {self.log}")
+            with (
+                contextlib.suppress(OSError),
+                urllib.request.urlopen(f"{self.base}/health", timeout=2) as response,
+            ):
+                if response.status == 200:
+                    return
+            time.sleep(0.2)
+        self.stop()
+        raise RuntimeError(f"llama.cpp server not healthy after {timeout:.0f} s")
+
+    def calibrate(self) -> None:
+        """Map the log's clock to wall time: a 1-token request sent at a known time."""
+        before = len(self.tasks())
+        body = json.dumps(
+            {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 1}
+        ).encode()
+        request = urllib.request.Request(
+            f"{self.base}/v1/chat/completions",
+            data=body,
+            headers={"Content-Type": "application/json"},
+        )
+        sent = time.time()
+        with urllib.request.urlopen(request, timeout=60) as response:
+            response.read()
+        time.sleep(0.3)
+        tasks = self.tasks()[before:]
+        if not tasks:
+            raise RuntimeError("calibration request not in the server's log")
+        self.offset = sent - tasks[0].launched
+
+    def tasks(self) -> list[Task]:
+        by_id: dict[int, Task] = {}
+        for line in self.log.read_text(errors="replace").splitlines():
+            if m := LAUNCH.match(line):
+                by_id[int(m.group(5))] = Task(int(m.group(5)), log_seconds(m))
+            elif (m := TIMING.match(line)) and int(m.group(5)) in by_id:
+                task = by_id[int(m.group(5))]
+                kind, value, tokens = m.group(6), float(m.group(7)), int(m.group(8))
+                if kind == "prompt eval":
+                    task.prompt_ms, task.prompt_tokens = value, tokens
+                elif kind == "eval":
+                    task.eval_ms, task.eval_tokens = value, tokens
+                else:
+                    task.total_ms = value
+        return [t for t in sorted(by_id.values(), key=lambda t: t.launched) if t.total_ms]
+
+    def cpu_s(self) -> float:
+        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        self._log_file.close()
+
+
+# --- the peers' venv and tokenizer ----------------------------------------------------------
+
+
+def peers_venv(path: Path, timeout: float) -> Path:
+    """The venv holding aiperf and guidellm (made with pip if missing); its bin directory."""
+    bin_dir = path / "bin"
+    if not (bin_dir / "aiperf").exists() or not (bin_dir / "guidellm").exists():
+        subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=timeout)
+        subprocess.run(
+            [str(bin_dir / "python"), "-m", "pip", "install", "-q", *PEERS],
+            check=True,
+            timeout=max(timeout, 1800),
+        )
+    return bin_dir
+
+
+TOKENIZER_SCRIPT = """
+import sys
+from transformers import AutoTokenizer
+model = sys.argv[1]
+folder, name = model.rsplit("/", 1)
+AutoTokenizer.from_pretrained(folder, gguf_file=name).save_pretrained(sys.argv[2])
+"""
+
+
+def build_tokenizer(bin_dir: Path, model: Path, out: Path, timeout: float) -> Path:
+    """A local Hugging Face tokenizer made from the GGUF file's own vocabulary."""
+    if not (out / "tokenizer.json").exists():
+        subprocess.run(
+            [str(bin_dir / "python"), "-c", TOKENIZER_SCRIPT, str(model), str(out)],
+            check=True,
+            timeout=timeout,
+            capture_output=True,
+        )
+    return out
+
+
+def peer_versions(bin_dir: Path) -> dict[str, str]:
+    code = (
+        "import importlib.metadata as m\n"
+        "for n in ('aiperf','guidellm','transformers','gguf','httpx','aiohttp'):\n"
+        "    print(n, m.version(n))"
+    )
+    out = subprocess.run(
+        [str(bin_dir / "python"), "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    return dict(line.split(" ", 1) for line in out.stdout.splitlines() if " " in line)
+
+
+# --- running a tool -------------------------------------------------------------------------
+
+
+@dataclass
+class Ran:
+    wall_s: float
+    cpu_s: float
+    started: float  # time.time() just before exec
+    returncode: int
+    timed_out: bool
+
+
+def run_tool(cmd: Sequence[str], log: Path, timeout: float, env: dict[str, str]) -> Ran:
+    """Run cmd with a deadline (killed, with its process group, on expiry); wall and CPU."""
+    with log.open("ab") as out:
+        out.write(f"\n$ {' '.join(cmd)}\n".encode())
+        out.flush()
+        started = time.time()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(
+            list(cmd), stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+        deadline = time.monotonic() + timeout
+        timed_out = False
+        while True:
+            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+            if pid == proc.pid:
+                break
+            if time.monotonic() > deadline and not timed_out:
+                timed_out = True
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+            time.sleep(0.02)
+        wall = time.perf_counter() - t0
+    return Ran(
+        wall_s=wall,
+        cpu_s=rusage.ru_utime + rusage.ru_stime,
+        started=started,
+        returncode=os.waitstatus_to_exitcode(status),
+        timed_out=timed_out,
+    )
+
+
+@dataclass
+class Calls:
+    """What a tool reported per request, in seconds, by phase."""
+
+    ttft: dict[str, list[float]] = field(default_factory=dict)
+    latency: dict[str, list[float]] = field(default_factory=dict)
+    itl: dict[str, list[float]] = field(default_factory=dict)  # each call's mean gap
+    errors: list[str] = field(default_factory=list)  # calls the tool counted as failed
+
+    def add(self, phase: str, ttft: float | None, latency: float, itl: float | None) -> None:
+        if ttft is not None:
+            self.ttft.setdefault(phase, []).append(ttft)
+        self.latency.setdefault(phase, []).append(latency)
+        if itl is not None:
+            self.itl.setdefault(phase, []).append(itl)
+
+
+def prompts_file(path: Path, count: int, column: str) -> Path:
+    with path.open("w") as out:
+        for _ in range(count):
+            out.write(json.dumps({column: f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
+    return path
+
+
+def measure_gate(
+    base: str, opts: argparse.Namespace, work: Path, runs: list[Ran], env: dict[str, str]
+) -> Calls:
+    out = work / "latency-gate.json"
+    cmd = [
+        sys.executable,
+        "-m",
+        "latency_gate",
+        "probe",
+        f"{base}/v1/chat/completions",
+        "--prompt",
+        PROMPT,
+        "--model",
+        "smollm2",
+        "--stream",
+        "--max-tokens",
+        str(opts.max_tokens),
+        "--warm-calls",
+        str(opts.sequential),
+        "--concurrency",
+        str(opts.burst),
+        "--max-calls",
+        "1",
+        "--on-undecided",
+        "pass",
+        "--json",
+        str(out),
+    ]
+    runs.append(run_tool(cmd, work / "latency-gate.log", opts.tool_timeout, env))
+    calls = Calls()
+    result = json.loads(out.read_text())
+    for sample in result["samples"]:
+        if not sample["ok"]:
+            calls.errors.append(str(sample.get("error")))
+            continue
+        phase = {"warm": "sequential", "concurrent": "burst"}.get(sample["phase"])
+        if phase is None:
+            continue
+        gaps = sample.get("token_gaps")
+        calls.add(
+            phase,
+            (sample.get("timings") or {}).get("first_token"),
+            sample["latency"],
+            gaps["mean"] if gaps else None,
+        )
+    return calls
+
+
+def measure_aiperf(
+    base: str, opts: argparse.Namespace, work: Path, runs: list[Ran], bin_dir: Path
+) -> Calls:
+    calls = Calls()
+    data = prompts_file(work / "aiperf-prompts.jsonl", opts.sequential + opts.burst + 1, "text")
+    env = dict(os.environ, PYTHONPATH="")
+    for phase, concurrency, count, warmup in (
+        ("sequential", 1, opts.sequential, 1),
+        ("burst", opts.burst, opts.burst, 0),
+    ):
+        artifacts = work / f"aiperf-{phase}"
+        cmd = [
+            str(bin_dir / "aiperf"),
+            "profile",
+            "--model",
+            "smollm2",
+            "--url",
+            base,
+            "--endpoint-type",
+            "chat",
+            "--streaming",
+            "--tokenizer",
+            str(opts.tokenizer),
+            "--input-file",
+            str(data),
+            "--custom-dataset-type",
+            "single_turn",
+            "--concurrency",
+            str(concurrency),
+            "--request-count",
+            str(count),
+            "--extra-inputs",
+            f"max_tokens:{opts.max_tokens}",
+            "--ui",
+            "none",
+            "--artifact-dir",
+            str(artifacts),
+        ]
+        if warmup:  # aiperf refuses a warm-up count of 0
+            cmd += ["--warmup-request-count", str(warmup)]
+        ran = run_tool(cmd, work / "aiperf.log", opts.tool_timeout, env)
+        runs.append(ran)
+        if ran.timed_out or ran.returncode != 0:
+            raise RuntimeError(f"aiperf {phase}: exit {ran.returncode}, timed out {ran.timed_out}")
+        for line in (artifacts / "profile_export.jsonl").read_text().splitlines():
+            record = json.loads(line)
+            if record["metadata"].get("benchmark_phase") != "profiling":
+                continue
+            if record.get("error"):
+                calls.errors.append(str(record["error"].get("message")))
+                continue
+            metrics = record["metrics"]
+
+            def ms(name: str, metrics: dict[str, Any] = metrics) -> float | None:
+                value = metrics.get(name, {}).get("value")
+                return float(value) / 1000 if isinstance(value, int | float) else None
+
+            latency = ms("request_latency")
+            if latency is not None:
+                calls.add(phase, ms("time_to_first_token"), latency, ms("inter_token_latency"))
+    return calls
+
+
+def measure_guidellm(
+    base: str, opts: argparse.Namespace, work: Path, runs: list[Ran], bin_dir: Path
+) -> Calls:
+    calls = Calls()
+    env = dict(os.environ, PYTHONPATH="")
+    for phase, profile, count in (
+        ("sequential", "kind=synchronous", opts.sequential + 1),
+        ("burst", f"kind=concurrent,streams={opts.burst}", opts.burst),
+    ):
+        data = prompts_file(work / f"guidellm-{phase}.jsonl", count, "prompt")
+        out = work / f"guidellm-{phase}.json"
+        cmd = [
+            str(bin_dir / "guidellm"),
+            "run",
+            "--backend",
+            f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
+            "--profile",
+            profile,
+            "--constraint",
+            f"kind=max_requests,count={count}",
+            "--data",
+            f"kind=json_file,path={data}",
+            "--tokenizer",
+            f"kind=huggingface_auto,model={opts.tokenizer}",
+            "--output",
+            f"kind=json,path={out}",
+            "--disable-console-interactive",
+        ]
+        ran = run_tool(cmd, work / "guidellm.log", opts.tool_timeout, env)
+        runs.append(ran)
+        if ran.timed_out or ran.returncode != 0:
+            raise RuntimeError(
+                f"guidellm {phase}: exit {ran.returncode}, timed out {ran.timed_out}"
+            )
+        outcome = json.loads(out.read_text())["benchmarks"][0]["requests"]
+        for failed in outcome.get("errored") or []:
+            calls.errors.append(str((failed.get("info") or {}).get("error")))
+        requests = outcome["successful"]
+        requests.sort(key=lambda r: r["info"]["timings"]["request_start"])
+        if phase == "sequential":
+            requests = requests[1:]  # the call not counted, as the other tools' warm-up
+        for request in requests:
+            t = request["info"]["timings"]
+            first, last = t.get("first_token_iteration"), t.get("last_token_iteration")
+            tokens = (request.get("output_metrics") or {}).get("text_tokens") or 0
+            itl = (last - first) / (tokens - 1) if first and last and tokens > 1 else None
+            calls.add(
+                phase,
+                first - t["request_start"] if first else None,
+                t["request_end"] - t["request_start"],
+                itl,
+            )
+    return calls
+
+
+# --- waiting for a quiet machine ------------------------------------------------------------
+
+
+def busy() -> list[str]:
+    """Other test runs or benchmarks on this machine (pytest, bench/run.py), not ours."""
+    mine = {os.getpid(), os.getppid()}
+    found: list[str] = []
+    for pattern in ("pytest", "bench/run.py"):
+        out = subprocess.run(
+            ["pgrep", "-af", pattern], capture_output=True, text=True, timeout=10, check=False
+        )
+        for line in out.stdout.splitlines():
+            pid, _, cmd = line.partition(" ")
+            if int(pid) not in mine and "pgrep" not in cmd:
+                found.append(line)
+    return found
+
+
+def wait_quiet(limit_s: float, every_s: float = 20.0) -> tuple[float, list[str]]:
+    """Wait (bounded) until busy() finds nothing; seconds waited and what was still running."""
+    t0 = time.monotonic()
+    while (others := busy()) and time.monotonic() - t0 < limit_s:
+        print(f"waiting for a quiet machine: {others[:3]}", file=sys.stderr, flush=True)
+        time.sleep(every_s)
+    return time.monotonic() - t0, others
+
+
+# --- the report -----------------------------------------------------------------------------
+
+
+def summary(
+    calls: Calls, tasks: list[Task], runs: list[Ran], server_cpu: float, opts: argparse.Namespace
+) -> dict[str, Any]:
+    """The tool's numbers (ms), the server's for the same requests, and their differences."""
+    expected = 1 + opts.sequential + opts.burst - len(calls.errors)
+    note = "" if len(tasks) == expected else f"server saw {len(tasks)} requests, not {expected}"
+    burst_ok = len(calls.latency.get("burst", []))  # failed calls never reached the server
+    seq_tasks = tasks[1 : len(tasks) - burst_ok]
+    burst_tasks = tasks[len(tasks) - burst_ok :]
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value * 1000, 2)
+
+    def ref(values: list[float], q: float) -> float | None:
+        got = pct(values, q)
+        return None if got is None else round(got, 2)
+
+    seq_gaps = [g for t in seq_tasks if (g := t.gap_ms) is not None]
+    out: dict[str, Any] = {
+        "tool": {
+            "ttft_p50": ms(pct(calls.ttft.get("sequential", []), 50)),
+            "latency_p50": ms(pct(calls.latency.get("sequential", []), 50)),
+            "latency_p95": ms(pct(calls.latency.get("sequential", []), 95)),
+            "itl_p50": ms(pct(calls.itl.get("sequential", []), 50)),
+            "burst_ttft_p95": ms(pct(calls.ttft.get("burst", []), 95)),
+            "burst_latency_p95": ms(pct(calls.latency.get("burst", []), 95)),
+            "calls": {k: len(v) for k, v in calls.latency.items()},
+            "errors": len(calls.errors),
+            "error_messages": sorted(set(calls.errors)),
+        },
+        "server": {
+            "ttft_p50": ref([t.prompt_ms for t in seq_tasks], 50),
+            "latency_p50": ref([t.total_ms for t in seq_tasks], 50),
+            "latency_p95": ref([t.total_ms for t in seq_tasks], 95),
+            "itl_p50": ref(seq_gaps, 50),
+            "burst_ttft_p95": ref([t.prompt_ms for t in burst_tasks], 95),
+            "burst_latency_p95": ref([t.total_ms for t in burst_tasks], 95),
+            "tokens_generated": [t.eval_tokens for t in tasks],
+            "requests": len(tasks),
+            "cpu_s": round(server_cpu, 2),
+        },
+        "wall_s": round(sum(r.wall_s for r in runs), 2),
+        "cpu_s": round(sum(r.cpu_s for r in runs), 2),
+        "processes": len(runs),
+        "startup_s": None,
+        "note": note,
+    }
+    out["error"] = {
+        key: round(out["tool"][key] - out["server"][key], 2)
+        if out["tool"][key] is not None and out["server"][key] is not None
+        else None
+        for key in out["server"]
+        if key in out["tool"]
+    }
+    return out
+
+
+def cell(value: float | None, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:.1f}{unit}"
+
+
+def render(results: dict[str, Any]) -> str:
+    tools = list(results["tools"])
+    rows = [
+        ("first token p50, sequential (ms)", "ttft_p50"),
+        ("latency p50, sequential (ms)", "latency_p50"),
+        ("latency p95, sequential (ms)", "latency_p95"),
+        ("inter-token latency p50 of per-call means (ms)", "itl_p50"),
+        (f"first token p95, burst of {results['burst']} (ms)", "burst_ttft_p95"),
+        (f"latency p95, burst of {results['burst']} (ms)", "burst_latency_p95"),
+    ]
+    lines = [
+        "| | " + " | ".join(tools) + " |",
+        "|---|" + "---|" * len(tools),
+    ]
+    for label, key in rows:
+        cells = []
+        for tool in tools:
+            got = results["tools"][tool]
+            if "failed" in got:
+                cells.append("failed")
+                continue
+            err = got["error"].get(key)
+            err_text = "" if err is None else f" ({err:+.1f} vs server {got['server'][key]:.1f})"
+            cells.append(cell(got["tool"][key]) + err_text)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cells = [
+        "failed" if "failed" in got else str(got["tool"]["errors"])
+        for got in (results["tools"][t] for t in tools)
+    ]
+    lines.append("| calls the tool counted as failed | " + " | ".join(cells) + " |")
+    for label, key, unit in (
+        ("wall time of the tool (s)", "wall_s", ""),
+        ("CPU time of the tool (s)", "cpu_s", ""),
+        ("start-up: exec to first request (s)", "startup_s", ""),
+    ):
+        cells = [
+            "failed" if "failed" in results["tools"][t] else cell(results["tools"][t][key], unit)
+            for t in tools
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cells = [
+        "failed"
+        if "failed" in results["tools"][t]
+        else cell(results["tools"][t]["server"]["cpu_s"])
+        for t in tools
+    ]
+    lines.append("| server CPU while the tool ran (s) | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        f"Load average (1 min) before each tool: {results['loadavg']}. "
+        f"Waited {results['waited_s']:.0f} s for a quiet machine"
+        + (f" (still running: {results['still_busy']})" if results["still_busy"] else "")
+        + ".",
+        f"Versions: {results['versions']}. Machine: {results['machine']}.",
+    ]
+    for tool, got in results["tools"].items():
+        if got.get("failed"):
+            lines.append(f"{tool} failed: {got['failed']}")
+        elif got.get("note"):
+            lines.append(f"{tool}: {got['note']}")
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> str:
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    return f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}"
+
+
+def find_model(given: str | None) -> Path:
+    for candidate in (
+        given,
+        os.environ.get("LATENCY_GATE_TEST_MODEL"),
+        str(ROOT / ".cache" / "models" / MODEL_FILE),
+    ):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    fetched = subprocess.run(
+        ["bash", str(ROOT / ".ci" / "fetch-model.sh"), str(Path(tempfile.gettempdir()) / "models")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    return Path(fetched.stdout.strip())
+
+
+@contextlib.contextmanager
+def llama(model: Path, log: Path) -> Iterator[LlamaServer]:
+    server = LlamaServer(model, log)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_in = list(argv if argv is not None else sys.argv[1:])
+    if args_in[:1] == ["--serve"]:
+        serve(args_in[1], int(args_in[2]), int(args_in[3]))
+        return 0
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0] if __doc__ else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
+    )
+    parser.add_argument("--sequential", type=int, default=20, help="counted sequential calls")
+    parser.add_argument("--burst", type=int, default=4, help="calls started together")
+    parser.add_argument("--max-tokens", type=int, default=64, help="answer length asked for")
+    parser.add_argument("--model", help="the GGUF file [fetched like .ci/fetch-model.sh]")
+    parser.add_argument("--peers-venv", default=str(DEFAULT_VENV), help="[%(default)s]")
+    parser.add_argument("--tool-timeout", type=float, default=240.0, help="s per tool process")
+    parser.add_argument("--wait-quiet", type=float, default=1800.0, help="s at most [1800]")
+    parser.add_argument("--out", default=str(BENCH / "results"), help="[bench/results]")
+    parser.add_argument("--tools", default="latency-gate,aiperf,guidellm")
+    opts = parser.parse_args(args_in)
+
+    model = find_model(opts.model)
+    bin_dir = peers_venv(Path(opts.peers_venv), 600)
+    work = Path(tempfile.mkdtemp(prefix="llm-peers-"))
+    opts.tokenizer = build_tokenizer(bin_dir, model, Path(opts.peers_venv) / "tokenizer", 600)
+    gate_env = dict(os.environ)
+    gate_env["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(ROOT), gate_env.get("PYTHONPATH")) if p
+    )
+
+    waited, still = wait_quiet(opts.wait_quiet)
+    results: dict[str, Any] = {
+        "sequential": opts.sequential,
+        "burst": opts.burst,
+        "max_tokens": opts.max_tokens,
+        "prompt": PROMPT,
+        "slots": SLOTS,
+        "waited_s": round(waited, 1),
+        "still_busy": still,
+        "loadavg": [],
+        "tools": {},
+        "machine": machine(),
+        "command": " ".join(["python", "bench/llm_peers.py", *args_in]),
+        "work_dir": str(work),
+    }
+    with llama(model, work / "llama-server.log") as server:
+        server.calibrate()
+        for tool in opts.tools.split(","):
+            print(f"{tool} ...", file=sys.stderr, flush=True)
+            results["loadavg"].append(round(os.getloadavg()[0], 2))
+            before_tasks = len(server.tasks())
+            cpu_before = server.cpu_s()
+            runs: list[Ran] = []
+            try:
+                if tool == "latency-gate":
+                    calls = measure_gate(server.base, opts, work, runs, gate_env)
+                elif tool == "aiperf":
+                    calls = measure_aiperf(server.base, opts, work, runs, bin_dir)
+                else:
+                    calls = measure_guidellm(server.base, opts, work, runs, bin_dir)
+            except (RuntimeError, OSError, ValueError, KeyError) as exc:
+                timed_out = any(r.timed_out for r in runs)
+                results["tools"][tool] = {
+                    "failed": f"{exc!r}" + (" (killed at the timeout)" if timed_out else "")
+                }
+                print(f"{tool} failed: {exc!r}", file=sys.stderr, flush=True)
+                continue
+            time.sleep(0.5)  # the last task's log lines
+            tasks = server.tasks()[before_tasks:]
+            got = summary(calls, tasks, runs, server.cpu_s() - cpu_before, opts)
+            if tasks and runs:
+                got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
+            got["runs"] = [r.__dict__ for r in runs]
+            results["tools"][tool] = got
+    versions = peer_versions(bin_dir)
+    with contextlib.suppress(Exception):
+        import xllamacpp
+
+        versions["xllamacpp"] = getattr(xllamacpp, "__version__", "?")
+    versions["python"] = platform.python_version()
+    results["versions"] = versions
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "llm_peers.json").write_text(json.dumps(results, indent=2) + "\n")
+    text = render(results)
+    (out / "llm_peers.md").write_text(text)
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
