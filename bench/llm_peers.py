@@ -402,6 +402,11 @@ def measure_aiperf(
             str(count),
             "--extra-inputs",
             f"max_tokens:{opts.max_tokens}",
+            # This llama.cpp server closes the connection after each streamed answer, and aiperf
+            # reuses pooled connections without retrying: it counted a disconnect and stalled.
+            # A new connection per request was tried next; aiperf still hung (docs/benchmarks.md).
+            "--connection-reuse-strategy",
+            "never",
             "--ui",
             "none",
             "--artifact-dir",
