@@ -704,6 +704,24 @@ def test_action_json_path_under_a_file_exits_2_before_any_call(
     assert len(demo.records) == before
 
 
+def test_action_json_path_with_a_line_break_exits_2_before_any_call(
+    tmp_path: Path, demo: DemoServer
+) -> None:
+    """A json-path holding `\\n::error ...` is refused: it was written, then printed in the
+    log's "wrote" line after commands resume, where the runner ran it."""
+    before = len(demo.records)
+    path = "a\n::error title=pwned::pwned\nb.json"
+    run = run_action(tmp_path, demo.url, **{"INPUT_JSON-PATH": path})
+    assert run.code == 2, run.log
+    assert _errors(run.log) == [
+        "::error title=latency-gate%3A invalid input::invalid input json-path: holds a control "
+        "character at position 2 (a line break?); give a plain file name"
+    ]
+    assert [c for c in runner_commands(run.log) if "pwned" in c] == []
+    assert list(run.workspace.iterdir()) == []
+    assert len(demo.records) == before
+
+
 def test_action_github_output_that_fails_late_keeps_every_other_output(
     tmp_path: Path, demo: DemoServer
 ) -> None:
