@@ -835,6 +835,19 @@ def test_report_files_are_checked_before_the_first_call(
     assert len(demo.records) == before
 
 
+def test_a_report_file_that_fails_after_the_run_still_shows_the_verdict(
+    tmp_path: Path, demo: DemoServer
+) -> None:
+    """--json on a full disk (/dev/full): the verdict is printed, --markdown written, exit 2."""
+    md_path = tmp_path / "r.md"
+    result, _ = probe(demo.url, *FAST, "--json", "/dev/full", "--markdown", str(md_path))
+    assert one_error(result) == (
+        "Error: invalid input --json: could not write '/dev/full': No space left on device"
+    )
+    assert result.stdout.startswith("PASS: every gated number within budget")
+    assert "PASS" in md_path.read_text()
+
+
 # --- a terminal that says why, and a run that does not waste time --------------------------------
 
 
