@@ -195,6 +195,43 @@ def test_echoed_api_key_in_base64_and_url_encoding_is_scrubbed(tmp_path: Path) -
     assert detail.endswith(" encoded ***")
 
 
+def test_echoed_key_escaped_in_part_or_json_escaped_is_scrubbed(tmp_path: Path) -> None:
+    """The key percent-encoded in part (`/` kept) or with lower-case hex, JSON-escaped (`\\/`,
+    `\\u002b`), or its base64 percent-encoded, is *** like the plain key."""
+    lower_hex = re.sub("%[0-9A-F]{2}", lambda m: m[0].lower(), quote(API_KEY, safe=""))
+    echo = (
+        f"partly {quote(API_KEY)} lower {lower_hex} "
+        f"json {json.dumps(API_KEY).replace('/', chr(92) + '/')} "
+        f"unicode {API_KEY.replace('+', chr(92) + 'u002b')} "
+        f"b64 {quote(base64.b64encode(API_KEY.encode()).decode(), safe='')}"
+    )
+    spec = EndpointSpec(latency=0.0, faults=(Fault(kind="status", status=401, body=echo),))
+    with serve_in_thread(spec) as (server,):
+        json_path = tmp_path / "r.json"
+        result, _ = probe(server.url, "--api-key", API_KEY, *FAST, "--json", str(json_path))
+    assert result.exit_code == 1, result.output
+    detail = json.loads(json_path.read_text())["samples"][0]["error_detail"]
+    assert detail == 'HTTP 401: partly *** lower *** json "***" unicode *** b64 ***'
+    assert "key" not in result.output.replace("--api-key", "")
+
+
+def test_token_as_url_user_name_is_masked_and_scrubbed(tmp_path: Path) -> None:
+    """`http://TOKEN@host/` (no password): the action masks TOKEN, an echo of it is ***."""
+    token = "sk-user-token-42"
+    echo = f"unknown user {token}"
+    spec = EndpointSpec(latency=0.0, faults=(Fault(kind="status", status=401, body=echo),))
+    with serve_in_thread(spec) as (server,):
+        url = server.url.replace("http://", f"http://{token}@")
+        run = run_action(tmp_path, url)
+    assert run.code == 1, run.log
+    assert run.log.splitlines()[0] == f"::add-mask::{token}"
+    result = (run.workspace / "latency-gate-report" / "result.json").read_text()
+    assert "HTTP 401: unknown user ***" in result
+    log = [line for line in run.log.splitlines() if not line.startswith("::add-mask::")]
+    for text in ("\n".join(log), run.summary, result):
+        assert token not in text
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -667,6 +704,24 @@ def test_action_json_path_under_a_file_exits_2_before_any_call(
     assert len(demo.records) == before
 
 
+def test_action_json_path_with_a_line_break_exits_2_before_any_call(
+    tmp_path: Path, demo: DemoServer
+) -> None:
+    """A json-path holding `\\n::error ...` is refused: it was written, then printed in the
+    log's "wrote" line after commands resume, where the runner ran it."""
+    before = len(demo.records)
+    path = "a\n::error title=pwned::pwned\nb.json"
+    run = run_action(tmp_path, demo.url, **{"INPUT_JSON-PATH": path})
+    assert run.code == 2, run.log
+    assert _errors(run.log) == [
+        "::error title=latency-gate%3A invalid input::invalid input json-path: holds a control "
+        "character at position 2 (a line break?); give a plain file name"
+    ]
+    assert [c for c in runner_commands(run.log) if "pwned" in c] == []
+    assert list(run.workspace.iterdir()) == []
+    assert len(demo.records) == before
+
+
 def test_action_github_output_that_fails_late_keeps_every_other_output(
     tmp_path: Path, demo: DemoServer
 ) -> None:
@@ -778,6 +833,19 @@ def test_report_files_are_checked_before_the_first_call(
     assert one_error(result) == f"Error: {expected}"
     assert seconds < 1.0
     assert len(demo.records) == before
+
+
+def test_a_report_file_that_fails_after_the_run_still_shows_the_verdict(
+    tmp_path: Path, demo: DemoServer
+) -> None:
+    """--json on a full disk (/dev/full): the verdict is printed, --markdown written, exit 2."""
+    md_path = tmp_path / "r.md"
+    result, _ = probe(demo.url, *FAST, "--json", "/dev/full", "--markdown", str(md_path))
+    assert one_error(result) == (
+        "Error: invalid input --json: could not write '/dev/full': No space left on device"
+    )
+    assert result.stdout.startswith("PASS: every gated number within budget")
+    assert "PASS" in md_path.read_text()
 
 
 # --- a terminal that says why, and a run that does not waste time --------------------------------

@@ -6,6 +6,7 @@ file that cannot be written is an ::error naming it, and the others are still wr
 from __future__ import annotations
 
 import os
+import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -24,6 +25,16 @@ def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem
     the one folder the job shares with later steps (and, for the Docker action, the only
     one that outlives its container).
     """
+    text = str(path)
+    controls = [at for at, char in enumerate(text, 1) if unicodedata.category(char) == "Cc"]
+    if controls:
+        # A line break would start a line of the log the runner reads as a workflow command
+        # ("wrote ...") and of the report-path output.
+        return InputProblem(
+            name,
+            f"holds a control character at position {controls[0]} (a line break?); "
+            "give a plain file name",
+        )
     root = workspace.resolve()
     try:
         target = (path if path.is_absolute() else workspace / path).resolve()

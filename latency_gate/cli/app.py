@@ -225,15 +225,19 @@ def write_reports(
         ("--json", json_path, lambda: dump_runs(results)),
         ("--markdown", markdown_path, lambda: report.render_markdown(results)),
     ]
+    problems = []
     for option, path, render in writes:
         if path is None:
             continue
         try:
             Path(path).write_text(render(), encoding="utf-8")
         except OSError as exc:
-            # Checked before the run, so this is the disk or the file system failing now.
+            # Checked before the run, so this is the disk or the file system failing now; the
+            # other file is still written.
             reason = exc.strerror or str(exc)
-            raise ConfigError.single(option, f"could not write {path!r}: {reason}") from None
+            problems.append(InputProblem(option, f"could not write {path!r}: {reason}"))
+    if problems:
+        raise ConfigError(problems)
 
 
 def plain_terminal() -> bool:

@@ -138,11 +138,12 @@ def probe_command(
             )
         )
     )
-    write_reports(results, json_path, markdown_path)
+    # The verdict first: a file that cannot be written now (a full disk) exits 2 after it.
     click.echo(report.render_terminal(results, color=color()))
     for result in results:  # e.g. --insecure: said where the person running it looks
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
+    write_reports(results, json_path, markdown_path)
     sys.exit(exit_code(results))
 
 
@@ -195,8 +196,8 @@ def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: 
     for warning in _same_runs(loaded):
         click.echo(f"warning: {warning}", err=True)
     results = label_runs(loaded)
-    write_reports(results, json_path, markdown_path)
     click.echo(report.render_terminal(results, color=color()))
+    write_reports(results, json_path, markdown_path)
     sys.exit(exit_code(results))
 
 

@@ -8,10 +8,12 @@ the settings that decide whether two runs measured the same thing.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
-from urllib.parse import parse_qsl, quote, quote_plus, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
@@ -95,17 +97,19 @@ def find_secrets(
 
 
 def url_secrets(url: str) -> list[str]:
-    """The parts of a URL that may hold a secret: the userinfo password and every query value.
+    """The parts of a URL that may hold a secret: the userinfo password (or the user name when
+    there is no password: `https://TOKEN@host/` carries a token there) and every query value.
 
     Works on a URL not yet validated (the action masks secrets before it validates anything).
     """
     try:
         parts = urlsplit(url)
-        password = parts.password
+        username, password = parts.username, parts.password
     except ValueError:
         return []
+    credential = password or username
     # As typed, and as sent (percent-decoded): a server echoes the decoded one back.
-    values = [password, unquote(password)] if password else []
+    values = [credential, unquote(credential)] if credential else []
     return values + [v for _, v in parse_qsl(parts.query) if v]
 
 
@@ -122,10 +126,11 @@ def url_userinfo(url: str) -> str | None:
 
 
 def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]:
-    """Every form a secret can take in an endpoint's text, longest first: as given,
-    percent-encoded, and base64 (standard and URL-safe alphabets, at any of the three byte
-    alignments it can have inside a longer encoded text). `pairs` are texts such as
-    `user:password` that are sent only encoded (Basic auth) and are scrubbed in the same forms.
+    """Every form a secret can take in an endpoint's text, longest first: as given, and base64
+    (standard and URL-safe alphabets, at any of the three byte alignments it can have inside a
+    longer encoded text). `pairs` are texts such as `user:password` that are sent only encoded
+    (Basic auth) and are scrubbed in the same forms. `scrub_secrets` also finds each form with
+    any of its characters escaped (percent-encoded, `+` for a space, JSON's `\\/` and `\\u00XX`).
 
     A form shorter than MIN_SECRET_LENGTH is left out: it would garble ordinary text.
     """
@@ -133,9 +138,9 @@ def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]
     for secret in [*secrets, *pairs]:
         if len(secret.strip()) < MIN_SECRET_LENGTH:
             continue
-        forms |= {secret, quote(secret, safe=""), quote_plus(secret, safe="")}
+        forms.add(secret)
         forms |= set(_base64_cores(secret.encode("utf-8")))
-    return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=lambda f: -len(f))
+    return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=lambda f: (-len(f), f))
 
 
 def _base64_cores(data: bytes) -> list[str]:
@@ -156,10 +161,55 @@ def _base64_cores(data: bytes) -> list[str]:
 
 
 def scrub_secrets(text: str, forms: Iterable[str]) -> str:
-    """`text` with every form (from `secret_forms`) replaced by ***."""
-    for form in forms:
-        text = text.replace(form, REDACTED)
-    return text
+    """`text` with every form (from `secret_forms`) replaced by ***, however much of it is
+    escaped: a server echoes a key percent-encoded in full (`quote(key, safe="")`), in part
+    (`quote(key)` keeps `/`), with lower-case hex digits, or JSON-escaped (`\\/`)."""
+    ordered = tuple(sorted(set(forms), key=lambda f: (-len(f), f)))
+    if not ordered:
+        return text
+    if not any(mark in text for mark in _ESCAPE_MARKS):
+        # Nothing escaped: plain replacing is the same, and far quicker on a long body.
+        for form in ordered:
+            text = text.replace(form, REDACTED)
+        return text
+    return _forms_pattern(ordered).sub(REDACTED, text)
+
+
+# A text holding none of these has no escaped spelling of anything.
+_ESCAPE_MARKS = ("%", "\\", "+")
+
+
+@functools.lru_cache(maxsize=64)
+def _forms_pattern(ordered: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for all the forms, longest first (the longest match at a place wins).
+
+    The lookahead for a form's first character or an escape lets the engine skip quickly over
+    text that cannot start a match.
+    """
+    starts = {form[0] for form in ordered} | {"%", "\\", "+"}
+    first = "(?=[" + "".join(re.escape(c) for c in sorted(starts)) + "])"
+    return re.compile(
+        first + "(?:" + "|".join("".join(map(_char_pattern, f)) for f in ordered) + ")"
+    )
+
+
+def _char_pattern(char: str) -> str:
+    """A character as it is, or as any escaping that decodes to it."""
+    spellings = [re.escape(char)]
+    hex_digits = "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
+    spellings.append("".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in hex_digits))
+    if char == " ":
+        spellings.append(r"\+")
+    if char == "/":
+        spellings.append(r"\\/")
+    units = char.encode("utf-16-be")
+    json_escape = "".join(
+        rf"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
+    )
+    spellings.append(
+        "".join(f"[{c}{c.upper()}]" if c.isalpha() and c != "u" else c for c in json_escape)
+    )
+    return "(?:" + "|".join(spellings) + ")"
 
 
 class Target(_Frozen):

@@ -14,7 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from latency_gate.assess.timeline import CURL_TIMES, curl_times
-from latency_gate.config import HARMLESS_HEADERS, REDACTED, Format, Target, redact_url
+from latency_gate.config import (
+    HARMLESS_HEADERS,
+    REDACTED,
+    Format,
+    Target,
+    redact_url,
+    scrub_secrets,
+)
 from latency_gate.formatting import clean_text
 from latency_gate.measure.quick import QuickCall, QuickResult
 
@@ -86,9 +93,7 @@ def _hide_credential_fields(body: str) -> str:
 
 
 def _elide(text: str, hidden: Sequence[str]) -> str:
-    for secret in sorted(hidden, key=len, reverse=True):
-        text = text.replace(secret, REDACTED)
-    return text
+    return scrub_secrets(text, hidden)
 
 
 def _seconds(value: float | None) -> str:
