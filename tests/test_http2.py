@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import trustme
 from conftest import free_port
+from one_look import one_look
 from script_server import ScriptServer, steady
 
 from latency_gate.config import build_target
@@ -117,9 +118,7 @@ def _raw(base_url: str, **extra: str) -> dict[str, str]:
         "timeout": "20s",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        # One look of 8 calls: these tests are about the protocol, not the verdict.
-        "max-calls": "8",
-        "on-undecided": "pass",
+        **one_look(8),  # these tests are about the protocol, not the verdict
         **extra,
     }
 

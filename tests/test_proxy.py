@@ -14,6 +14,7 @@ import httpx
 import pytest
 import trustme
 from conftest import free_port
+from one_look import one_look
 from script_server import ScriptServer, steady
 
 from latency_gate.config import build_target, with_environment_proxy
@@ -90,9 +91,7 @@ def _raw(url: str) -> dict[str, str]:
         "concurrency": "3",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        # One look of 7 calls: these tests are about the route, not the verdict.
-        "max-calls": "7",
-        "on-undecided": "pass",
+        **one_look(7),  # these tests are about the route, not the verdict
     }
 
 
