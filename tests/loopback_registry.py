@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from conftest import REPO_ROOT, DockerEnv, _unavailable, free_port
+from conftest import REPO_ROOT, DockerEnv, _unavailable, free_port, stop_process
 
 # The repository name the image is pushed under, in every registry the tests start.
 REPOSITORY = "latency-gate"
@@ -59,16 +59,6 @@ def wait_until(
             return
         time.sleep(0.1)
     pytest.fail(f"{what} not ready after {START_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process the tests started, by its PID: SIGTERM, then SIGKILL after 10 s."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def answers(url: str) -> bool:
@@ -111,7 +101,7 @@ def loopback_registry(root: Path) -> Iterator[Registry]:
         wait_until(lambda: answers(f"http://127.0.0.1:{port}/v2/"), "docker-registry", proc, log)
         yield Registry(address=f"127.0.0.1:{port}", storage=storage)
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 def build_and_push(docker_env: DockerEnv, registry: Registry, tag: str) -> Pushed:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import trustme
-from conftest import free_port
+from conftest import free_port, stop_process
 from one_look import one_look
 from script_server import ScriptServer, steady
 
@@ -100,12 +100,7 @@ http {{
             pytest.fail(f"nginx did not listen within {NGINX_START_TIMEOUT:.0f} s")
         yield f"https://127.0.0.1:{tls_port}", f"http://127.0.0.1:{h2c_port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 def _raw(base_url: str, **extra: str) -> dict[str, str]:

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from conftest import free_port
+from conftest import free_port, stop_process
 from one_look import one_look
 
 from latency_gate.config import Target, build_target
@@ -94,12 +94,7 @@ http {{
             pytest.fail(f"nginx did not listen within {NGINX_START_TIMEOUT:.0f} s")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 @pytest.fixture

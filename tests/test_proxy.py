@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trustme
-from conftest import free_port
+from conftest import free_port, stop_process
 from one_look import one_look
 from script_server import ScriptServer, steady
 
@@ -56,12 +56,7 @@ def _tinyproxy(tmp_path: Path) -> Iterator[str]:
             pytest.fail("tinyproxy did not listen within 10 s")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 @pytest.fixture
