@@ -76,6 +76,25 @@ class DockerEnv:
             check=check,
         )
 
+    def build_action_image(self, tag: str) -> None:
+        """Build the project's Dockerfile on the base image as `tag` (the runner's build, plus
+        args); fails the test with docker's output if the build fails."""
+        build = self.run(
+            "build",
+            "--network",
+            "host",
+            "--build-arg",
+            f"BASE_IMAGE={self.base_image}",
+            "-t",
+            tag,
+            "-f",
+            str(REPO_ROOT / "Dockerfile"),
+            str(REPO_ROOT),
+            timeout=600,
+            check=False,
+        )
+        assert build.returncode == 0, f"docker build failed:\n{build.stdout}\n{build.stderr}"
+
 
 @pytest.fixture(scope="session")
 def docker_env() -> DockerEnv:
