@@ -21,8 +21,9 @@ import math
 import random
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -294,113 +295,128 @@ def pct(x: float) -> str:
     return f"{x * 100:.1f} %"
 
 
+def table_row(*cells: str) -> str:
+    return "| " + " | ".join(cells) + " |"
+
+
+@dataclass(frozen=True)
+class Case:
+    """One row of a baseline table: a base endpoint of `sigma`, the head changed from it."""
+
+    label: str
+    sigma: float
+    change: Mapping[str, float]  # Endpoint fields of the head
+
+
+# What the head changes: the label in the tables and the Endpoint fields changed.
+Change = tuple[str, Mapping[str, float]]
+DRIFT: Change = ("unchanged, +5 % drift", {"scale": 1.05})
+SLOWER: Change = ("every call +50 %", {"scale": 1.5})
+SLOW_TAIL: Change = ("10 % of calls 3x slower", {"slow_share": 0.1, "slow_factor": 3.0})
+
+
+def cases_of(*changes: Change, sigmas: Sequence[float]) -> list[Case]:
+    """Each change at each sigma, change by change."""
+    return [Case(label, sigma, change) for label, change in changes for sigma in sigmas]
+
+
+# regression_cell for one case, taking `method` and `first_warm`.
+Measure = Callable[..., PairStats]
+
+
+def regression_table(
+    table: str,
+    header: Sequence[str],
+    cases: Sequence[Case],
+    row: Callable[[Case, Measure], str],
+    *,
+    runs: int,
+    plan: SamplingPlan,
+) -> str:
+    """`header`, then `row(case, measure)` for each case. Cells are numbered in the order of
+    `cases`, and (table, cell) seeds the runs: keep the order to keep the figures."""
+    rows = list(header)
+    for cell, case in enumerate(cases):
+        base_ep = Endpoint(REGRESSION_MEDIAN, case.sigma, fail_rate=BASE_FAIL_RATE)
+        head_ep = replace(base_ep, **case.change)
+        measure = partial(
+            regression_cell, table, cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan
+        )
+        rows.append(row(case, measure))
+        progress(f"{table} cell {cell}: {rows[-1]}")
+    return "\n".join(rows)
+
+
 def table_false_alarms(runs: int, plan: SamplingPlan) -> str:
-    rows = [
+    header = (
         "| sigma | drift | warm p95 | concurrent p95 | error rate | any number "
         "| calls (base, head) |",
         "|---|---|---|---|---|---|---|",
+    )
+    cases = [
+        Case(label, sigma, change)
+        for sigma in SIGMAS
+        for label, change in (("none", {"scale": 1.0}), ("+5 %", DRIFT[1]))
     ]
-    cell = 0
-    for sigma in SIGMAS:
-        for drift in (1.0, 1.05):
-            base_ep = Endpoint(REGRESSION_MEDIAN, sigma, fail_rate=BASE_FAIL_RATE)
-            head_ep = replace(base_ep, scale=drift)
-            s = regression_cell("a", cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan)
-            cell += 1
-            rows.append(
-                f"| {sigma:g} | {'+5 %' if drift > 1 else 'none'} | {pct(s.flagged['warm_p95'])} "
-                f"| {pct(s.flagged['concurrent_p95'])} | {pct(s.flagged['error_rate'])} "
-                f"| {pct(s.any_flagged)} | {s.base_calls:.0f}, {s.head_calls:.0f} |"
-            )
-            progress(f"a sigma {sigma} drift {drift}: any {pct(s.any_flagged)}")
-    return "\n".join(rows)
+
+    def row(case: Case, measure: Measure) -> str:
+        s = measure()
+        flagged = (pct(s.flagged[name]) for name in NUMBERS)
+        calls = f"{s.base_calls:.0f}, {s.head_calls:.0f}"
+        return table_row(f"{case.sigma:g}", case.label, *flagged, pct(s.any_flagged), calls)
+
+    return regression_table("a", header, cases, row, runs=runs, plan=plan)
 
 
 def table_detection(runs: int, plan: SamplingPlan) -> str:
-    rows = [
+    header = (
         "| change | sigma | warm p95 caught | concurrent p95 caught | run flagged | head calls |",
         "|---|---|---|---|---|---|",
-    ]
-    cell = 0
-    for label, change in (
-        ("every call +50 %", {"scale": 1.5}),
-        ("10 % of calls 3x slower", {"slow_share": 0.1, "slow_factor": 3.0}),
-    ):
-        for sigma in SIGMAS:
-            base_ep = Endpoint(REGRESSION_MEDIAN, sigma, fail_rate=BASE_FAIL_RATE)
-            head_ep = replace(base_ep, **change)
-            s = regression_cell("b", cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan)
-            cell += 1
-            rows.append(
-                f"| {label} | {sigma:g} | {pct(s.flagged['warm_p95'])} "
-                f"| {pct(s.flagged['concurrent_p95'])} | {pct(s.any_flagged)} "
-                f"| {s.head_calls:.0f} |"
-            )
-            progress(f"b {label} sigma {sigma}: run {pct(s.any_flagged)}")
-    return "\n".join(rows)
+    )
+    cases = cases_of(SLOWER, SLOW_TAIL, sigmas=SIGMAS)
+
+    def row(case: Case, measure: Measure) -> str:
+        s = measure()
+        caught = (pct(s.flagged[name]) for name in ("warm_p95", "concurrent_p95"))
+        return table_row(
+            case.label, f"{case.sigma:g}", *caught, pct(s.any_flagged), f"{s.head_calls:.0f}"
+        )
+
+    return regression_table("b", header, cases, row, runs=runs, plan=plan)
 
 
 def table_bigger_base(runs: int, plan: SamplingPlan) -> str:
     """A tail-only change with `warm-calls` 20 (the default) and 100, on both runs."""
-    cases = (
-        ("unchanged, +5 % drift", 0.25, {"scale": 1.05}),
-        ("unchanged, +5 % drift", 0.5, {"scale": 1.05}),
-        ("10 % of calls 3x slower", 0.1, {"slow_share": 0.1, "slow_factor": 3.0}),
-        ("10 % of calls 3x slower", 0.25, {"slow_share": 0.1, "slow_factor": 3.0}),
-        ("10 % of calls 3x slower", 0.5, {"slow_share": 0.1, "slow_factor": 3.0}),
-    )
-    rows = [
+    header = (
         "| case | sigma | warm p95 flagged, warm-calls 20 | same, warm-calls 100 "
         "| head calls (20, 100) |",
         "|---|---|---|---|---|",
-    ]
-    for cell, (label, sigma, change) in enumerate(cases):
-        base_ep = Endpoint(REGRESSION_MEDIAN, sigma, fail_rate=BASE_FAIL_RATE)
-        head_ep = replace(base_ep, **change)
-        small, big = (
-            regression_cell(
-                "e", cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan, first_warm=n
-            )
-            for n in (20, 100)
-        )
-        rows.append(
-            f"| {label} | {sigma:g} | {pct(small.flagged['warm_p95'])} "
-            f"| {pct(big.flagged['warm_p95'])} | {small.head_calls:.0f}, {big.head_calls:.0f} |"
-        )
-        progress(
-            f"e {label} sigma {sigma}: {pct(small.flagged['warm_p95'])} -> "
-            f"{pct(big.flagged['warm_p95'])}"
-        )
-    return "\n".join(rows)
+    )
+    cases = [*cases_of(DRIFT, sigmas=(0.25, 0.5)), *cases_of(SLOW_TAIL, sigmas=SIGMAS)]
+
+    def row(case: Case, measure: Measure) -> str:
+        small, big = (measure(first_warm=n) for n in (20, 100))
+        flagged = (pct(stats.flagged["warm_p95"]) for stats in (small, big))
+        calls = f"{small.head_calls:.0f}, {big.head_calls:.0f}"
+        return table_row(case.label, f"{case.sigma:g}", *flagged, calls)
+
+    return regression_table("e", header, cases, row, runs=runs, plan=plan)
 
 
 def table_methods(runs: int, plan: SamplingPlan) -> str:
     """The candidates for the regression test, side by side: share of runs flagged."""
-    cases = (
-        ("unchanged, +5 % drift", 0.25, {"scale": 1.05}),
-        ("unchanged, +5 % drift", 0.5, {"scale": 1.05}),
-        ("every call +50 %", 0.25, {"scale": 1.5}),
-        ("every call +50 %", 0.5, {"scale": 1.5}),
-        ("10 % of calls 3x slower", 0.25, {"slow_share": 0.1, "slow_factor": 3.0}),
-        ("10 % of calls 3x slower", 0.5, {"slow_share": 0.1, "slow_factor": 3.0}),
-    )
     methods: tuple[Method, ...] = ("permutation", "bootstrap", "bootstrap-basic")
-    rows = [
+    header = (
         "| case | sigma | " + " | ".join(methods) + " |",
         "|---|---|" + "---|" * len(methods),
-    ]
-    for cell, (label, sigma, change) in enumerate(cases):
-        base_ep = Endpoint(REGRESSION_MEDIAN, sigma, fail_rate=BASE_FAIL_RATE)
-        head_ep = replace(base_ep, **change)
-        shares = [
-            regression_cell(
-                "m", cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan, method=method
-            ).any_flagged
-            for method in methods
-        ]
-        rows.append(f"| {label} | {sigma:g} | " + " | ".join(pct(x) for x in shares) + " |")
-        progress(f"m {label} {sigma}: {shares}")
-    return "\n".join(rows)
+    )
+    cases = cases_of(DRIFT, SLOWER, SLOW_TAIL, sigmas=(0.25, 0.5))
+
+    def row(case: Case, measure: Measure) -> str:
+        shares = (pct(measure(method=method).any_flagged) for method in methods)
+        return table_row(case.label, f"{case.sigma:g}", *shares)
+
+    return regression_table("m", header, cases, row, runs=runs, plan=plan)
 
 
 MULTIPLES = (0.8, 0.9, 1.0, 1.1, 1.2)

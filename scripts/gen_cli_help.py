@@ -11,7 +11,6 @@ tests until this script has been run.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
@@ -25,7 +24,8 @@ sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing it
 
 from latency_gate.cli import main as cli_main  # noqa: E402
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling script, as a module
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling scripts, as modules
+from _generated import generator_parser, write_generated  # noqa: E402
 from gen_readme_tables import replace_between  # noqa: E402
 
 
@@ -51,27 +51,18 @@ def update_readme(readme: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report whether it is stale")
+    parser = generator_parser(__doc__)
     parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
     args = parser.parse_args(argv)
 
-    readme: Path = args.readme
-    current = readme.read_text(encoding="utf-8")
-    try:
-        updated = update_readme(current)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if updated == current:
-        print(f"{readme.name}: probe --help up to date")
-        return 0
-    if args.check:
-        print(f"{readme.name}: probe --help differs from the CLI; run {Path(__file__).name}")
-        return 1
-    readme.write_text(updated, encoding="utf-8")
-    print(f"{readme.name}: probe --help rewritten")
-    return 0
+    return write_generated(
+        args.readme,
+        update_readme,
+        check=args.check,
+        subject=f"{args.readme.name} probe --help",
+        source="the CLI",
+        script=Path(__file__).name,
+    )
 
 
 if __name__ == "__main__":

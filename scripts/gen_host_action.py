@@ -12,12 +12,15 @@ tests/test_host_action.py checks the file against this script, so the two action
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module
+from _generated import generator_parser, write_generated  # noqa: E402
+
 _ENTRY = re.compile(r"^  (?P<name>[a-z0-9-]+):$")
 
 HEADER = """\
@@ -125,29 +128,20 @@ def render(action_text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report whether it is stale")
+    parser = generator_parser(__doc__)
     parser.add_argument("--action", type=Path, default=REPO_ROOT / "action.yml")
     parser.add_argument("--host", type=Path, default=REPO_ROOT / "host" / "action.yml")
     args = parser.parse_args(argv)
 
-    host: Path = args.host
-    try:
-        wanted = render(args.action.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    current = host.read_text(encoding="utf-8") if host.is_file() else ""
-    if current == wanted:
-        print(f"{host}: up to date")
-        return 0
-    if args.check:
-        print(f"{host}: differs from action.yml; run {Path(__file__).name}")
-        return 1
-    host.parent.mkdir(parents=True, exist_ok=True)
-    host.write_text(wanted, encoding="utf-8")
-    print(f"{host}: rewritten")
-    return 0
+    action: Path = args.action
+    return write_generated(
+        args.host,
+        lambda _: render(action.read_text(encoding="utf-8")),
+        check=args.check,
+        subject=str(args.host),
+        source=action.name,
+        script=Path(__file__).name,
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ tests until this script has been run.
 
 # No `from __future__ import annotations`: pydantic resolves RunSet's field types at class
 # creation, which works even when this file is loaded by path (as the tests do).
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -25,6 +24,9 @@ SCHEMA_PATH = REPO_ROOT / "docs" / "json-schema.json"
 sys.path.insert(0, str(REPO_ROOT))  # run from a checkout without installing it
 
 from latency_gate.models import SCHEMA_VERSION, RunResult  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module
+from _generated import generator_parser, write_generated  # noqa: E402
 
 
 class RunSet(BaseModel):
@@ -56,24 +58,18 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report whether it is stale")
+    parser = generator_parser(__doc__)
     parser.add_argument("--out", type=Path, default=SCHEMA_PATH)
     args = parser.parse_args(argv)
 
-    out: Path = args.out
-    text = render()
-    current = out.read_text(encoding="utf-8") if out.exists() else ""
-    if text == current:
-        print(f"{out.name}: up to date")
-        return 0
-    if args.check:
-        print(f"{out.name}: differs from the models; run {Path(__file__).name}")
-        return 1
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(text, encoding="utf-8")
-    print(f"{out.name}: rewritten")
-    return 0
+    return write_generated(
+        args.out,
+        lambda _: render(),
+        check=args.check,
+        subject=args.out.name,
+        source="the models",
+        script=Path(__file__).name,
+    )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ this script has been run.
 
 from __future__ import annotations
 
-import argparse
 import re
 import sys
 from collections.abc import Mapping
@@ -21,6 +20,9 @@ from typing import Any
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module
+from _generated import generator_parser, write_generated  # noqa: E402
 
 
 def load_action(path: Path) -> dict[str, Any]:
@@ -87,28 +89,20 @@ def update_readme(readme: str, action: Mapping[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="only report whether it is stale")
+    parser = generator_parser(__doc__)
     parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
     parser.add_argument("--action", type=Path, default=REPO_ROOT / "action.yml")
     args = parser.parse_args(argv)
 
-    readme: Path = args.readme
-    current = readme.read_text(encoding="utf-8")
-    try:
-        updated = update_readme(current, load_action(args.action))
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if updated == current:
-        print(f"{readme.name}: tables up to date")
-        return 0
-    if args.check:
-        print(f"{readme.name}: tables differ from action.yml; run {Path(__file__).name}")
-        return 1
-    readme.write_text(updated, encoding="utf-8")
-    print(f"{readme.name}: tables rewritten")
-    return 0
+    action: Path = args.action
+    return write_generated(
+        args.readme,
+        lambda readme: update_readme(readme, load_action(action)),
+        check=args.check,
+        subject=f"{args.readme.name} tables",
+        source=action.name,
+        script=Path(__file__).name,
+    )
 
 
 if __name__ == "__main__":

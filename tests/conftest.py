@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import httpx
 import pytest
@@ -45,6 +45,16 @@ def free_port() -> int:
         return port
 
 
+def stop_process(process: subprocess.Popen[Any]) -> None:
+    """Stop a process the tests started, by its PID: SIGTERM, then SIGKILL after 10 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
+
+
 @dataclass(frozen=True)
 class DockerEnv:
     """A reachable Docker engine and the base image to build the action's image on."""
@@ -65,6 +75,25 @@ class DockerEnv:
             timeout=timeout,
             check=check,
         )
+
+    def build_action_image(self, tag: str) -> None:
+        """Build the project's Dockerfile on the base image as `tag` (the runner's build, plus
+        args); fails the test with docker's output if the build fails."""
+        build = self.run(
+            "build",
+            "--network",
+            "host",
+            "--build-arg",
+            f"BASE_IMAGE={self.base_image}",
+            "-t",
+            tag,
+            "-f",
+            str(REPO_ROOT / "Dockerfile"),
+            str(REPO_ROOT),
+            timeout=600,
+            check=False,
+        )
+        assert build.returncode == 0, f"docker build failed:\n{build.stdout}\n{build.stderr}"
 
 
 @pytest.fixture(scope="session")

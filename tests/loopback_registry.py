@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from conftest import REPO_ROOT, DockerEnv, _unavailable, free_port
+from conftest import DockerEnv, _unavailable, free_port, stop_process
 
 # The repository name the image is pushed under, in every registry the tests start.
 REPOSITORY = "latency-gate"
@@ -59,16 +59,6 @@ def wait_until(
             return
         time.sleep(0.1)
     pytest.fail(f"{what} not ready after {START_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    """Stop a process the tests started, by its PID: SIGTERM, then SIGKILL after 10 s."""
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
 
 
 def answers(url: str) -> bool:
@@ -111,27 +101,13 @@ def loopback_registry(root: Path) -> Iterator[Registry]:
         wait_until(lambda: answers(f"http://127.0.0.1:{port}/v2/"), "docker-registry", proc, log)
         yield Registry(address=f"127.0.0.1:{port}", storage=storage)
     finally:
-        stop(proc)
+        stop_process(proc)
 
 
 def build_and_push(docker_env: DockerEnv, registry: Registry, tag: str) -> Pushed:
     """The project's Dockerfile built on the stand-in base, tagged in `registry` and pushed."""
     reference = f"{registry.address}/{REPOSITORY}:{tag}"
-    build = docker_env.run(
-        "build",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE_IMAGE={docker_env.base_image}",
-        "-t",
-        reference,
-        "-f",
-        str(REPO_ROOT / "Dockerfile"),
-        str(REPO_ROOT),
-        timeout=600,
-        check=False,
-    )
-    assert build.returncode == 0, f"docker build failed:\n{build.stdout}\n{build.stderr}"
+    docker_env.build_action_image(reference)
     push = docker_env.run("push", reference, timeout=300)
     digest = re.search(rf"^{tag}: digest: (sha256:[0-9a-f]{{64}}) size: \d+$", push.stdout, re.M)
     assert digest is not None, push.stdout

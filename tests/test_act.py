@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from conftest import REPO_ROOT, DockerEnv
+from conftest import REPO_ROOT, DockerEnv, stop_process
 from fake_github import FakeGitHub
 from loopback_registry import (
     Pushed,
@@ -405,12 +405,7 @@ def demo_server(host: str) -> Iterator[str]:
             pytest.fail(f"the demo server did not start within 30 s: {line!r}")
         yield match[1]
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 @pytest.fixture(scope="module")

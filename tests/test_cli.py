@@ -21,6 +21,7 @@ import click
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
+from one_look import one_look_args
 
 from latency_gate import __version__, cli
 from latency_gate.demo import EndpointSpec, serve_in_thread
@@ -30,7 +31,7 @@ from latency_gate.models import RunResult
 GOLDEN = Path(__file__).parent / "golden"
 # 10 ms per answer: far over a 1 ms budget, far inside the default 3 s ones on a noisy machine.
 ENDPOINT = EndpointSpec(name="cli-demo", latency=0.01, tokens=3, token_interval=0.001)
-# One look of 6 calls, undecided checks passing (sequential sampling has tests of its own).
+# One look of 1 + 3 + 2 calls (tests/one_look.py says why).
 FEW_CALLS = [
     "--warm-calls",
     "3",
@@ -38,10 +39,7 @@ FEW_CALLS = [
     "2",
     "--prompt",
     "Say hello.",
-    "--max-calls",
-    "6",
-    "--on-undecided",
-    "pass",
+    *one_look_args(6),
 ]
 DURATION = re.compile(r"\d+(?:\.\d+)? (?:µs|ms|s)")
 HEADLINE_BREACH = re.compile(rf"^(FAIL: \w[\w ]*?) {DURATION.pattern}, over")

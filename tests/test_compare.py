@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from one_look import one_look
 from result_factory import make_result, samples_for
 
 from latency_gate import action, cli, report
@@ -89,9 +90,10 @@ def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> 
     """`probe --targets`: both probed, shown in columns, the cheapest passing one named."""
     fast, slow = servers
     path = tmp_path / "targets.yml"
+    one_look_keys = "".join(f"  {key}: {value}\n" for key, value in one_look(9).items())
     path.write_text(
         "defaults:\n  prompt: Hi\n  warm-calls: 5\n  concurrency: 3\n"
-        "  max-calls: 9\n  on-undecided: pass\n"  # one look each: 1 + 5 + 3 calls
+        f"{one_look_keys}"  # one look each: 1 + 5 + 3 calls
         "targets:\n"
         f"  - name: cheap\n    url: {slow.url}\n    cost: free tier\n"
         f"  - name: dear\n    url: {fast.url}\n    cost: paid\n"

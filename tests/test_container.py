@@ -58,21 +58,7 @@ def action_image(docker_env: DockerEnv) -> str:
     prebuilt = os.environ.get("LATENCY_GATE_ACTION_IMAGE")
     if prebuilt:
         return prebuilt
-    build = docker_env.run(
-        "build",
-        "--network",
-        "host",
-        "--build-arg",
-        f"BASE_IMAGE={docker_env.base_image}",
-        "-t",
-        IMAGE,
-        "-f",
-        str(REPO_ROOT / "Dockerfile"),
-        str(REPO_ROOT),
-        timeout=600,
-        check=False,
-    )
-    assert build.returncode == 0, f"docker build failed:\n{build.stdout}\n{build.stderr}"
+    docker_env.build_action_image(IMAGE)
     return IMAGE
 
 

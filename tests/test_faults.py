@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 import trustme
 from conftest import REPO_ROOT, free_port
+from one_look import one_look, one_look_args
 
 from latency_gate.config import build_target
 from latency_gate.demo import EndpointSpec, Fault, serve_in_thread
@@ -35,8 +36,8 @@ from latency_gate.run import probe
 # Small runs: 1 cold + 1 warm + 2 concurrent calls, each allowed TIMEOUT seconds.
 TIMEOUT = 1.0
 CALLS = 4
-# One look of CALLS calls (--max-calls), undecided checks passing: these tests are about how a
-# fault is counted, not about sampling until the verdict is decided.
+# One look of CALLS calls: these tests are about how a fault is counted, not about sampling
+# until the verdict is decided (tests/one_look.py).
 SMALL_RUN = (
     "--no-floor",
     "--warm-calls",
@@ -45,10 +46,7 @@ SMALL_RUN = (
     "2",
     "--timeout",
     f"{TIMEOUT}s",
-    "--max-calls",
-    str(CALLS),
-    "--on-undecided",
-    "pass",
+    *one_look_args(CALLS),
 )
 # The hang guard: no run here may take longer (start-up included); a stuck one fails the test.
 CLI_TIMEOUT = 60.0
@@ -392,8 +390,7 @@ async def test_hundred_megabyte_body_is_counted_not_kept() -> None:
             "timeout": "60s",
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
-            "max-calls": "3",  # one look: three 100 MB bodies are enough
-            "on-undecided": "pass",
+            **one_look(3),  # three 100 MB bodies are enough
         }
     )
     tracemalloc.start()

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 import trustme
-from conftest import free_port
+from conftest import free_port, stop_process
+from one_look import one_look
 from script_server import ScriptServer, steady
 
 from latency_gate.config import build_target
@@ -99,12 +100,7 @@ http {{
             pytest.fail(f"nginx did not listen within {NGINX_START_TIMEOUT:.0f} s")
         yield f"https://127.0.0.1:{tls_port}", f"http://127.0.0.1:{h2c_port}"
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 def _raw(base_url: str, **extra: str) -> dict[str, str]:
@@ -117,9 +113,7 @@ def _raw(base_url: str, **extra: str) -> dict[str, str]:
         "timeout": "20s",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        # One look of 8 calls: these tests are about the protocol, not the verdict.
-        "max-calls": "8",
-        "on-undecided": "pass",
+        **one_look(8),  # these tests are about the protocol, not the verdict
         **extra,
     }
 

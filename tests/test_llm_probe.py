@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from one_look import one_look
 
 from latency_gate.config import Target, build_target
 from latency_gate.models import CallPhase
@@ -24,10 +25,7 @@ def _target(base_url: str, *, stream: bool, prompt: str, warm: int, concurrency:
             "timeout": "60s",
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
-            # One look: a real model on a shared CPU is slow, and these tests pin the calls,
-            # not the verdict (sequential sampling has tests of its own).
-            "max-calls": "1",
-            "on-undecided": "pass",
+            **one_look(1),  # a real model on a shared CPU is slow: one look is plenty
         }
     )
 

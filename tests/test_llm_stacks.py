@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 
 import httpx
 import pytest
-from conftest import free_port
+from conftest import free_port, stop_process
+from one_look import one_look
 
 from latency_gate.config import Target, build_target
 from latency_gate.models import RunResult
@@ -93,12 +94,7 @@ http {{
             pytest.fail(f"nginx did not listen within {NGINX_START_TIMEOUT:.0f} s")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 @pytest.fixture
@@ -126,10 +122,7 @@ def _target(base_url: str, *, warm: int, concurrency: int, max_tokens: int) -> T
             "timeout": "120s",
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
-            # One look: a real model on a shared CPU is slow, and these tests pin the calls,
-            # not the verdict (sequential sampling has tests of its own).
-            "max-calls": "1",
-            "on-undecided": "pass",
+            **one_look(1),  # a real model on a shared CPU is slow: one look is plenty
         }
     )
 
@@ -205,8 +198,7 @@ async def test_max_tokens_limits_the_answer_in_every_format(
         "timeout": "120s",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        "max-calls": "1",  # one look, as above
-        "on-undecided": "pass",
+        **one_look(1),
     }
     result = await probe(build_target({**raw, **extra}), measure_floor=False)
     assert [s.error_detail for s in result.samples if not s.ok] == []

@@ -10,6 +10,7 @@ import asyncio
 from collections.abc import Mapping
 
 import pytest
+from one_look import one_look
 
 from latency_gate.config import Target, build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault
@@ -277,7 +278,7 @@ async def test_connection_closed_before_the_answer_is_retried_once_on_a_new_one(
     spec = EndpointSpec(latency=0.0, stream_format="raw", tokens=1, faults=(fault,))
     # One look (1 + 6 + 1 calls): a burst opens its connection ahead, and a drop on a
     # connection that never answered is a failed call (the next test), not a retry.
-    settings = {"warm-calls": "6", "concurrency": "1", "max-calls": "8", "on-undecided": "pass"}
+    settings = {"warm-calls": "6", "concurrency": "1", **one_look(8)}
     result, server = await _probe(spec, **settings)
     retried = [s for s in result.samples if s.retries]
     assert retried
@@ -309,8 +310,8 @@ async def test_a_retried_call_lives_within_one_timeout() -> None:
         tokens=1,
         faults=(Fault(kind="reset", every=100, offset=2),),
     )
-    # One look: this test is about the call, not the verdict (max-calls stops at the first).
-    settings = {"warm-calls": "2", "concurrency": "1", "timeout": "1s", "max-calls": "1"}
+    # One look: this test is about the call, not the verdict.
+    settings = {"warm-calls": "2", "concurrency": "1", "timeout": "1s", **one_look(1)}
     result, _ = await _probe(spec, **settings)
     second = [s for s in result.samples if s.phase is CallPhase.WARM][1]
     assert not second.ok

@@ -13,7 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 import trustme
-from conftest import free_port
+from conftest import free_port, stop_process
+from one_look import one_look
 from script_server import ScriptServer, steady
 
 from latency_gate.config import build_target, with_environment_proxy
@@ -55,12 +56,7 @@ def _tinyproxy(tmp_path: Path) -> Iterator[str]:
             pytest.fail("tinyproxy did not listen within 10 s")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 @pytest.fixture
@@ -90,9 +86,7 @@ def _raw(url: str) -> dict[str, str]:
         "concurrency": "3",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        # One look of 7 calls: these tests are about the route, not the verdict.
-        "max-calls": "7",
-        "on-undecided": "pass",
+        **one_look(7),  # these tests are about the route, not the verdict
     }
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 import yaml
-from conftest import REPO_ROOT, DockerEnv, free_port
+from conftest import REPO_ROOT, DockerEnv, free_port, stop_process
 from fake_github import FakeGitHub
 from loopback_registry import (
     Registry,
@@ -30,7 +30,6 @@ from loopback_registry import (
     manifest_layers,
     remove_every_copy,
     short,
-    stop,
     wait_until,
 )
 from test_container import ActionRun, run_action
@@ -123,7 +122,7 @@ def registry_run(
             )
             yield run, github
     finally:
-        stop(demo)
+        stop_process(demo)
 
 
 def _layers_with_status(output: str, status: str) -> list[str]:

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from conftest import free_port
+from one_look import one_look
 from script_server import ScriptServer, Step, steady
 
 from latency_gate.config import Target, build_target
@@ -29,9 +30,7 @@ def _target(url: str, **extra: str) -> Target:
         "timeout": "20s",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        # One look: these tests are about token timing, not the verdict.
-        "max-calls": "1",
-        "on-undecided": "pass",
+        **one_look(1),  # these tests are about token timing, not the verdict
     }
     return build_target({**raw, **extra})
 
