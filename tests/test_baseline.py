@@ -239,9 +239,9 @@ def test_cli_max_regression_needs_baseline(server: DemoServer) -> None:
 def test_summary_shows_base_head_delta_and_the_test() -> None:
     """The job summary names the test and shows base, head, delta and the ratio's interval for
     every number."""
-    from latency_gate import report
+    from latency_gate.report.markdown import render_summary
 
-    text = report.render_summary([apply_plan_for(_slow(2.0), make_result())])
+    text = render_summary([apply_plan_for(_slow(2.0), make_result())])
     assert "### Against the baseline\n" in text
     assert (
         "Test: exact permutation test of each percentile at the limit (the exact conditional "

@@ -12,10 +12,11 @@ from click.testing import CliRunner
 from one_look import one_look
 from result_factory import make_result, samples_for
 
-from latency_gate import action, cli, report
+from latency_gate import action, cli
 from latency_gate.assess.cheapest import compare_targets
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
+from latency_gate.report.markdown import render_summary
 
 
 def _run(name: str, warm: float, concurrent: float, *, passed: bool = True) -> RunResult:
@@ -69,7 +70,7 @@ def test_summary_names_the_cheapest_with_its_cost() -> None:
     """The job summary says which target is cheapest and passes, with its cost note escaped."""
     cheap = _run("local", 0.5, 0.6)
     cheap = cheap.model_copy(update={"config": {**cheap.config, "cost": "free_tier *"}})
-    text = report.render_summary([cheap, _run("paid", 0.1, 0.2)])
+    text = render_summary([cheap, _run("paid", 0.1, 0.2)])
     assert "**Cheapest target that passes: local** (free\\_tier \\*).\n" in text
     assert "- Paying for **paid** buys 400 ms at warm p95 and 400 ms at concurrent p95.\n" in text
 

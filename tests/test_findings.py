@@ -435,7 +435,7 @@ def test_terminal_shows_each_finding_with_its_evidence() -> None:
     """The terminal report lists each finding's title, its evidence indented below."""
     from result_factory import make_result
 
-    from latency_gate.report import render_terminal
+    from latency_gate.report.terminal import render_terminal
 
     finding = Finding(code="long-tail", title="Long tail", evidence="p95 is 10x p50", hint="h")
     text = render_terminal([make_result(findings=[finding])])

@@ -4,9 +4,12 @@ environment, the exit code and files."""
 from __future__ import annotations
 
 import ast
+import contextlib
 import shutil
+import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -144,3 +147,61 @@ def test_the_rule_sees_each_kind_of_access() -> None:
         "assess/sneaky.py:4 sys.exit",
     ]
     assert _violations("Path('b').read_text()\n", INPUT_FILES) == []
+
+
+# What must not be loaded when `probe`'s first request goes out: each is needed only after the
+# calls (judging, rendering, writing) or for an option not given (a targets file). Start-up is
+# measured in bench/ (docs/benchmarks.md); this pins the imports that decide it.
+NOT_BEFORE_THE_FIRST_REQUEST = (
+    "jinja2",
+    "latency_gate.assess",
+    "latency_gate.report.markdown",
+    "latency_gate.report.terminal",
+    "latency_gate.report.view",
+    "latency_gate.config.targets_file",
+    "latency_gate.demo",
+)
+
+_FIRST_REQUEST_PROBE = """
+import os, sys
+port = int(sys.argv[1])
+def hook(event, args):
+    if event == "socket.connect" and isinstance(args[1], tuple) and args[1][1:2] == (port,):
+        print("\\n".join(sorted(sys.modules)), flush=True)
+        os._exit(0)
+sys.addaudithook(hook)
+from latency_gate.cli import main
+main(["probe", f"http://127.0.0.1:{port}/", "--warm-calls", "1", "--concurrency", "1"])
+"""
+
+
+def test_probe_loads_no_judge_or_renderer_before_its_first_request() -> None:
+    """The real CLI in a child process, stopped at its first connection to the endpoint: the
+    modules loaded by then hold none of the judging, rendering or targets-file code."""
+    with socket_server() as port:
+        done = subprocess.run(
+            [sys.executable, "-c", _FIRST_REQUEST_PROBE, str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    loaded = set(done.stdout.split())
+    assert {"latency_gate.measure.engine", "httpx", "click"} <= loaded  # it got that far
+    early = sorted(
+        module
+        for module in loaded
+        for name in NOT_BEFORE_THE_FIRST_REQUEST
+        if module == name or module.startswith(name + ".")
+    )
+    assert early == []
+
+
+@contextlib.contextmanager
+def socket_server() -> Iterator[int]:
+    """A listening loopback port (the child stops at connect, so nothing needs answering)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        yield listener.getsockname()[1]

@@ -18,8 +18,8 @@ import pytest
 from render.page import CSS, Image, dump_dom, find_chromium, markdown_to_html, read_png, screenshot
 from result_factory import make_result
 
-from latency_gate.report import render_summary
 from latency_gate.report.chain import chart_scale
+from latency_gate.report.markdown import render_summary
 from latency_gate.report.view import target_view
 
 pytestmark = pytest.mark.browser

@@ -28,13 +28,13 @@ from result_factory import (
 from latency_gate.config import Budget
 from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape
 from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult
-from latency_gate.report import (
+from latency_gate.report.markdown import (
     environment,
     render_comment,
     render_markdown,
     render_summary,
-    render_terminal,
 )
+from latency_gate.report.terminal import render_terminal
 
 GOLDEN = Path(__file__).parent / "golden"
 MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"

@@ -16,7 +16,8 @@ from script_server import ScriptServer, Step, steady
 from latency_gate.config import Target, build_target
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase
-from latency_gate.report import render_markdown, render_terminal
+from latency_gate.report.markdown import render_markdown
+from latency_gate.report.terminal import render_terminal
 from latency_gate.run import probe
 
 

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from latency_gate import github, report
+from latency_gate import github
 from latency_gate.action.annotations import annotate
 from latency_gate.action.comment import post_comment
 from latency_gate.action.files import check_writable, write_outputs, write_reports, write_summary
@@ -43,7 +43,9 @@ from latency_gate.errors import (
 )
 from latency_gate.measure.engine import ProgressCallback
 from latency_gate.measure.limits import check_open_files
+from latency_gate.report.markdown import render_summary
 from latency_gate.report.progress import ProgressLog
+from latency_gate.report.terminal import render_terminal
 from latency_gate.run import exit_code, probe_all
 from latency_gate.signals import run_with_signals
 
@@ -136,7 +138,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
                 )
             )
         )
-        print(report.render_terminal(results), file=out)
+        print(render_terminal(results), file=out)
     finally:
         print(github.resume_commands(token), file=out)
 
@@ -149,7 +151,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         annotate(result, out)
 
     if settings.summary and summary_path is not None:
-        write_summary(summary_path, report.render_summary(results), out)
+        write_summary(summary_path, render_summary(results), out)
 
     comment_url = post_comment(settings, results, env, out)
     passed = all(result.verdict.passed for result in results)

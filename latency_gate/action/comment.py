@@ -10,10 +10,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from latency_gate import github, report
+from latency_gate import github
 from latency_gate.action.settings import ActionSettings
 from latency_gate.config.files import read_bounded
 from latency_gate.models import RunResult
+from latency_gate.report.markdown import is_run_url, render_comment
 
 MAX_EVENT_BYTES = 64 * 1024 * 1024  # GitHub's event payloads are far smaller
 
@@ -44,7 +45,7 @@ def post_comment(
         env.get("GITHUB_JOB", ""),
         [result.display_name for result in results],
     )
-    body = report.render_comment(results, marker=marker, run_url=_run_url(env))
+    body = render_comment(results, marker=marker, run_url=_run_url(env))
     with github.GitHubClient(
         api_url=env.get("GITHUB_API_URL") or "https://api.github.com",
         token=settings.github_token,
@@ -82,4 +83,4 @@ def _run_url(env: Mapping[str, str]) -> str | None:
     server = env.get("GITHUB_SERVER_URL", "https://github.com").rstrip("/")
     repository, run_id = env.get("GITHUB_REPOSITORY", ""), env.get("GITHUB_RUN_ID", "")
     url = f"{server}/{repository}/actions/runs/{run_id}"
-    return url if repository and run_id.isdigit() and report.is_run_url(url) else None
+    return url if repository and run_id.isdigit() and is_run_url(url) else None

@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
-from latency_gate import github, report
+from latency_gate import github
 from latency_gate.action.outputs import in_workspace
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
+from latency_gate.report.markdown import render_markdown
 from latency_gate.report.result_file import dump_runs
 
 
@@ -103,7 +104,7 @@ def write_reports(
     written: list[Path] = []
     files: list[tuple[Path, Callable[[], str]]] = [(json_path, lambda: dump_runs(results))]
     if markdown_path is not None:
-        files.append((markdown_path, lambda: report.render_markdown(results)))
+        files.append((markdown_path, lambda: render_markdown(results)))
     for path, render in files:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)

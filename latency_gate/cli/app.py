@@ -12,11 +12,10 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from latency_gate import github, report
 from latency_gate.config import Target
 from latency_gate.errors import (
     BUG_MESSAGE,
@@ -27,10 +26,12 @@ from latency_gate.errors import (
     LatencyGateError,
     machine_limit_message,
 )
-from latency_gate.models import RunResult
+from latency_gate.github.commands import resume_commands, stop_commands
 from latency_gate.report.progress import ProgressLog, ProgressPrinter, progress_printer
-from latency_gate.report.result_file import dump_runs
 from latency_gate.version import __version__
+
+if TYPE_CHECKING:
+    from latency_gate.models import RunResult
 
 # How each canonical setting is spelled on the command line, for error messages.
 CLI_SPELLING = {
@@ -90,11 +91,11 @@ def _workflow_commands_stopped() -> Iterator[None]:
         yield
         return
     token = uuid.uuid4().hex
-    click.echo(github.stop_commands(token))
+    click.echo(stop_commands(token))
     try:
         yield
     finally:
-        click.echo(github.resume_commands(token))
+        click.echo(resume_commands(token))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -221,9 +222,13 @@ def _cannot_append(path: Path) -> str | None:
 def write_reports(
     results: Sequence[RunResult], json_path: str | None, markdown_path: str | None
 ) -> None:
+    # Loaded here, after the run: start-up (docs/benchmarks.md).
+    from latency_gate.report.markdown import render_markdown  # noqa: PLC0415
+    from latency_gate.report.result_file import dump_runs  # noqa: PLC0415
+
     writes: list[tuple[str, str | None, Callable[[], str]]] = [
         ("--json", json_path, lambda: dump_runs(results)),
-        ("--markdown", markdown_path, lambda: report.render_markdown(results)),
+        ("--markdown", markdown_path, lambda: render_markdown(results)),
     ]
     problems = []
     for option, path, render in writes:
@@ -238,6 +243,13 @@ def write_reports(
             problems.append(InputProblem(option, f"could not write {path!r}: {reason}"))
     if problems:
         raise ConfigError(problems)
+
+
+def echo_report(results: Sequence[RunResult]) -> None:
+    """The terminal report on stdout (its renderer is loaded now, after the run: start-up)."""
+    from latency_gate.report.terminal import render_terminal  # noqa: PLC0415
+
+    click.echo(render_terminal(results, color=color()))
 
 
 def plain_terminal() -> bool:

@@ -6,16 +6,18 @@ import asyncio
 import contextlib
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from latency_gate import report
-from latency_gate.cli.app import FilePath, color, main, progress
+from latency_gate.cli.app import FilePath, echo_report, main, progress
 from latency_gate.config import build_target
 from latency_gate.errors import ConfigError
-from latency_gate.models import RunResult
 from latency_gate.run import probe
 from latency_gate.signals import run_with_signals
+
+if TYPE_CHECKING:
+    from latency_gate.models import RunResult
 
 __all__ = ["DEMO_DESCRIPTIONS", "demo_command", "demo_server_command"]
 
@@ -50,9 +52,11 @@ def demo_command(out: str) -> None:
             result = run_with_signals(probe(target, progress=progress(target)))
             results.append(result)
             _write(folder / f"{spec.name}.json", result.model_dump_json(indent=2) + "\n")
-            click.echo(report.render_terminal([result], color=color()))
-    _write(folder / "report.md", report.render_markdown(results))
-    click.echo(report.render_terminal(results, color=color()))
+            echo_report([result])
+    from latency_gate.report.markdown import render_markdown  # noqa: PLC0415 (start-up)
+
+    _write(folder / "report.md", render_markdown(results))
+    echo_report(results)
     click.echo(f"reports written to {folder}/ (report.md and one JSON file per environment)")
 
 

@@ -9,12 +9,11 @@ from typing import TYPE_CHECKING
 
 import click
 
-from latency_gate import report
 from latency_gate.cli.app import (
     FilePath,
     check_writable,
     cli_spelling,
-    color,
+    echo_report,
     endpoint_options,
     main,
     progress_log,
@@ -23,16 +22,14 @@ from latency_gate.cli.app import (
 )
 from latency_gate.config import Target, build_target, parse_label, with_environment_proxy
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
-from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.measure.limits import check_open_files
-from latency_gate.models import RunResult
-from latency_gate.report.result_file import label_runs
 from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
+    from latency_gate.models import RunResult
 
 __all__ = ["merge_command", "probe_command", "quick_command"]
 
@@ -139,7 +136,7 @@ def probe_command(
         )
     )
     # The verdict first: a file that cannot be written now (a full disk) exits 2 after it.
-    click.echo(report.render_terminal(results, color=color()))
+    echo_report(results)
     for result in results:  # e.g. --insecure: said where the person running it looks
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
@@ -156,6 +153,8 @@ def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -
     if clash:
         raise ConfigError.single("--targets", f"give {' or '.join(clash)} or --targets, not both")
     given = {k: v for k, v in raw.items() if v is not None and v != [] and k != "url"}
+    from latency_gate.config.targets_file import load_targets  # noqa: PLC0415 (start-up)
+
     targets = load_targets(Path(targets_path), given=given, environ=os.environ)
     if "proxy" in raw:
         return targets
@@ -195,8 +194,10 @@ def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: 
     loaded = [(name, load_runs(Path(name), "merge")) for name in files]
     for warning in _same_runs(loaded):
         click.echo(f"warning: {warning}", err=True)
+    from latency_gate.report.result_file import label_runs  # noqa: PLC0415 (start-up)
+
     results = label_runs(loaded)
-    click.echo(report.render_terminal(results, color=color()))
+    echo_report(results)
     write_reports(results, json_path, markdown_path)
     sys.exit(exit_code(results))
 

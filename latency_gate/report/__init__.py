@@ -1,19 +1,6 @@
-"""Showing a run: the terminal, Markdown (job summary, PR comment, file), progress lines."""
+"""Showing a run: the terminal, Markdown (job summary, PR comment, file), progress lines.
 
-from latency_gate.report.markdown import (
-    environment,
-    is_run_url,
-    render_comment,
-    render_markdown,
-    render_summary,
-)
-from latency_gate.report.terminal import render_terminal
-
-__all__ = [
-    "environment",
-    "is_run_url",
-    "render_comment",
-    "render_markdown",
-    "render_summary",
-    "render_terminal",
-]
+Import the module you need (`report.terminal`, `report.markdown`, `report.progress`, ...): this
+package re-exports nothing, so that the CLI's progress lines do not load the renderers (and
+Jinja's templates, the view and the chain behind them) before the first request goes out.
+"""
