@@ -697,6 +697,34 @@ def test_loopback_target_in_a_targets_file_is_named(run: Runner) -> None:
     assert run.github.requests == []
 
 
+def test_loopback_proxy_is_refused_in_the_container(run: Runner) -> None:
+    """A loopback `proxy` is the same trap as a loopback URL: in the container it is the
+    container. Refused with the same help, its credentials masked; nothing is called."""
+    result = run(
+        {"url": "http://api.example.com/v1", "proxy": "http://user:pw-1234@127.0.0.1:3128"},
+        raw_env=IN_CONTAINER,
+    )
+    assert result.code == 2
+    assert _errors(result) == [
+        "::error title=latency-gate%3A invalid input::invalid input proxy: "
+        f"http://***@127.0.0.1:3128 points at 127.0.0.1, the machine the call starts on; "
+        f"{LOOPBACK_HELP}"
+    ]
+    assert "pw-1234" not in result.log
+    assert run.github.requests == []
+
+
+def test_loopback_proxy_from_the_environment_is_refused_in_the_container(run: Runner) -> None:
+    """HTTPS_PROXY given to the step names a proxy on loopback: refused the same way."""
+    result = run(
+        {"url": "https://api.example.com/v1"},
+        raw_env={**IN_CONTAINER, "HTTPS_PROXY": "http://localhost:3128"},
+    )
+    assert result.code == 2
+    [error] = _errors(result)
+    assert "invalid input proxy: http://localhost:3128 points at localhost," in error
+
+
 def test_loopback_url_is_probed_outside_the_container(run: Runner) -> None:
     """Without the Docker action's variable (the CLI, the action on the runner) loopback works."""
     result = run(raw_env={"LATENCY_GATE_IN_CONTAINER": ""})

@@ -9,7 +9,7 @@ import re
 import socket
 from urllib.parse import urlsplit
 
-from latency_gate.config import Target
+from latency_gate.config import Target, redact_url
 
 # Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
 # is the container itself. The CLI and the composite action on the runner never set it.
@@ -46,13 +46,22 @@ def is_loopback_host(host: str) -> bool:
     return address.is_loopback or address.is_unspecified
 
 
-def loopback_message(target: Target) -> str | None:
-    """Why a loopback URL cannot work from the Docker action and what does; None if not one."""
-    host = urlsplit(target.url).hostname or ""
-    if not is_loopback_host(host):
-        return None
+def loopback_problems(target: Target) -> list[tuple[str, str]]:
+    """(field, why) for each of the target's addresses that is loopback: its URL, and its proxy
+    (the `proxy` input, a targets-file key or HTTPS_PROXY in the step's environment), which in
+    the Docker action's container would be looked for in the container too. Why says what works
+    instead; an empty list when neither is loopback."""
+    problems = []
+    for field, url in (("url", target.url), ("proxy", target.proxy)):
+        host = (urlsplit(url).hostname or "") if url else ""
+        if url and host and is_loopback_host(host):
+            problems.append((field, _message(redact_url(url), host)))
+    return problems
+
+
+def _message(shown: str, host: str) -> str:
     return (
-        f"{target.display_url} points at {host}, the machine the call starts on; this Docker "
+        f"{shown} points at {host}, the machine the call starts on; this Docker "
         "action runs in a container with a network of its own, so that is the container, not "
         "the runner where your endpoint listens. What works: serve the endpoint on 0.0.0.0 and "
         "call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, usually "

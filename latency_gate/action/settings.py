@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from latency_gate.action.files import written_path_problem
-from latency_gate.action.loopback import loopback_message
+from latency_gate.action.loopback import loopback_problems
 from latency_gate.config import (
     TARGET_KEYS,
     Target,
@@ -115,15 +115,13 @@ def parse_settings(
         problems += exc.problems
     if in_container:
         for target in targets:
-            message = loopback_message(target)
-            if message is None:
-                continue
-            where = (
-                f"targets ({inputs['targets']}): target {target.name!r}, url"
-                if "targets" in inputs
-                else "url"
-            )
-            problems.append(InputProblem(where, message))
+            for field, message in loopback_problems(target):
+                where = (
+                    f"targets ({inputs['targets']}): target {target.name!r}, {field}"
+                    if "targets" in inputs
+                    else field
+                )
+                problems.append(InputProblem(where, message))
     plan: BaselinePlan | None = None
     if "baseline" in inputs:
         try:
