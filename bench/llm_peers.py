@@ -54,6 +54,9 @@ PROMPT = "Write a long story about a lighthouse keeper and the storm."
 PEERS = ("aiperf==0.13.0", "guidellm==0.8.1", "gguf")
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "latency-gate-peers-venv"
 SLOTS = 4
+# aiperf's sequential phase: a request rate (per s) well above the server's pace, so that with a
+# concurrency limit of 1 each call starts within one tick of the last one's end (see below).
+AIPERF_POLL_RATE = 50
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # llama.cpp's log: "M.SS.mmm.uuu I slot print_timing: id  3 | task 195 | prompt eval time = ..."
@@ -375,9 +378,18 @@ def measure_aiperf(
     calls = Calls()
     data = prompts_file(work / "aiperf-prompts.jsonl", opts.sequential + opts.burst + 1, "text")
     env = dict(os.environ, PYTHONPATH="")
-    for phase, concurrency, count, warmup in (
-        ("sequential", 1, opts.sequential, 1),
-        ("burst", opts.burst, opts.burst, 0),
+    for phase, concurrency, count, warmup, pacing in (
+        # aiperf's --concurrency mode alone busy-waits: its timing_manager retries for a free
+        # slot with a bare yield to the event loop (timing/strategies/request_rate.py, interval
+        # 0) for as long as a request is in flight, one core at 100% for the whole sequential
+        # phase. On 2 cores that core is taken from llama.cpp's 2 threads, whose generation
+        # then slowed 10-40 times: 20 calls of 64 tokens outlasted the timeout (the "hang" of
+        # the first two runs). A constant request rate above the server's pace with the same
+        # concurrency limit sends the same calls one after another, each as soon as the last
+        # ended (within one 20 ms tick), and sleeps on a timer in between.
+        ("sequential", 1, opts.sequential, 1, AIPERF_POLL_RATE),
+        # The burst sends its calls at once and has none left to wait for: no busy wait.
+        ("burst", opts.burst, opts.burst, 0, None),
     ):
         artifacts = work / f"aiperf-{phase}"
         cmd = [
@@ -402,16 +414,30 @@ def measure_aiperf(
             str(count),
             "--extra-inputs",
             f"max_tokens:{opts.max_tokens}",
-            # This llama.cpp server closes the connection after each streamed answer, and aiperf
-            # reuses pooled connections without retrying: it counted a disconnect and stalled.
-            # A new connection per request was tried next; aiperf still hung (docs/benchmarks.md).
+            # This llama.cpp server closes the connection after each streamed answer (while
+            # announcing keep-alive); aiperf's pool may reuse the closed connection before it
+            # sees the close, and aiohttp does not retry a POST: ServerDisconnectedError, one
+            # call counted as failed. A new connection per request is what every tool gets
+            # from this server anyway.
             "--connection-reuse-strategy",
             "never",
+            # No GPU and no Prometheus endpoint here: these optional services only probe, miss
+            # heartbeats on a busy machine and are dropped; they are not started at all.
+            "--no-gpu-telemetry",
+            "--no-server-metrics",
+            # One worker per concurrent call and one record processor: fewer processes taking
+            # CPU from the server on 2 cores (aiperf sizes both from the core count otherwise).
+            "--workers-max",
+            str(concurrency),
+            "--record-processors",
+            "1",
             "--ui",
             "none",
             "--artifact-dir",
             str(artifacts),
         ]
+        if pacing:
+            cmd += ["--request-rate", str(pacing), "--arrival-pattern", "constant"]
         if warmup:  # aiperf refuses a warm-up count of 0
             cmd += ["--warmup-request-count", str(warmup)]
         ran = run_tool(cmd, work / "aiperf.log", opts.tool_timeout, env)
