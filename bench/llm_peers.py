@@ -667,6 +667,11 @@ def render_round(tools: dict[str, Any], burst: int) -> list[str]:
         "failed" if "failed" in got else cell(got["server"]["cpu_s"]) for got in tools.values()
     ]
     lines.append("| server CPU while the tool ran (s) | " + " | ".join(cells) + " |")
+    if any("others_cpu_s" in got for got in tools.values()):
+        cells = [cell(got.get("others_cpu_s")) for got in tools.values()]
+        lines.append("| other processes' CPU meanwhile (s) | " + " | ".join(cells) + " |")
+        cells = [cell(got.get("steal_s")) for got in tools.values()]
+        lines.append("| CPU stolen by the hypervisor meanwhile (s) | " + " | ".join(cells) + " |")
     for tool, got in tools.items():
         if got.get("failed"):
             lines.append(f"\n{tool} failed: {got['failed']}")
@@ -763,6 +768,15 @@ def machine() -> str:
                 cpu = line.split(":", 1)[1].strip()
                 break
     return f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}"
+
+
+def machine_cpu_s() -> tuple[float, float]:
+    """CPU seconds all processes on this machine have used (/proc/stat: user, nice, system, irq,
+    softirq) and the seconds the hypervisor gave to others (steal), since boot."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(v) for v in Path("/proc/stat").read_text().split(maxsplit=9)[1:9]
+    )
+    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
 
 
 def find_model(given: str | None) -> Path:
@@ -894,7 +908,7 @@ def measure_tool(
 ) -> dict[str, Any]:
     """One tool's run against the server: its summary, or why it failed."""
     before_tasks = len(server.tasks())
-    cpu_before = server.cpu_s()
+    cpu_before, machine_before = server.cpu_s(), machine_cpu_s()
     runs: list[Ran] = []
     try:
         if tool == "latency-gate":
@@ -910,6 +924,11 @@ def measure_tool(
     time.sleep(0.5)  # the last task's log lines
     tasks = server.tasks()[before_tasks:]
     got = summary(calls, tasks, runs, server.cpu_s() - cpu_before, opts)
+    # Everything else the machine ran meanwhile (other people's work, this script): what slowed
+    # the server in this tool's turn that the tool did not cause.
+    busy, steal = machine_cpu_s()
+    got["others_cpu_s"] = round(busy - machine_before[0] - got["server"]["cpu_s"] - got["cpu_s"], 2)
+    got["steal_s"] = round(steal - machine_before[1], 2)
     if tasks and runs:
         got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
     got["runs"] = [r.__dict__ for r in runs]
