@@ -382,7 +382,6 @@ def measure_aiperf(
     base: str, opts: argparse.Namespace, work: Path, runs: list[Ran], bin_dir: Path
 ) -> Calls:
     calls = Calls()
-    data = prompts_file(work / "aiperf-prompts.jsonl", opts.sequential + opts.burst + 1, "text")
     env = dict(os.environ, PYTHONPATH="")
     for phase, concurrency, count, warmup, pacing in (
         # aiperf's --concurrency mode alone busy-waits: its timing_manager retries for a free
@@ -398,6 +397,10 @@ def measure_aiperf(
         ("burst", opts.burst, opts.burst, 0, None),
     ):
         artifacts = work / f"aiperf-{phase}"
+        # A file of fresh prompts per phase: aiperf takes each phase's prompts from the top of
+        # its file, so one shared file made the burst resend the first prompts, and llama.cpp
+        # answered them from its prompt cache (1 prompt token evaluated; third run).
+        data = prompts_file(work / f"aiperf-{phase}.jsonl", count + warmup, "text")
         cmd = [
             str(bin_dir / "aiperf"),
             "profile",
