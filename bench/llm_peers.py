@@ -3,7 +3,7 @@
     python bench/llm_peers.py                  # build the peers' venv if missing, then measure
     python bench/llm_peers.py --sequential 20 --burst 4 --max-tokens 64 --rounds 3
     python bench/llm_peers.py --peers-venv DIR # where aiperf and guidellm live [see --help]
-    python bench/llm_peers.py --name llm_peers_run3   # bench/results/llm_peers_run3.{json,md}
+    python bench/llm_peers.py --name llm_peers_run5   # bench/results/llm_peers_run5.{json,md}
 
 Before each round it waits (every 30 s, at most --wait-quiet) until no pytest, bench/run.py or
 statsim runs and the 1-minute load average is below --max-load, and records that load: on 2
@@ -833,7 +833,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--max-load", type=float, default=1.0, help="quiet: 1-minute load average below [1.0]"
     )
     parser.add_argument("--out", default=str(BENCH / "results"), help="[bench/results]")
-    parser.add_argument("--name", default="llm_peers", help="results file names [llm_peers]")
+    parser.add_argument(
+        "--name",
+        default=time.strftime("llm_peers_%Y%m%d_%H%M", time.gmtime()),
+        help="results file names [llm_peers_ and the UTC time: never an earlier run's]",
+    )
     parser.add_argument("--tools", default=",".join(TOOLS))
     opts = parser.parse_args(args_in)
 
@@ -853,6 +857,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "slots": SLOTS,
         "aiperf_poll_rate": AIPERF_POLL_RATE,
         "rounds": [],
+        "medians": {},
         "machine": machine(),
         "command": " ".join(["python", "bench/llm_peers.py", *args_in]),
         "work_dir": str(work),
