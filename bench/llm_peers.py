@@ -1,8 +1,14 @@
-"""latency-gate beside aiperf and guidellm on a real LLM: the llama.cpp test server, one run.
+"""latency-gate beside aiperf and guidellm on a real LLM: the llama.cpp test server, 3 rounds.
 
     python bench/llm_peers.py                  # build the peers' venv if missing, then measure
-    python bench/llm_peers.py --sequential 20 --burst 4 --max-tokens 64
+    python bench/llm_peers.py --sequential 20 --burst 4 --max-tokens 64 --rounds 3
     python bench/llm_peers.py --peers-venv DIR # where aiperf and guidellm live [see --help]
+    python bench/llm_peers.py --name llm_peers_run5   # bench/results/llm_peers_run5.{json,md}
+
+Before each round it waits (every 30 s, at most --wait-quiet) until no pytest, bench/run.py or
+statsim runs and the 1-minute load average is below --max-load, and records that load: on 2
+cores, any other busy process slows llama.cpp's 2 threads many times over. Each round starts a
+new server and runs the tools in a rotated order; the report gives each round and the medians.
 
 Run by hand, not by CI: aiperf and guidellm are not dependencies of this project. They are
 installed from PyPI into a virtualenv of their own (`--peers-venv`, made with pip on first use),
@@ -54,6 +60,9 @@ PROMPT = "Write a long story about a lighthouse keeper and the storm."
 PEERS = ("aiperf==0.13.0", "guidellm==0.8.1", "gguf")
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "latency-gate-peers-venv"
 SLOTS = 4
+# aiperf's sequential phase: a request rate (per s) well above the server's pace, so that with a
+# concurrency limit of 1 each call starts within one tick of the last one's end (see below).
+AIPERF_POLL_RATE = 50
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 # llama.cpp's log: "M.SS.mmm.uuu I slot print_timing: id  3 | task 195 | prompt eval time = ..."
@@ -373,13 +382,25 @@ def measure_aiperf(
     base: str, opts: argparse.Namespace, work: Path, runs: list[Ran], bin_dir: Path
 ) -> Calls:
     calls = Calls()
-    data = prompts_file(work / "aiperf-prompts.jsonl", opts.sequential + opts.burst + 1, "text")
     env = dict(os.environ, PYTHONPATH="")
-    for phase, concurrency, count, warmup in (
-        ("sequential", 1, opts.sequential, 1),
-        ("burst", opts.burst, opts.burst, 0),
+    for phase, concurrency, count, warmup, pacing in (
+        # aiperf's --concurrency mode alone busy-waits: its timing_manager retries for a free
+        # slot with a bare yield to the event loop (timing/strategies/request_rate.py, interval
+        # 0) for as long as a request is in flight, one core at 100% for the whole sequential
+        # phase. On 2 cores that core is taken from llama.cpp's 2 threads, whose generation
+        # then slowed 10-40 times: 20 calls of 64 tokens outlasted the timeout (the "hang" of
+        # the first two runs). A constant request rate above the server's pace with the same
+        # concurrency limit sends the same calls one after another, each as soon as the last
+        # ended (within one 20 ms tick), and sleeps on a timer in between.
+        ("sequential", 1, opts.sequential, 1, AIPERF_POLL_RATE),
+        # The burst sends its calls at once and has none left to wait for: no busy wait.
+        ("burst", opts.burst, opts.burst, 0, None),
     ):
         artifacts = work / f"aiperf-{phase}"
+        # A file of fresh prompts per phase: aiperf takes each phase's prompts from the top of
+        # its file, so one shared file made the burst resend the first prompts, and llama.cpp
+        # answered them from its prompt cache (1 prompt token evaluated; third run).
+        data = prompts_file(work / f"aiperf-{phase}.jsonl", count + warmup, "text")
         cmd = [
             str(bin_dir / "aiperf"),
             "profile",
@@ -402,16 +423,30 @@ def measure_aiperf(
             str(count),
             "--extra-inputs",
             f"max_tokens:{opts.max_tokens}",
-            # This llama.cpp server closes the connection after each streamed answer, and aiperf
-            # reuses pooled connections without retrying: it counted a disconnect and stalled.
-            # A new connection per request was tried next; aiperf still hung (docs/benchmarks.md).
+            # This llama.cpp server closes the connection after each streamed answer (while
+            # announcing keep-alive); aiperf's pool may reuse the closed connection before it
+            # sees the close, and aiohttp does not retry a POST: ServerDisconnectedError, one
+            # call counted as failed. A new connection per request is what every tool gets
+            # from this server anyway.
             "--connection-reuse-strategy",
             "never",
+            # No GPU and no Prometheus endpoint here: these optional services only probe, miss
+            # heartbeats on a busy machine and are dropped; they are not started at all.
+            "--no-gpu-telemetry",
+            "--no-server-metrics",
+            # One worker per concurrent call and one record processor: fewer processes taking
+            # CPU from the server on 2 cores (aiperf sizes both from the core count otherwise).
+            "--workers-max",
+            str(concurrency),
+            "--record-processors",
+            "1",
             "--ui",
             "none",
             "--artifact-dir",
             str(artifacts),
         ]
+        if pacing:
+            cmd += ["--request-rate", str(pacing), "--arrival-pattern", "constant"]
         if warmup:  # aiperf refuses a warm-up count of 0
             cmd += ["--warmup-request-count", str(warmup)]
         ran = run_tool(cmd, work / "aiperf.log", opts.tool_timeout, env)
@@ -496,27 +531,36 @@ def measure_guidellm(
 
 
 def busy() -> list[str]:
-    """Other test runs or benchmarks on this machine (pytest, bench/run.py), not ours."""
+    """Other test runs or benchmarks on this machine (pytest, bench/run.py, statsim), not ours."""
     mine = {os.getpid(), os.getppid()}
     found: list[str] = []
-    for pattern in ("pytest", "bench/run.py"):
+    for pattern in ("pytest", "bench/run.py", "statsim"):
         out = subprocess.run(
             ["pgrep", "-af", pattern], capture_output=True, text=True, timeout=10, check=False
         )
         for line in out.stdout.splitlines():
             pid, _, cmd = line.partition(" ")
-            if int(pid) not in mine and "pgrep" not in cmd:
+            if int(pid) not in mine and "pgrep" not in cmd and line not in found:
                 found.append(line)
     return found
 
 
-def wait_quiet(limit_s: float, every_s: float = 20.0) -> tuple[float, list[str]]:
-    """Wait (bounded) until busy() finds nothing; seconds waited and what was still running."""
+def wait_quiet(
+    limit_s: float, max_load: float, every_s: float = 30.0
+) -> tuple[float, list[str], float]:
+    """Wait (bounded) until busy() finds nothing and the 1-minute load average is below
+    max_load; seconds waited, what was still running and the load average at the end."""
     t0 = time.monotonic()
-    while (others := busy()) and time.monotonic() - t0 < limit_s:
-        print(f"waiting for a quiet machine: {others[:3]}", file=sys.stderr, flush=True)
+    while True:
+        others, load = busy(), os.getloadavg()[0]
+        if (not others and load < max_load) or time.monotonic() - t0 >= limit_s:
+            return time.monotonic() - t0, others, load
+        print(
+            f"waiting for a quiet machine: load {load:.2f}, {others[:3]}",
+            file=sys.stderr,
+            flush=True,
+        )
         time.sleep(every_s)
-    return time.monotonic() - t0, others
 
 
 # --- the report -----------------------------------------------------------------------------
@@ -583,24 +627,33 @@ def cell(value: float | None, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:.1f}{unit}"
 
 
-def render(results: dict[str, Any]) -> str:
-    tools = list(results["tools"])
-    rows = [
+TOOLS = ("latency-gate", "aiperf", "guidellm")
+COST_ROWS = (
+    ("wall time of the tool (s)", "wall_s"),
+    ("CPU time of the tool (s)", "cpu_s"),
+    ("start-up: exec to first request (s)", "startup_s"),
+)
+
+
+def rows(burst: int) -> list[tuple[str, str]]:
+    return [
         ("first token p50, sequential (ms)", "ttft_p50"),
         ("latency p50, sequential (ms)", "latency_p50"),
         ("latency p95, sequential (ms)", "latency_p95"),
         ("inter-token latency p50 of per-call means (ms)", "itl_p50"),
-        (f"first token p95, burst of {results['burst']} (ms)", "burst_ttft_p95"),
-        (f"latency p95, burst of {results['burst']} (ms)", "burst_latency_p95"),
+        (f"first token p95, burst of {burst} (ms)", "burst_ttft_p95"),
+        (f"latency p95, burst of {burst} (ms)", "burst_latency_p95"),
     ]
-    lines = [
-        "| | " + " | ".join(tools) + " |",
-        "|---|" + "---|" * len(tools),
-    ]
-    for label, key in rows:
+
+
+def render_round(tools: dict[str, Any], burst: int) -> list[str]:
+    """One round's table: each tool's numbers and how far they are from the server's."""
+    names = list(tools)
+    lines = ["| | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    for label, key in rows(burst):
         cells = []
-        for tool in tools:
-            got = results["tools"][tool]
+        for tool in names:
+            got = tools[tool]
             if "failed" in got:
                 cells.append("failed")
                 continue
@@ -608,41 +661,105 @@ def render(results: dict[str, Any]) -> str:
             err_text = "" if err is None else f" ({err:+.1f} vs server {got['server'][key]:.1f})"
             cells.append(cell(got["tool"][key]) + err_text)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    cells = [
-        "failed" if "failed" in got else str(got["tool"]["errors"])
-        for got in (results["tools"][t] for t in tools)
-    ]
+    cells = ["failed" if "failed" in got else str(got["tool"]["errors"]) for got in tools.values()]
     lines.append("| calls the tool counted as failed | " + " | ".join(cells) + " |")
-    for label, key, unit in (
-        ("wall time of the tool (s)", "wall_s", ""),
-        ("CPU time of the tool (s)", "cpu_s", ""),
-        ("start-up: exec to first request (s)", "startup_s", ""),
-    ):
-        cells = [
-            "failed" if "failed" in results["tools"][t] else cell(results["tools"][t][key], unit)
-            for t in tools
-        ]
+    for label, key in COST_ROWS:
+        cells = ["failed" if "failed" in got else cell(got[key]) for got in tools.values()]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     cells = [
-        "failed"
-        if "failed" in results["tools"][t]
-        else cell(results["tools"][t]["server"]["cpu_s"])
-        for t in tools
+        "failed" if "failed" in got else cell(got["server"]["cpu_s"]) for got in tools.values()
     ]
     lines.append("| server CPU while the tool ran (s) | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        f"Load average (1 min) before each tool: {results['loadavg']}. "
-        f"Waited {results['waited_s']:.0f} s for a quiet machine"
-        + (f" (still running: {results['still_busy']})" if results["still_busy"] else "")
-        + ".",
-        f"Versions: {results['versions']}. Machine: {results['machine']}.",
-    ]
-    for tool, got in results["tools"].items():
+    if any("others_cpu_s" in got for got in tools.values()):
+        cells = [cell(got.get("others_cpu_s")) for got in tools.values()]
+        lines.append("| other processes' CPU meanwhile (s) | " + " | ".join(cells) + " |")
+        cells = [cell(got.get("steal_s")) for got in tools.values()]
+        lines.append("| CPU stolen by the hypervisor meanwhile (s) | " + " | ".join(cells) + " |")
+    for tool, got in tools.items():
         if got.get("failed"):
-            lines.append(f"{tool} failed: {got['failed']}")
+            lines.append(f"\n{tool} failed: {got['failed']}")
         elif got.get("note"):
-            lines.append(f"{tool}: {got['note']}")
+            lines.append(f"\n{tool}: {got['note']}")
+    return lines
+
+
+def med(values: Sequence[float | None]) -> float | None:
+    """The median of the values that are there (2 decimals), None if none is."""
+    got = pct([v for v in values if v is not None], 50)
+    return None if got is None else round(got, 2)
+
+
+def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per tool, the median over the rounds it completed of each number and each difference."""
+    out: dict[str, Any] = {}
+    for tool in TOOLS:
+        done = [
+            r["tools"][tool] for r in rounds if "failed" not in r["tools"].get(tool, {"failed": 1})
+        ]
+        if not done:
+            continue
+
+        keys = [key for _, key in rows(0)]
+        out[tool] = {
+            "rounds": len(done),
+            "tool": {k: med([d["tool"][k] for d in done]) for k in keys},
+            "server": {k: med([d["server"][k] for d in done]) for k in keys},
+            "error": {k: med([d["error"][k] for d in done]) for k in keys},
+            "errors": sum(d["tool"]["errors"] for d in done),
+            "server_cpu_s": med([d["server"]["cpu_s"] for d in done]),
+            **{k: med([d[k] for d in done]) for _, k in COST_ROWS},
+        }
+    return out
+
+
+def render_medians(med: dict[str, Any], burst: int, rounds: int) -> list[str]:
+    names = list(med)
+    lines = [
+        "| | " + " | ".join(f"{t} ({med[t]['rounds']} of {rounds})" for t in names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+    for label, key in rows(burst):
+        cells = []
+        for tool in names:
+            err = med[tool]["error"][key]
+            cells.append(cell(med[tool]["tool"][key]) + ("" if err is None else f" ({err:+.1f})"))
+        lines.append(f"| {label} (difference from the server) | " + " | ".join(cells) + " |")
+    cells = [str(med[t]["errors"]) for t in names]
+    lines.append("| calls the tool counted as failed (all rounds) | " + " | ".join(cells) + " |")
+    base = med.get("latency-gate", {})
+    for label, key in (*COST_ROWS, ("server CPU while the tool ran (s)", "server_cpu_s")):
+        cells = []
+        for tool in names:
+            value, ref = med[tool][key], base.get(key)
+            ratio = (
+                f" (x{value / ref:.1f})"
+                if value is not None and ref and tool != "latency-gate"
+                else ""
+            )
+            cells.append(cell(value) + ratio)
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def render(results: dict[str, Any]) -> str:
+    burst, rounds = results["burst"], results["rounds"]
+    lines = [
+        f"Medians over {len(rounds)} rounds (ratios: against latency-gate's median):",
+        "",
+        *render_medians(results["medians"], burst, len(rounds)),
+    ]
+    for i, got in enumerate(rounds, 1):
+        lines += [
+            "",
+            f"Round {i} (order: {', '.join(got['tools'])}; 1-minute load average before the round "
+            f"{got['load_before']:.2f}, before each tool {got['loadavg']}; waited "
+            f"{got['waited_s']:.0f} s for a quiet machine"
+            + (f", still running: {got['still_busy']}" if got["still_busy"] else "")
+            + "):",
+            "",
+            *render_round(got["tools"], burst),
+        ]
+    lines += ["", f"Versions: {results['versions']}. Machine: {results['machine']}."]
     return "\n".join(lines) + "\n"
 
 
@@ -654,6 +771,15 @@ def machine() -> str:
                 cpu = line.split(":", 1)[1].strip()
                 break
     return f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}"
+
+
+def machine_cpu_s() -> tuple[float, float]:
+    """CPU seconds all processes on this machine have used (/proc/stat: user, nice, system, irq,
+    softirq) and the seconds the hypervisor gave to others (steal), since boot."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(v) for v in Path("/proc/stat").read_text().split(maxsplit=9)[1:9]
+    )
+    return (user + nice + system + irq + softirq) / CLK_TCK, steal / CLK_TCK
 
 
 def find_model(given: str | None) -> Path:
@@ -698,10 +824,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-tokens", type=int, default=64, help="answer length asked for")
     parser.add_argument("--model", help="the GGUF file [fetched like .ci/fetch-model.sh]")
     parser.add_argument("--peers-venv", default=str(DEFAULT_VENV), help="[%(default)s]")
-    parser.add_argument("--tool-timeout", type=float, default=240.0, help="s per tool process")
-    parser.add_argument("--wait-quiet", type=float, default=1800.0, help="s at most [1800]")
+    parser.add_argument("--tool-timeout", type=float, default=600.0, help="s per tool process")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of all the tools [3]")
+    parser.add_argument(
+        "--wait-quiet", type=float, default=2400.0, help="s at most before each round [2400]"
+    )
+    parser.add_argument(
+        "--max-load", type=float, default=1.0, help="quiet: 1-minute load average below [1.0]"
+    )
     parser.add_argument("--out", default=str(BENCH / "results"), help="[bench/results]")
-    parser.add_argument("--tools", default="latency-gate,aiperf,guidellm")
+    parser.add_argument(
+        "--name",
+        default=time.strftime("llm_peers_%Y%m%d_%H%M", time.gmtime()),
+        help="results file names [llm_peers_ and the UTC time: never an earlier run's]",
+    )
+    parser.add_argument("--tools", default=",".join(TOOLS))
     opts = parser.parse_args(args_in)
 
     model = find_model(opts.model)
@@ -712,51 +849,48 @@ def main(argv: Sequence[str] | None = None) -> int:
     gate_env["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(ROOT), gate_env.get("PYTHONPATH")) if p
     )
-
-    waited, still = wait_quiet(opts.wait_quiet)
     results: dict[str, Any] = {
         "sequential": opts.sequential,
         "burst": opts.burst,
         "max_tokens": opts.max_tokens,
         "prompt": PROMPT,
         "slots": SLOTS,
-        "waited_s": round(waited, 1),
-        "still_busy": still,
-        "loadavg": [],
-        "tools": {},
+        "aiperf_poll_rate": AIPERF_POLL_RATE,
+        "rounds": [],
+        "medians": {},
         "machine": machine(),
         "command": " ".join(["python", "bench/llm_peers.py", *args_in]),
         "work_dir": str(work),
     }
-    with llama(model, work / "llama-server.log") as server:
-        server.calibrate()
-        for tool in opts.tools.split(","):
-            print(f"{tool} ...", file=sys.stderr, flush=True)
-            results["loadavg"].append(round(os.getloadavg()[0], 2))
-            before_tasks = len(server.tasks())
-            cpu_before = server.cpu_s()
-            runs: list[Ran] = []
-            try:
-                if tool == "latency-gate":
-                    calls = measure_gate(server.base, opts, work, runs, gate_env)
-                elif tool == "aiperf":
-                    calls = measure_aiperf(server.base, opts, work, runs, bin_dir)
-                else:
-                    calls = measure_guidellm(server.base, opts, work, runs, bin_dir)
-            except (RuntimeError, OSError, ValueError, KeyError) as exc:
-                timed_out = any(r.timed_out for r in runs)
-                results["tools"][tool] = {
-                    "failed": f"{exc!r}" + (" (killed at the timeout)" if timed_out else "")
-                }
-                print(f"{tool} failed: {exc!r}", file=sys.stderr, flush=True)
-                continue
-            time.sleep(0.5)  # the last task's log lines
-            tasks = server.tasks()[before_tasks:]
-            got = summary(calls, tasks, runs, server.cpu_s() - cpu_before, opts)
-            if tasks and runs:
-                got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
-            got["runs"] = [r.__dict__ for r in runs]
-            results["tools"][tool] = got
+    out = Path(opts.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tools = opts.tools.split(",")
+    for index in range(opts.rounds):
+        # Each round a new server, and the tools in a rotated order: no tool always goes first
+        # on a fresh server or last on a warm one.
+        order = tools[index % len(tools) :] + tools[: index % len(tools)]
+        waited, still, load = wait_quiet(opts.wait_quiet, opts.max_load)
+        round_dir = work / f"round{index + 1}"
+        round_dir.mkdir()
+        got_round: dict[str, Any] = {
+            "waited_s": round(waited, 1),
+            "still_busy": still,
+            "load_before": round(load, 2),
+            "loadavg": [],
+            "tools": {},
+        }
+        results["rounds"].append(got_round)
+        with llama(model, round_dir / "llama-server.log") as server:
+            server.calibrate()
+            for tool in order:
+                print(f"round {index + 1}: {tool} ...", file=sys.stderr, flush=True)
+                got_round["loadavg"].append(round(os.getloadavg()[0], 2))
+                got_round["tools"][tool] = measure_tool(
+                    tool, server, opts=opts, work=round_dir, bin_dir=bin_dir, gate_env=gate_env
+                )
+        results["medians"] = medians(results["rounds"])
+        # Written after every round: a round that ran is kept even if a later one is stopped.
+        (out / f"{opts.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     versions = peer_versions(bin_dir)
     with contextlib.suppress(Exception):
         import xllamacpp
@@ -764,13 +898,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         versions["xllamacpp"] = getattr(xllamacpp, "__version__", "?")
     versions["python"] = platform.python_version()
     results["versions"] = versions
-    out = Path(opts.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "llm_peers.json").write_text(json.dumps(results, indent=2) + "\n")
+    (out / f"{opts.name}.json").write_text(json.dumps(results, indent=2) + "\n")
     text = render(results)
-    (out / "llm_peers.md").write_text(text)
+    (out / f"{opts.name}.md").write_text(text)
     print(text)
     return 0
+
+
+def measure_tool(
+    tool: str,
+    server: LlamaServer,
+    *,
+    opts: argparse.Namespace,
+    work: Path,
+    bin_dir: Path,
+    gate_env: dict[str, str],
+) -> dict[str, Any]:
+    """One tool's run against the server: its summary, or why it failed."""
+    before_tasks = len(server.tasks())
+    cpu_before, machine_before = server.cpu_s(), machine_cpu_s()
+    runs: list[Ran] = []
+    try:
+        if tool == "latency-gate":
+            calls = measure_gate(server.base, opts, work, runs, gate_env)
+        elif tool == "aiperf":
+            calls = measure_aiperf(server.base, opts, work, runs, bin_dir)
+        else:
+            calls = measure_guidellm(server.base, opts, work, runs, bin_dir)
+    except (RuntimeError, OSError, ValueError, KeyError) as exc:
+        timed_out = any(r.timed_out for r in runs)
+        print(f"{tool} failed: {exc!r}", file=sys.stderr, flush=True)
+        return {"failed": f"{exc!r}" + (" (killed at the timeout)" if timed_out else "")}
+    time.sleep(0.5)  # the last task's log lines
+    tasks = server.tasks()[before_tasks:]
+    got = summary(calls, tasks, runs, server.cpu_s() - cpu_before, opts)
+    # Everything else the machine ran meanwhile (other people's work, this script): what slowed
+    # the server in this tool's turn that the tool did not cause.
+    busy, steal = machine_cpu_s()
+    got["others_cpu_s"] = round(busy - machine_before[0] - got["server"]["cpu_s"] - got["cpu_s"], 2)
+    got["steal_s"] = round(steal - machine_before[1], 2)
+    if tasks and runs:
+        got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
+    got["runs"] = [r.__dict__ for r in runs]
+    return got
 
 
 if __name__ == "__main__":
