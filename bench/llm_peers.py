@@ -38,7 +38,9 @@ import os
 import platform
 import re
 import secrets
+import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -314,8 +316,20 @@ class Calls:
     latency: dict[str, list[float]] = field(default_factory=dict)
     itl: dict[str, list[float]] = field(default_factory=dict)  # each call's mean gap
     errors: list[str] = field(default_factory=list)  # calls the tool counted as failed
+    # Each counted call as (phase, start on the wall clock, first token, latency): matched to
+    # the packet capture by time (see match_wire).
+    records: list[tuple[str, float, float | None, float]] = field(default_factory=list)
 
-    def add(self, phase: str, ttft: float | None, latency: float, itl: float | None) -> None:
+    def add(
+        self,
+        phase: str,
+        ttft: float | None,
+        latency: float,
+        itl: float | None,
+        start: float | None = None,
+    ) -> None:
+        if start is not None:
+            self.records.append((phase, start, ttft, latency))
         if ttft is not None:
             self.ttft.setdefault(phase, []).append(ttft)
         self.latency.setdefault(phase, []).append(latency)
@@ -374,6 +388,7 @@ def measure_gate(
             (sample.get("timings") or {}).get("first_token"),
             sample["latency"],
             gaps["mean"] if gaps else None,
+            sample["started_at"],
         )
     return calls
 
@@ -468,7 +483,13 @@ def measure_aiperf(
 
             latency = ms("request_latency")
             if latency is not None:
-                calls.add(phase, ms("time_to_first_token"), latency, ms("inter_token_latency"))
+                calls.add(
+                    phase,
+                    ms("time_to_first_token"),
+                    latency,
+                    ms("inter_token_latency"),
+                    record["metadata"]["request_start_ns"] / 1e9,
+                )
     return calls
 
 
@@ -523,8 +544,289 @@ def measure_guidellm(
                 first - t["request_start"] if first else None,
                 t["request_end"] - t["request_start"],
                 itl,
+                t["request_start"],
             )
     return calls
+
+
+# --- the wire: a packet capture on loopback as the reference --------------------------------
+
+# Classic pcap: the file's magic gives the byte order and the time unit (tcpdump writes
+# nanoseconds with --time-stamp-precision nano); the link type gives the header before IP.
+PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
+    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
+}
+LINK_HEADER = {0: 4, 1: 14, 12: 0, 101: 0, 113: 16, 276: 20}  # null, Ethernet, raw, SLL, SLL2
+
+
+def read_pcap(path: Path) -> Iterator[tuple[float, bytes]]:
+    """Each captured packet's time (seconds since the epoch) and its bytes from the IP header."""
+    data = path.read_bytes()
+    if len(data) < 24:
+        return
+    order, unit = PCAP_MAGIC[data[:4]]
+    skip = LINK_HEADER[struct.unpack(order + "I", data[20:24])[0] & 0xFFFF]
+    pos = 24
+    while pos + 16 <= len(data):
+        seconds, fraction, caplen, _ = struct.unpack(order + "IIII", data[pos : pos + 16])
+        pos += 16
+        yield seconds + fraction * unit, data[pos + skip : pos + caplen]
+        pos += caplen
+
+
+@dataclass
+class Segment:
+    time: float
+    client: int  # the client's port
+    from_client: bool
+    syn: bool
+    seq: int
+    payload: bytes
+
+
+def tcp_segments(path: Path, server_port: int) -> list[Segment]:
+    """The IPv4 TCP segments to or from server_port (the server listens on 127.0.0.1 only)."""
+    out = []
+    for when, packet in read_pcap(path):
+        if len(packet) < 20 or packet[0] >> 4 != 4 or packet[9] != 6:
+            continue
+        total = struct.unpack("!H", packet[2:4])[0]
+        tcp = packet[(packet[0] & 15) * 4 : total]
+        if len(tcp) < 20:
+            continue
+        sport, dport, seq = struct.unpack("!HHI", tcp[:8])
+        from_client = dport == server_port
+        if not from_client and sport != server_port:
+            continue
+        syn = bool(tcp[13] & 0x02) and not tcp[13] & 0x10  # SYN without ACK: a new connection
+        out.append(
+            Segment(
+                when,
+                sport if from_client else dport,
+                from_client,
+                syn,
+                seq,
+                tcp[(tcp[12] >> 4) * 4 :],
+            )
+        )
+    return out
+
+
+def dechunk(body: bytes) -> bytes:
+    """The data of an HTTP/1.1 chunked body as far as it has arrived."""
+    out = bytearray()
+    pos = 0
+    while (eol := body.find(b"\r\n", pos)) >= 0:
+        try:
+            size = int(body[pos:eol].split(b";")[0] or b"0", 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        start = eol + 2
+        out += body[start : start + size]
+        if start + size + 2 > len(body):
+            break
+        pos = start + size + 2
+    return bytes(out)
+
+
+def has_content(raw: bytes) -> bool:
+    """Whether the response bytes so far hold a complete SSE `data:` line whose JSON carries a
+    non-empty content delta (the first token the user sees; role-only deltas do not count)."""
+    head_end = raw.find(b"\r\n\r\n")
+    if head_end < 0:
+        return False
+    body = raw[head_end + 4 :]
+    if b"transfer-encoding: chunked" in raw[:head_end].lower():
+        body = dechunk(body)
+    for line in body.split(b"\n")[:-1]:  # complete lines only
+        if not line.startswith(b"data:"):
+            continue
+        with contextlib.suppress(ValueError, TypeError, KeyError, IndexError, AttributeError):
+            if json.loads(line[5:])["choices"][0]["delta"].get("content"):
+                return True
+    return False
+
+
+@dataclass
+class Exchange:
+    """One HTTP request and its response as they crossed the wire (seconds since the epoch)."""
+
+    client: int
+    opened: (
+        float  # the connection's SYN if this is its first request, else the request's first byte
+    )
+    request_first: float
+    request_last: float
+    head: bytes = b""
+    response_first: float | None = None
+    first_token: float | None = None
+    response_last: float | None = None
+    raw: bytearray = field(default_factory=bytearray, repr=False)
+
+    @property
+    def latency(self) -> float | None:
+        return None if self.response_last is None else self.response_last - self.request_last
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_token is None else self.first_token - self.request_last
+
+
+def wire_exchanges(path: Path, server_port: int) -> list[Exchange]:
+    """Per TCP connection, each request (client bytes up to the first response byte) paired
+    with its response (server bytes until the next request or the connection's end); only
+    POSTs (the tools' calls, not health checks), in the order they were sent."""
+    exchanges: list[Exchange] = []
+    current: dict[int, Exchange] = {}
+    syn_at: dict[int, float] = {}
+    seen: set[tuple[int, bool, int, int]] = set()
+    for seg in sorted(tcp_segments(path, server_port), key=lambda s: s.time):
+        if seg.syn:
+            syn_at[seg.client] = seg.time
+            current.pop(seg.client, None)
+            seen = {k for k in seen if k[0] != seg.client}
+            continue
+        key = (seg.client, seg.from_client, seg.seq, len(seg.payload))
+        if not seg.payload or key in seen:  # ACKs, FINs and retransmissions
+            continue
+        seen.add(key)
+        now = current.get(seg.client)
+        if seg.from_client:
+            if now is None or now.response_first is not None:
+                now = Exchange(
+                    seg.client,
+                    syn_at.pop(seg.client, seg.time),
+                    seg.time,
+                    seg.time,
+                    seg.payload[:64],
+                )
+                current[seg.client] = now
+                exchanges.append(now)
+            else:
+                now.request_last = seg.time
+        elif now is not None:
+            now.response_first = now.response_first or seg.time
+            now.response_last = seg.time
+            if now.first_token is None:
+                now.raw += seg.payload
+                if has_content(bytes(now.raw)):
+                    now.first_token = seg.time
+                    now.raw = bytearray()
+    return [e for e in exchanges if e.head.startswith(b"POST ") and e.response_last is not None]
+
+
+def match_wire(calls: Calls, exchanges: list[Exchange]) -> list[tuple[int, int, float]]:
+    """Each counted call of the tool paired with the exchange on the wire that it made: the
+    pairs with the smallest |start difference| + |end difference| first (greedy, one to one),
+    on the wall clock that both the tool and the capture use. Sequential calls are a second
+    apart, so the pairing is their order; in a burst the ends tell calls that started within
+    a millisecond apart. (call index, exchange index, the pair's |difference| in s)."""
+    costs = sorted(
+        (
+            abs(start - ex.opened) + abs(start + latency - (ex.response_last or 0.0)),
+            i,
+            j,
+        )
+        for i, (_, start, _, latency) in enumerate(calls.records)
+        for j, ex in enumerate(exchanges)
+    )
+    used_calls: set[int] = set()
+    used_ex: set[int] = set()
+    pairs = []
+    for cost, i, j in costs:
+        if i not in used_calls and j not in used_ex and cost < 1.0:
+            used_calls.add(i)
+            used_ex.add(j)
+            pairs.append((i, j, cost))
+    return sorted(pairs)
+
+
+def wire_summary(calls: Calls, exchanges: list[Exchange], dropped: int | None) -> dict[str, Any]:
+    """Per phase, each call's (tool - wire) for latency and first token (ms), and their median
+    and p95."""
+    pairs = match_wire(calls, exchanges)
+    per_call: dict[str, dict[str, list[float]]] = {}
+    for i, j, _ in pairs:
+        phase, _, ttft, latency = calls.records[i]
+        ex = exchanges[j]
+        got = per_call.setdefault(phase, {"latency": [], "ttft": []})
+        if ex.latency is not None:
+            got["latency"].append(round((latency - ex.latency) * 1000, 3))
+        if ttft is not None and ex.ttft is not None:
+            got["ttft"].append(round((ttft - ex.ttft) * 1000, 3))
+    return {
+        "exchanges": len(exchanges),
+        "calls": len(calls.records),
+        "matched": len(pairs),
+        "max_match_ms": round(max((c for _, _, c in pairs), default=0.0) * 1000, 2),
+        "dropped_packets": dropped,
+        "diff_ms": per_call,
+        **wire_stats(per_call),
+    }
+
+
+def wire_stats(per_call: dict[str, dict[str, list[float]]]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for phase in ("sequential", "burst"):
+        for kind in ("latency", "ttft"):
+            values = per_call.get(phase, {}).get(kind, [])
+            for q in (50, 95):
+                got = pct(values, q)
+                out[f"{phase}_{kind}_p{q}"] = None if got is None else round(got, 2)
+    return out
+
+
+class Capture:
+    """tcpdump on loopback for the server's port while one tool runs; stopped by its PID (and
+    bounded by `timeout` should this script die first)."""
+
+    def __init__(self, path: Path, port: int, limit_s: float) -> None:
+        self.path = path
+        self.log = path.with_suffix(".tcpdump.log")
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [
+                    "timeout",
+                    f"{limit_s:.0f}",
+                    "tcpdump",
+                    "-i",
+                    "lo",
+                    "-n",
+                    "-s",
+                    "0",
+                    "-U",
+                    "--time-stamp-precision",
+                    "nano",
+                    "-w",
+                    str(path),
+                    f"tcp port {port}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        deadline = time.monotonic() + 10
+        while b"listening on" not in self.log.read_bytes():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"tcpdump did not start: {self.log.read_text()}")
+            time.sleep(0.05)
+
+    def stop(self) -> int | None:
+        """Stop the capture; the packets the kernel dropped, as tcpdump counted them."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # timeout passes it on to tcpdump
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        m = re.search(r"(\d+) packets? dropped by kernel", self.log.read_text(errors="replace"))
+        return int(m.group(1)) if m else None
 
 
 # --- waiting for a quiet machine ------------------------------------------------------------
@@ -646,6 +948,46 @@ def rows(burst: int) -> list[tuple[str, str]]:
     ]
 
 
+def wire_rows(burst: int) -> list[tuple[str, str]]:
+    return [
+        ("latency, sequential", "sequential_latency"),
+        ("first token, sequential", "sequential_ttft"),
+        (f"latency, burst of {burst}", "burst_latency"),
+        (f"first token, burst of {burst}", "burst_ttft"),
+    ]
+
+
+def render_wire(wires: dict[str, dict[str, Any] | None], burst: int) -> list[str]:
+    """Each tool's per-call difference from the packet capture: median / p95 (ms)."""
+    names = list(wires)
+    lines = [
+        "| tool minus wire, per call: median / p95 (ms) | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+
+    def signed(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:+.2f}"
+
+    for label, key in wire_rows(burst):
+        cells = [
+            "n/a" if w is None else f"{signed(w[key + '_p50'])} / {signed(w[key + '_p95'])}"
+            for w in wires.values()
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cells = [
+        "n/a" if w is None else f"{w['matched']} of {w['calls']} ({w['exchanges']} on the wire)"
+        for w in wires.values()
+    ]
+    lines.append("| calls matched to the wire | " + " | ".join(cells) + " |")
+    cells = ["n/a" if w is None else cell(w.get("max_match_ms")) for w in wires.values()]
+    lines.append(
+        "| largest start + end mismatch of a matched pair (ms) | " + " | ".join(cells) + " |"
+    )
+    cells = ["n/a" if w is None else str(w.get("dropped_packets")) for w in wires.values()]
+    lines.append("| packets the kernel dropped | " + " | ".join(cells) + " |")
+    return lines
+
+
 def render_round(tools: dict[str, Any], burst: int) -> list[str]:
     """One round's table: each tool's numbers and how far they are from the server's."""
     names = list(tools)
@@ -680,6 +1022,8 @@ def render_round(tools: dict[str, Any], burst: int) -> list[str]:
             lines.append(f"\n{tool} failed: {got['failed']}")
         elif got.get("note"):
             lines.append(f"\n{tool}: {got['note']}")
+    if any("wire" in got for got in tools.values()):
+        lines += ["", *render_wire({t: got.get("wire") for t, got in tools.items()}, burst)]
     return lines
 
 
@@ -709,6 +1053,23 @@ def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             "server_cpu_s": med([d["server"]["cpu_s"] for d in done]),
             **{k: med([d[k] for d in done]) for _, k in COST_ROWS},
         }
+        wired = [d["wire"] for d in done if "wire" in d]
+        if wired:
+            # Every round's calls pooled: the median and p95 over all matched calls.
+            pooled: dict[str, dict[str, list[float]]] = {}
+            for w in wired:
+                for phase, kinds in w["diff_ms"].items():
+                    for kind, values in kinds.items():
+                        pooled.setdefault(phase, {}).setdefault(kind, []).extend(values)
+            out[tool]["wire"] = {
+                "rounds": len(wired),
+                "calls": sum(w["calls"] for w in wired),
+                "matched": sum(w["matched"] for w in wired),
+                "exchanges": sum(w["exchanges"] for w in wired),
+                "max_match_ms": max(w["max_match_ms"] for w in wired),
+                "dropped_packets": sum(w["dropped_packets"] or 0 for w in wired),
+                **wire_stats(pooled),
+            }
     return out
 
 
@@ -738,6 +1099,15 @@ def render_medians(med: dict[str, Any], burst: int, rounds: int) -> list[str]:
             )
             cells.append(cell(value) + ratio)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if any("wire" in med[t] for t in names):
+        lines += [
+            "",
+            "Against the packet capture (every round's calls pooled; latency: the last response "
+            "byte minus the last request byte on the wire; first token: the first packet with a "
+            "content delta minus the last request byte):",
+            "",
+            *render_wire({t: med[t].get("wire") for t in names}, burst),
+        ]
     return lines
 
 
@@ -839,8 +1209,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="results file names [llm_peers_ and the UTC time: never an earlier run's]",
     )
     parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument(
+        "--no-capture",
+        dest="capture",
+        action="store_false",
+        help="no packet capture (tcpdump on lo, needs root) as the second reference",
+    )
     opts = parser.parse_args(args_in)
 
+    if opts.capture and not shutil.which("tcpdump"):
+        parser.error("tcpdump not found (apt-get install tcpdump), or --no-capture")
     model = find_model(opts.model)
     bin_dir = peers_venv(Path(opts.peers_venv), 600)
     work = Path(tempfile.mkdtemp(prefix="llm-peers-"))
@@ -918,6 +1296,10 @@ def measure_tool(
     before_tasks = len(server.tasks())
     cpu_before, machine_before = server.cpu_s(), machine_cpu_s()
     runs: list[Ran] = []
+    pcap = work / f"{tool}.pcap"
+    # The capture covers this tool's turn only: started before the tool, stopped after it.
+    capture = Capture(pcap, server.port, 3 * opts.tool_timeout) if opts.capture else None
+    dropped = None
     try:
         if tool == "latency-gate":
             calls = measure_gate(server.base, opts, work, runs, gate_env)
@@ -929,6 +1311,10 @@ def measure_tool(
         timed_out = any(r.timed_out for r in runs)
         print(f"{tool} failed: {exc!r}", file=sys.stderr, flush=True)
         return {"failed": f"{exc!r}" + (" (killed at the timeout)" if timed_out else "")}
+    finally:
+        if capture:
+            time.sleep(0.2)  # the connections' last packets
+            dropped = capture.stop()
     time.sleep(0.5)  # the last task's log lines
     tasks = server.tasks()[before_tasks:]
     got = summary(calls, tasks, runs, server.cpu_s() - cpu_before, opts)
@@ -940,6 +1326,8 @@ def measure_tool(
     if tasks and runs:
         got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
     got["runs"] = [r.__dict__ for r in runs]
+    if capture:
+        got["wire"] = wire_summary(calls, wire_exchanges(pcap, server.port), dropped)
     return got
 
 
