@@ -48,6 +48,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -746,19 +747,35 @@ def match_wire(calls: Calls, exchanges: list[Exchange]) -> list[tuple[int, int, 
     return sorted(pairs)
 
 
-def wire_summary(calls: Calls, exchanges: list[Exchange], dropped: int | None) -> dict[str, Any]:
+def wire_summary(
+    calls: Calls, exchanges: list[Exchange], tasks: list[Task], dropped: int | None
+) -> dict[str, Any]:
     """Per phase, each call's (tool - wire) for latency and first token (ms), and their median
-    and p95."""
+    and p95. Beside them, per call: `sent`, the tool's start to its request's last byte on the
+    wire (connect and send, inside every tool's latency), and `server_latency` /
+    `server_ttft`, the wire's figure minus the server log's for the same request (the server's
+    work outside its timers; requests paired with the log's tasks in order, when the counts
+    agree)."""
     pairs = match_wire(calls, exchanges)
+    by_order = sorted(range(len(exchanges)), key=lambda j: exchanges[j].request_last)
+    task_of = {j: tasks[k] for k, j in enumerate(by_order)} if len(tasks) == len(by_order) else {}
     per_call: dict[str, dict[str, list[float]]] = {}
     for i, j, _ in pairs:
-        phase, _, ttft, latency = calls.records[i]
+        phase, start, ttft, latency = calls.records[i]
         ex = exchanges[j]
-        got = per_call.setdefault(phase, {"latency": [], "ttft": []})
+        got = per_call.setdefault(
+            phase, {"latency": [], "ttft": [], "sent": [], "server_latency": [], "server_ttft": []}
+        )
+        got["sent"].append(round((ex.request_last - start) * 1000, 3))
         if ex.latency is not None:
             got["latency"].append(round((latency - ex.latency) * 1000, 3))
         if ttft is not None and ex.ttft is not None:
             got["ttft"].append(round((ttft - ex.ttft) * 1000, 3))
+        if (task := task_of.get(j)) is not None:
+            if ex.latency is not None:
+                got["server_latency"].append(round(ex.latency * 1000 - task.total_ms, 3))
+            if ex.ttft is not None:
+                got["server_ttft"].append(round(ex.ttft * 1000 - task.prompt_ms, 3))
     return {
         "exchanges": len(exchanges),
         "calls": len(calls.records),
@@ -773,7 +790,7 @@ def wire_summary(calls: Calls, exchanges: list[Exchange], dropped: int | None) -
 def wire_stats(per_call: dict[str, dict[str, list[float]]]) -> dict[str, float | None]:
     out: dict[str, float | None] = {}
     for phase in ("sequential", "burst"):
-        for kind in ("latency", "ttft"):
+        for kind in ("latency", "ttft", "sent", "server_latency", "server_ttft"):
             values = per_call.get(phase, {}).get(kind, [])
             for q in (50, 95):
                 got = pct(values, q)
@@ -954,6 +971,12 @@ def wire_rows(burst: int) -> list[tuple[str, str]]:
         ("first token, sequential", "sequential_ttft"),
         (f"latency, burst of {burst}", "burst_latency"),
         (f"first token, burst of {burst}", "burst_ttft"),
+        (
+            "the tool's start stamp to its last request byte on the wire, sequential",
+            "sequential_sent",
+        ),
+        ("wire minus server log: latency, sequential", "sequential_server_latency"),
+        ("wire minus server log: first token, sequential", "sequential_server_ttft"),
     ]
 
 
@@ -1210,6 +1233,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--tools", default=",".join(TOOLS))
     parser.add_argument(
+        "--start-by",
+        type=lambda text: datetime.fromisoformat(text).timestamp(),
+        help="no round starts after this time (ISO 8601, e.g. 2026-12-01T12:05+00:00)",
+    )
+    parser.add_argument(
         "--no-capture",
         dest="capture",
         action="store_false",
@@ -1247,7 +1275,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Each round a new server, and the tools in a rotated order: no tool always goes first
         # on a fresh server or last on a warm one.
         order = tools[index % len(tools) :] + tools[: index % len(tools)]
-        waited, still, load = wait_quiet(opts.wait_quiet, opts.max_load)
+        limit = opts.wait_quiet
+        if opts.start_by is not None:
+            limit = min(limit, opts.start_by - time.time())
+        waited, still, load = wait_quiet(max(limit, 0.0), opts.max_load)
+        if opts.start_by is not None and time.time() > opts.start_by:
+            print(f"round {index + 1} not started: past --start-by", file=sys.stderr, flush=True)
+            break
         round_dir = work / f"round{index + 1}"
         round_dir.mkdir()
         got_round: dict[str, Any] = {
@@ -1327,7 +1361,7 @@ def measure_tool(
         got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
     got["runs"] = [r.__dict__ for r in runs]
     if capture:
-        got["wire"] = wire_summary(calls, wire_exchanges(pcap, server.port), dropped)
+        got["wire"] = wire_summary(calls, wire_exchanges(pcap, server.port), tasks, dropped)
     return got
 
 
