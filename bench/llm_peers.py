@@ -666,12 +666,21 @@ class Exchange:
     head: bytes = b""
     response_first: float | None = None
     first_token: float | None = None
-    response_last: float | None = None
+    response_last: float | None = None  # the last response byte captured (HTTP framing too)
+    done: float | None = None  # the packet that completed the stream's `data: [DONE]`
     raw: bytearray = field(default_factory=bytearray, repr=False)
+    tail: bytes = field(default=b"", repr=False)
+
+    @property
+    def complete(self) -> bool:
+        return self.done is not None
 
     @property
     def latency(self) -> float | None:
-        return None if self.response_last is None else self.response_last - self.request_last
+        """The answer's last byte: `data: [DONE]`, the end of the stream the tools read. The
+        chunked body's terminator follows it (within 0.02 ms mostly); a client that has read
+        [DONE] need not wait for it, and some close the connection first (guidellm)."""
+        return None if self.done is None else self.done - self.request_last
 
     @property
     def ttft(self) -> float | None:
@@ -681,7 +690,8 @@ class Exchange:
 def wire_exchanges(path: Path, server_port: int) -> list[Exchange]:
     """Per TCP connection, each request (client bytes up to the first response byte) paired
     with its response (server bytes until the next request or the connection's end); only
-    POSTs (the tools' calls, not health checks), in the order they were sent."""
+    POSTs (the tools' calls, not health checks), in the order they were sent. `complete` says
+    whether the stream's end (`data: [DONE]`) is in the capture."""
     exchanges: list[Exchange] = []
     current: dict[int, Exchange] = {}
     syn_at: dict[int, float] = {}
@@ -713,12 +723,22 @@ def wire_exchanges(path: Path, server_port: int) -> list[Exchange]:
         elif now is not None:
             now.response_first = now.response_first or seg.time
             now.response_last = seg.time
+            window = now.tail + seg.payload
+            if now.done is None and b"data: [DONE]" in window:
+                now.done = seg.time
+            now.tail = window[-16:]
             if now.first_token is None:
                 now.raw += seg.payload
                 if has_content(bytes(now.raw)):
                     now.first_token = seg.time
                     now.raw = bytearray()
     return [e for e in exchanges if e.head.startswith(b"POST ") and e.response_last is not None]
+
+
+def complete_exchanges(exchanges: list[Exchange]) -> tuple[list[Exchange], int]:
+    """The exchanges whose whole response was captured, and how many were not."""
+    done = [e for e in exchanges if e.complete]
+    return done, len(exchanges) - len(done)
 
 
 def match_wire(calls: Calls, exchanges: list[Exchange]) -> list[tuple[int, int, float]]:
@@ -729,7 +749,7 @@ def match_wire(calls: Calls, exchanges: list[Exchange]) -> list[tuple[int, int, 
     a millisecond apart. (call index, exchange index, the pair's |difference| in s)."""
     costs = sorted(
         (
-            abs(start - ex.opened) + abs(start + latency - (ex.response_last or 0.0)),
+            abs(start - ex.opened) + abs(start + latency - (ex.done or 0.0)),
             i,
             j,
         )
@@ -819,6 +839,10 @@ class Capture:
                     "-U",
                     "--time-stamp-precision",
                     "nano",
+                    # Each packet to the file as it comes: without it, packets wait in the
+                    # kernel's ring for a block to fill, and those still waiting when tcpdump
+                    # is stopped are lost (a first try lost the last 260 ms of every burst).
+                    "--immediate-mode",
                     "-w",
                     str(path),
                     f"tcp port {port}",
@@ -1006,8 +1030,15 @@ def render_wire(wires: dict[str, dict[str, Any] | None], burst: int) -> list[str
     lines.append(
         "| largest start + end mismatch of a matched pair (ms) | " + " | ".join(cells) + " |"
     )
-    cells = ["n/a" if w is None else str(w.get("dropped_packets")) for w in wires.values()]
-    lines.append("| packets the kernel dropped | " + " | ".join(cells) + " |")
+    cells = [
+        "n/a" if w is None else f"{w.get('dropped_packets')}, {w.get('incomplete')}"
+        for w in wires.values()
+    ]
+    lines.append(
+        "| packets the kernel dropped, responses not captured to their end | "
+        + " | ".join(cells)
+        + " |"
+    )
     return lines
 
 
@@ -1091,6 +1122,7 @@ def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
                 "exchanges": sum(w["exchanges"] for w in wired),
                 "max_match_ms": max(w["max_match_ms"] for w in wired),
                 "dropped_packets": sum(w["dropped_packets"] or 0 for w in wired),
+                "incomplete": sum(w.get("incomplete", 0) for w in wired),
                 **wire_stats(pooled),
             }
     return out
@@ -1125,9 +1157,9 @@ def render_medians(med: dict[str, Any], burst: int, rounds: int) -> list[str]:
     if any("wire" in med[t] for t in names):
         lines += [
             "",
-            "Against the packet capture (every round's calls pooled; latency: the last response "
-            "byte minus the last request byte on the wire; first token: the first packet with a "
-            "content delta minus the last request byte):",
+            "Against the packet capture (every round's calls pooled; latency: the packet that "
+            "completes `data: [DONE]` minus the request's last byte on the wire; first token: the "
+            "first packet with a content delta minus the request's last byte):",
             "",
             *render_wire({t: med[t].get("wire") for t in names}, burst),
         ]
@@ -1347,7 +1379,7 @@ def measure_tool(
         return {"failed": f"{exc!r}" + (" (killed at the timeout)" if timed_out else "")}
     finally:
         if capture:
-            time.sleep(0.2)  # the connections' last packets
+            time.sleep(1.0)  # the connections' last packets
             dropped = capture.stop()
     time.sleep(0.5)  # the last task's log lines
     tasks = server.tasks()[before_tasks:]
@@ -1361,7 +1393,9 @@ def measure_tool(
         got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
     got["runs"] = [r.__dict__ for r in runs]
     if capture:
-        got["wire"] = wire_summary(calls, wire_exchanges(pcap, server.port), tasks, dropped)
+        exchanges, incomplete = complete_exchanges(wire_exchanges(pcap, server.port))
+        got["wire"] = wire_summary(calls, exchanges, tasks, dropped)
+        got["wire"]["incomplete"] = incomplete
     return got
 
 
