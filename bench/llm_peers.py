@@ -316,6 +316,19 @@ def run_tool(cmd: Sequence[str], log: Path, timeout: float, env: dict[str, str])
 
 
 @dataclass
+class Record:
+    """One counted call: its phase, start on the wall clock, first token and latency (s), and
+    what identifies it on the wire: a string its request carries (aiperf's X-Request-ID,
+    guidellm's prompt mark) or the size of its answer's body (latency-gate's bytes_received)."""
+
+    phase: str
+    start: float
+    ttft: float | None
+    latency: float
+    ident: str | int | None = None
+
+
+@dataclass
 class Calls:
     """What a tool reported per request, in seconds, by phase."""
 
@@ -323,9 +336,8 @@ class Calls:
     latency: dict[str, list[float]] = field(default_factory=dict)
     itl: dict[str, list[float]] = field(default_factory=dict)  # each call's mean gap
     errors: list[str] = field(default_factory=list)  # calls the tool counted as failed
-    # Each counted call as (phase, start on the wall clock, first token, latency): matched to
-    # the packet capture by time (see match_wire).
-    records: list[tuple[str, float, float | None, float]] = field(default_factory=list)
+    # Each counted call, for matching to the packet capture (see match_wire).
+    records: list[Record] = field(default_factory=list)
 
     def add(
         self,
@@ -333,15 +345,20 @@ class Calls:
         ttft: float | None,
         latency: float,
         itl: float | None,
+        *,
         start: float | None = None,
+        ident: str | int | None = None,
     ) -> None:
         if start is not None:
-            self.records.append((phase, start, ttft, latency))
+            self.records.append(Record(phase, start, ttft, latency, ident))
         if ttft is not None:
             self.ttft.setdefault(phase, []).append(ttft)
         self.latency.setdefault(phase, []).append(latency)
         if itl is not None:
             self.itl.setdefault(phase, []).append(itl)
+
+
+PROMPT_MARK = re.compile(r"\[[0-9a-f]{8}\] ")  # prompts_file's mark, unique per prompt
 
 
 def prompts_file(path: Path, count: int, column: str) -> Path:
@@ -395,7 +412,8 @@ def measure_gate(
             (sample.get("timings") or {}).get("first_token"),
             sample["latency"],
             gaps["mean"] if gaps else None,
-            sample["started_at"],
+            start=sample["started_at"],
+            ident=sample.get("bytes_received"),
         )
     return calls
 
@@ -495,7 +513,8 @@ def measure_aiperf(
                     ms("time_to_first_token"),
                     latency,
                     ms("inter_token_latency"),
-                    record["metadata"]["request_start_ns"] / 1e9,
+                    start=record["metadata"]["request_start_ns"] / 1e9,
+                    ident=record["metadata"].get("x_request_id"),  # its X-Request-ID header
                 )
     return calls
 
@@ -545,13 +564,15 @@ def measure_guidellm(
             t = request["info"]["timings"]
             first, last = t.get("first_token_iteration"), t.get("last_token_iteration")
             tokens = (request.get("output_metrics") or {}).get("text_tokens") or 0
+            args = str(request.get("request_args") or "")  # its body: the prompt and its mark
             itl = (last - first) / (tokens - 1) if first and last and tokens > 1 else None
             calls.add(
                 phase,
                 first - t["request_start"] if first else None,
                 t["request_end"] - t["request_start"],
                 itl,
-                t["request_start"],
+                start=t["request_start"],
+                ident=mark.group(0) if (mark := PROMPT_MARK.search(args)) else None,
             )
     return calls
 
@@ -669,7 +690,7 @@ class Exchange:
     )
     request_first: float
     request_last: float
-    head: bytes = b""
+    request: bytes = b""  # its first 8 KiB
     response_first: float | None = None
     first_token: float | None = None
     response_last: float | None = None  # the last response byte captured (HTTP framing too)
@@ -680,6 +701,13 @@ class Exchange:
     @property
     def complete(self) -> bool:
         return self.done is not None
+
+    @property
+    def body_bytes(self) -> int:
+        """The size of the response's body (dechunked), as latency-gate counts it."""
+        head_end = self.raw.find(b"\r\n\r\n")
+        body = bytes(self.raw[head_end + 4 :])
+        return len(dechunk(body)) if b"chunked" in self.raw[:head_end].lower() else len(body)
 
     @property
     def latency(self) -> float | None:
@@ -720,12 +748,13 @@ def wire_exchanges(path: Path, server_port: int) -> list[Exchange]:
                     syn_at.pop(seg.client, seg.time),
                     seg.time,
                     seg.time,
-                    seg.payload[:64],
+                    seg.payload[:8192],
                 )
                 current[seg.client] = now
                 exchanges.append(now)
             else:
                 now.request_last = seg.time
+                now.request = (now.request + seg.payload)[:8192]
         elif now is not None:
             now.response_first = now.response_first or seg.time
             now.response_last = seg.time
@@ -733,12 +762,10 @@ def wire_exchanges(path: Path, server_port: int) -> list[Exchange]:
             if now.done is None and b"data: [DONE]" in window:
                 now.done = seg.time
             now.tail = window[-16:]
-            if now.first_token is None:
-                now.raw += seg.payload
-                if has_content(bytes(now.raw)):
-                    now.first_token = seg.time
-                    now.raw = bytearray()
-    return [e for e in exchanges if e.head.startswith(b"POST ") and e.response_last is not None]
+            now.raw += seg.payload
+            if now.first_token is None and has_content(bytes(now.raw)):
+                now.first_token = seg.time
+    return [e for e in exchanges if e.request.startswith(b"POST ") and e.response_last is not None]
 
 
 def complete_exchanges(exchanges: list[Exchange]) -> tuple[list[Exchange], int]:
@@ -747,30 +774,52 @@ def complete_exchanges(exchanges: list[Exchange]) -> tuple[list[Exchange], int]:
     return done, len(exchanges) - len(done)
 
 
-def match_wire(calls: Calls, exchanges: list[Exchange]) -> list[tuple[int, int, float]]:
-    """Each counted call of the tool paired with the exchange on the wire that it made: the
-    pairs with the smallest |start difference| + |end difference| first (greedy, one to one),
-    on the wall clock that both the tool and the capture use. Sequential calls are a second
-    apart, so the pairing is their order; in a burst the ends tell calls that started within
-    a millisecond apart. (call index, exchange index, the pair's |difference| in s)."""
-    costs = sorted(
-        (
-            abs(start - ex.opened) + abs(start + latency - (ex.done or 0.0)),
-            i,
-            j,
-        )
-        for i, (_, start, _, latency) in enumerate(calls.records)
-        for j, ex in enumerate(exchanges)
-    )
+def identifies(ident: str | int | None, ex: Exchange) -> bool:
+    if isinstance(ident, int):
+        return ex.body_bytes == ident
+    return ident is not None and ident.encode() in ex.request
+
+
+def match_wire(calls: Calls, exchanges: list[Exchange]) -> tuple[list[tuple[int, int, float]], int]:
+    """Each counted call of the tool paired with the exchange on the wire that it made, and how
+    many pairs its identity settled. A call whose identity (Record.ident) fits exactly one
+    exchange is paired with it; the others by time, the pairs with the smallest |start
+    difference| + |end difference| first (greedy, one to one) on the wall clock that the tool
+    and the capture share, among the exchanges their identity fits if any. Time alone is not
+    enough in a burst: aiperf's start stamps come up to 12 ms before its requests, and it
+    paired 6 of aiperf's 12 burst calls wrongly in a first run. (call index, exchange index,
+    the pair's |difference| in s)."""
+
+    def cost(i: int, j: int) -> float:
+        rec, ex = calls.records[i], exchanges[j]
+        return abs(rec.start - ex.opened) + abs(rec.start + rec.latency - (ex.done or 0.0))
+
+    fits = {
+        i: [j for j, ex in enumerate(exchanges) if identifies(rec.ident, ex)]
+        for i, rec in enumerate(calls.records)
+    }
+    pairs: list[tuple[int, int, float]] = []
     used_calls: set[int] = set()
     used_ex: set[int] = set()
-    pairs = []
-    for cost, i, j in costs:
-        if i not in used_calls and j not in used_ex and cost < 1.0:
+    for i, js in fits.items():
+        if len(js) == 1 and js[0] not in used_ex:
+            pairs.append((i, js[0], cost(i, js[0])))
+            used_calls.add(i)
+            used_ex.add(js[0])
+    by_identity = len(pairs)
+    costs = sorted(
+        (cost(i, j), i, j)
+        for i in range(len(calls.records))
+        if i not in used_calls
+        for j in (fits[i] or range(len(exchanges)))
+        if j not in used_ex
+    )
+    for c, i, j in costs:
+        if i not in used_calls and j not in used_ex and c < 1.0:
             used_calls.add(i)
             used_ex.add(j)
-            pairs.append((i, j, cost))
-    return sorted(pairs)
+            pairs.append((i, j, c))
+    return sorted(pairs), by_identity
 
 
 def wire_summary(
@@ -782,13 +831,13 @@ def wire_summary(
     `server_ttft`, the wire's figure minus the server log's for the same request (the server's
     work outside its timers; requests paired with the log's tasks in order, when the counts
     agree)."""
-    pairs = match_wire(calls, exchanges)
+    pairs, by_identity = match_wire(calls, exchanges)
     by_order = sorted(range(len(exchanges)), key=lambda j: exchanges[j].request_last)
     task_of = {j: tasks[k] for k, j in enumerate(by_order)} if len(tasks) == len(by_order) else {}
     per_call: dict[str, dict[str, list[float]]] = {}
     for i, j, _ in pairs:
-        phase, start, ttft, latency = calls.records[i]
-        ex = exchanges[j]
+        rec, ex = calls.records[i], exchanges[j]
+        phase, start, ttft, latency = rec.phase, rec.start, rec.ttft, rec.latency
         got = per_call.setdefault(
             phase, {"latency": [], "ttft": [], "sent": [], "server_latency": [], "server_ttft": []}
         )
@@ -806,6 +855,7 @@ def wire_summary(
         "exchanges": len(exchanges),
         "calls": len(calls.records),
         "matched": len(pairs),
+        "matched_by_identity": by_identity,
         "max_match_ms": round(max((c for _, _, c in pairs), default=0.0) * 1000, 2),
         "dropped_packets": dropped,
         "diff_ms": per_call,
