@@ -783,33 +783,52 @@ def identifies(ident: str | int | None, ex: Exchange) -> bool:
 def match_wire(calls: Calls, exchanges: list[Exchange]) -> tuple[list[tuple[int, int, float]], int]:
     """Each counted call of the tool paired with the exchange on the wire that it made, and how
     many pairs its identity settled. A call whose identity (Record.ident) fits exactly one
-    exchange is paired with it; the others by time, the pairs with the smallest |start
-    difference| + |end difference| first (greedy, one to one) on the wall clock that the tool
-    and the capture share, among the exchanges their identity fits if any. Time alone is not
-    enough in a burst: aiperf's start stamps come up to 12 ms before its requests, and it
-    paired 6 of aiperf's 12 burst calls wrongly in a first run. (call index, exchange index,
-    the pair's |difference| in s)."""
+    exchange is paired with it. The others (latency-gate's calls whose answers have the same
+    size) are paired by time, among the exchanges their identity fits if any: the pairs with
+    the smallest |request start difference| + |first token difference| + |end difference|
+    first (greedy, one to one), after moving the tool's times by the median offset of the pairs
+    identity settled in the same phase (latency-gate's started_at + offsets ran 2.2 ms before
+    the wire in a burst where two of its answers had the same size and ended 1.5 ms apart: raw
+    times swapped them). Time alone is not enough in a burst: it paired 6 of aiperf's 12 burst
+    calls wrongly in a first run (aiperf's start stamps come up to 17 ms before its requests
+    reach the wire).
+    (call index, exchange index, the pair's |difference| in s)."""
+    recs = calls.records
 
-    def cost(i: int, j: int) -> float:
-        rec, ex = calls.records[i], exchanges[j]
-        return abs(rec.start - ex.opened) + abs(rec.start + rec.latency - (ex.done or 0.0))
+    def ends(i: int, j: int) -> tuple[float, float, float]:
+        rec, ex = recs[i], exchanges[j]
+        return (
+            ex.request_first - rec.start,
+            (ex.first_token or 0.0) - (rec.start + (rec.ttft or 0.0)),
+            (ex.done or 0.0) - (rec.start + rec.latency),
+        )
 
     fits = {
         i: [j for j, ex in enumerate(exchanges) if identifies(rec.ident, ex)]
-        for i, rec in enumerate(calls.records)
+        for i, rec in enumerate(recs)
     }
     pairs: list[tuple[int, int, float]] = []
     used_calls: set[int] = set()
     used_ex: set[int] = set()
     for i, js in fits.items():
         if len(js) == 1 and js[0] not in used_ex:
-            pairs.append((i, js[0], cost(i, js[0])))
+            pairs.append((i, js[0], 0.0))
             used_calls.add(i)
             used_ex.add(js[0])
     by_identity = len(pairs)
+    shifts: dict[str, tuple[float, ...]] = {}
+    for phase in {rec.phase for rec in recs}:
+        settled = [ends(i, j) for i, j, _ in pairs if recs[i].phase == phase]
+        shifts[phase] = tuple(pct([e[k] for e in settled], 50) or 0.0 for k in range(3))
+
+    def cost(i: int, j: int) -> float:
+        shift = shifts[recs[i].phase]
+        return sum(abs(d - s) for d, s in zip(ends(i, j), shift, strict=True))
+
+    pairs = [(i, j, cost(i, j)) for i, j, _ in pairs]
     costs = sorted(
         (cost(i, j), i, j)
-        for i in range(len(calls.records))
+        for i in range(len(recs))
         if i not in used_calls
         for j in (fits[i] or range(len(exchanges)))
         if j not in used_ex
@@ -1083,14 +1102,13 @@ def render_wire(wires: dict[str, dict[str, Any] | None], burst: int) -> list[str
         ]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     cells = [
-        "n/a" if w is None else f"{w['matched']} of {w['calls']} ({w['exchanges']} on the wire)"
+        "n/a"
+        if w is None
+        else f"{w['matched']} of {w['calls']} ({w.get('matched_by_identity')} by identity; "
+        f"{w['exchanges']} requests on the wire)"
         for w in wires.values()
     ]
     lines.append("| calls matched to the wire | " + " | ".join(cells) + " |")
-    cells = ["n/a" if w is None else cell(w.get("max_match_ms")) for w in wires.values()]
-    lines.append(
-        "| largest start + end mismatch of a matched pair (ms) | " + " | ".join(cells) + " |"
-    )
     cells = [
         "n/a" if w is None else f"{w.get('dropped_packets')}, {w.get('incomplete')}"
         for w in wires.values()
@@ -1180,6 +1198,7 @@ def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
                 "rounds": len(wired),
                 "calls": sum(w["calls"] for w in wired),
                 "matched": sum(w["matched"] for w in wired),
+                "matched_by_identity": sum(w.get("matched_by_identity", 0) for w in wired),
                 "exchanges": sum(w["exchanges"] for w in wired),
                 "max_match_ms": max(w["max_match_ms"] for w in wired),
                 "dropped_packets": sum(w["dropped_packets"] or 0 for w in wired),
