@@ -27,6 +27,14 @@ Per tool: its own reported first-token p50, latency p50/p95 and inter-token late
 per-request records, the same percentile for all), its wall and CPU time (os.wait4 of the tool
 and its waited children), its start-up (exec to its first request in the server's log) and the
 server's CPU while it ran. Then each tool's numbers minus the server's for the same requests.
+
+The second reference is the wire: tcpdump on lo, the server's port only, during each tool's
+turn (needs tcpdump and root; --no-capture goes without). Per TCP connection each request is
+paired with its response; wire latency is the packet completing `data: [DONE]` minus the
+request's last byte, wire first token the first packet carrying a content delta minus the same.
+Each call of a tool is matched to its exchange by identity (aiperf's X-Request-ID, guidellm's
+prompt mark, latency-gate's answer size), then by time; the report gives per tool the median
+and p95 of (tool - wire) per call, and per sequential call the wire minus the server's log.
 """
 
 from __future__ import annotations
