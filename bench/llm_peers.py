@@ -27,6 +27,14 @@ Per tool: its own reported first-token p50, latency p50/p95 and inter-token late
 per-request records, the same percentile for all), its wall and CPU time (os.wait4 of the tool
 and its waited children), its start-up (exec to its first request in the server's log) and the
 server's CPU while it ran. Then each tool's numbers minus the server's for the same requests.
+
+The second reference is the wire: tcpdump on lo, the server's port only, during each tool's
+turn (needs tcpdump and root; --no-capture goes without). Per TCP connection each request is
+paired with its response; wire latency is the packet completing `data: [DONE]` minus the
+request's last byte, wire first token the first packet carrying a content delta minus the same.
+Each call of a tool is matched to its exchange by identity (aiperf's X-Request-ID, guidellm's
+prompt mark, latency-gate's answer size), then by time; the report gives per tool the median
+and p95 of (tool - wire) per call, and per sequential call the wire minus the server's log.
 """
 
 from __future__ import annotations
@@ -38,7 +46,9 @@ import os
 import platform
 import re
 import secrets
+import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -46,6 +56,7 @@ import time
 import urllib.request
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -287,15 +298,21 @@ def run_tool(cmd: Sequence[str], log: Path, timeout: float, env: dict[str, str])
         )
         deadline = time.monotonic() + timeout
         timed_out = False
-        while True:
-            pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
-            if pid == proc.pid:
-                break
-            if time.monotonic() > deadline and not timed_out:
-                timed_out = True
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-            time.sleep(0.02)
+        try:
+            while True:
+                pid, status, rusage = os.wait4(proc.pid, os.WNOHANG)
+                if pid == proc.pid:
+                    break
+                if time.monotonic() > deadline and not timed_out:
+                    timed_out = True
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, signal.SIGKILL)
+                time.sleep(0.02)
+        except BaseException:  # this script stopped (SIGTERM, ^C): the tool's group with it
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+            raise
         wall = time.perf_counter() - t0
     return Ran(
         wall_s=wall,
@@ -307,6 +324,19 @@ def run_tool(cmd: Sequence[str], log: Path, timeout: float, env: dict[str, str])
 
 
 @dataclass
+class Record:
+    """One counted call: its phase, start on the wall clock, first token and latency (s), and
+    what identifies it on the wire: a string its request carries (aiperf's X-Request-ID,
+    guidellm's prompt mark) or the size of its answer's body (latency-gate's bytes_received)."""
+
+    phase: str
+    start: float
+    ttft: float | None
+    latency: float
+    ident: str | int | None = None
+
+
+@dataclass
 class Calls:
     """What a tool reported per request, in seconds, by phase."""
 
@@ -314,13 +344,29 @@ class Calls:
     latency: dict[str, list[float]] = field(default_factory=dict)
     itl: dict[str, list[float]] = field(default_factory=dict)  # each call's mean gap
     errors: list[str] = field(default_factory=list)  # calls the tool counted as failed
+    # Each counted call, for matching to the packet capture (see match_wire).
+    records: list[Record] = field(default_factory=list)
 
-    def add(self, phase: str, ttft: float | None, latency: float, itl: float | None) -> None:
+    def add(
+        self,
+        phase: str,
+        ttft: float | None,
+        latency: float,
+        itl: float | None,
+        *,
+        start: float | None = None,
+        ident: str | int | None = None,
+    ) -> None:
+        if start is not None:
+            self.records.append(Record(phase, start, ttft, latency, ident))
         if ttft is not None:
             self.ttft.setdefault(phase, []).append(ttft)
         self.latency.setdefault(phase, []).append(latency)
         if itl is not None:
             self.itl.setdefault(phase, []).append(itl)
+
+
+PROMPT_MARK = re.compile(r"\[[0-9a-f]{8}\] ")  # prompts_file's mark, unique per prompt
 
 
 def prompts_file(path: Path, count: int, column: str) -> Path:
@@ -374,6 +420,8 @@ def measure_gate(
             (sample.get("timings") or {}).get("first_token"),
             sample["latency"],
             gaps["mean"] if gaps else None,
+            start=sample["started_at"],
+            ident=sample.get("bytes_received"),
         )
     return calls
 
@@ -468,7 +516,14 @@ def measure_aiperf(
 
             latency = ms("request_latency")
             if latency is not None:
-                calls.add(phase, ms("time_to_first_token"), latency, ms("inter_token_latency"))
+                calls.add(
+                    phase,
+                    ms("time_to_first_token"),
+                    latency,
+                    ms("inter_token_latency"),
+                    start=record["metadata"]["request_start_ns"] / 1e9,
+                    ident=record["metadata"].get("x_request_id"),  # its X-Request-ID header
+                )
     return calls
 
 
@@ -517,14 +572,390 @@ def measure_guidellm(
             t = request["info"]["timings"]
             first, last = t.get("first_token_iteration"), t.get("last_token_iteration")
             tokens = (request.get("output_metrics") or {}).get("text_tokens") or 0
+            args = str(request.get("request_args") or "")  # its body: the prompt and its mark
             itl = (last - first) / (tokens - 1) if first and last and tokens > 1 else None
             calls.add(
                 phase,
                 first - t["request_start"] if first else None,
                 t["request_end"] - t["request_start"],
                 itl,
+                start=t["request_start"],
+                ident=mark.group(0) if (mark := PROMPT_MARK.search(args)) else None,
             )
     return calls
+
+
+# --- the wire: a packet capture on loopback as the reference --------------------------------
+
+# Classic pcap: the file's magic gives the byte order and the time unit (tcpdump writes
+# nanoseconds with --time-stamp-precision nano); the link type gives the header before IP.
+PCAP_MAGIC = {
+    b"\xd4\xc3\xb2\xa1": ("<", 1e-6),
+    b"\xa1\xb2\xc3\xd4": (">", 1e-6),
+    b"\x4d\x3c\xb2\xa1": ("<", 1e-9),
+    b"\xa1\xb2\x3c\x4d": (">", 1e-9),
+}
+LINK_HEADER = {0: 4, 1: 14, 12: 0, 101: 0, 113: 16, 276: 20}  # null, Ethernet, raw, SLL, SLL2
+
+
+def read_pcap(path: Path) -> Iterator[tuple[float, bytes]]:
+    """Each captured packet's time (seconds since the epoch) and its bytes from the IP header."""
+    data = path.read_bytes()
+    if len(data) < 24:
+        return
+    order, unit = PCAP_MAGIC[data[:4]]
+    skip = LINK_HEADER[struct.unpack(order + "I", data[20:24])[0] & 0xFFFF]
+    pos = 24
+    while pos + 16 <= len(data):
+        seconds, fraction, caplen, _ = struct.unpack(order + "IIII", data[pos : pos + 16])
+        pos += 16
+        yield seconds + fraction * unit, data[pos + skip : pos + caplen]
+        pos += caplen
+
+
+@dataclass
+class Segment:
+    time: float
+    client: int  # the client's port
+    from_client: bool
+    syn: bool
+    seq: int
+    payload: bytes
+
+
+def tcp_segments(path: Path, server_port: int) -> list[Segment]:
+    """The IPv4 TCP segments to or from server_port (the server listens on 127.0.0.1 only)."""
+    out = []
+    for when, packet in read_pcap(path):
+        if len(packet) < 20 or packet[0] >> 4 != 4 or packet[9] != 6:
+            continue
+        total = struct.unpack("!H", packet[2:4])[0]
+        tcp = packet[(packet[0] & 15) * 4 : total]
+        if len(tcp) < 20:
+            continue
+        sport, dport, seq = struct.unpack("!HHI", tcp[:8])
+        from_client = dport == server_port
+        if not from_client and sport != server_port:
+            continue
+        syn = bool(tcp[13] & 0x02) and not tcp[13] & 0x10  # SYN without ACK: a new connection
+        out.append(
+            Segment(
+                when,
+                sport if from_client else dport,
+                from_client,
+                syn,
+                seq,
+                tcp[(tcp[12] >> 4) * 4 :],
+            )
+        )
+    return out
+
+
+def dechunk(body: bytes) -> bytes:
+    """The data of an HTTP/1.1 chunked body as far as it has arrived."""
+    out = bytearray()
+    pos = 0
+    while (eol := body.find(b"\r\n", pos)) >= 0:
+        try:
+            size = int(body[pos:eol].split(b";")[0] or b"0", 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        start = eol + 2
+        out += body[start : start + size]
+        if start + size + 2 > len(body):
+            break
+        pos = start + size + 2
+    return bytes(out)
+
+
+def has_content(raw: bytes) -> bool:
+    """Whether the response bytes so far hold a complete SSE `data:` line whose JSON carries a
+    non-empty content delta (the first token the user sees; role-only deltas do not count)."""
+    head_end = raw.find(b"\r\n\r\n")
+    if head_end < 0:
+        return False
+    body = raw[head_end + 4 :]
+    if b"transfer-encoding: chunked" in raw[:head_end].lower():
+        body = dechunk(body)
+    for line in body.split(b"\n")[:-1]:  # complete lines only
+        if not line.startswith(b"data:"):
+            continue
+        with contextlib.suppress(ValueError, TypeError, KeyError, IndexError, AttributeError):
+            if json.loads(line[5:])["choices"][0]["delta"].get("content"):
+                return True
+    return False
+
+
+@dataclass
+class Exchange:
+    """One HTTP request and its response as they crossed the wire (seconds since the epoch)."""
+
+    client: int
+    opened: (
+        float  # the connection's SYN if this is its first request, else the request's first byte
+    )
+    request_first: float
+    request_last: float
+    request: bytes = b""  # its first 8 KiB
+    response_first: float | None = None
+    first_token: float | None = None
+    response_last: float | None = None  # the last response byte captured (HTTP framing too)
+    done: float | None = None  # the packet that completed the stream's `data: [DONE]`
+    raw: bytearray = field(default_factory=bytearray, repr=False)
+    tail: bytes = field(default=b"", repr=False)
+
+    @property
+    def complete(self) -> bool:
+        return self.done is not None
+
+    @property
+    def body_bytes(self) -> int:
+        """The size of the response's body (dechunked), as latency-gate counts it."""
+        head_end = self.raw.find(b"\r\n\r\n")
+        body = bytes(self.raw[head_end + 4 :])
+        return len(dechunk(body)) if b"chunked" in self.raw[:head_end].lower() else len(body)
+
+    @property
+    def latency(self) -> float | None:
+        """The answer's last byte: `data: [DONE]`, the end of the stream the tools read. The
+        chunked body's terminator follows it (within 0.02 ms mostly); a client that has read
+        [DONE] need not wait for it, and some close the connection first (guidellm)."""
+        return None if self.done is None else self.done - self.request_last
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first_token is None else self.first_token - self.request_last
+
+
+def wire_exchanges(path: Path, server_port: int) -> list[Exchange]:
+    """Per TCP connection, each request (client bytes up to the first response byte) paired
+    with its response (server bytes until the next request or the connection's end); only
+    POSTs (the tools' calls, not health checks), in the order they were sent. `complete` says
+    whether the stream's end (`data: [DONE]`) is in the capture."""
+    exchanges: list[Exchange] = []
+    current: dict[int, Exchange] = {}
+    syn_at: dict[int, float] = {}
+    seen: set[tuple[int, bool, int, int]] = set()
+    for seg in sorted(tcp_segments(path, server_port), key=lambda s: s.time):
+        if seg.syn:
+            syn_at[seg.client] = seg.time
+            current.pop(seg.client, None)
+            seen = {k for k in seen if k[0] != seg.client}
+            continue
+        key = (seg.client, seg.from_client, seg.seq, len(seg.payload))
+        if not seg.payload or key in seen:  # ACKs, FINs and retransmissions
+            continue
+        seen.add(key)
+        now = current.get(seg.client)
+        if seg.from_client:
+            if now is None or now.response_first is not None:
+                now = Exchange(
+                    seg.client,
+                    syn_at.pop(seg.client, seg.time),
+                    seg.time,
+                    seg.time,
+                    seg.payload[:8192],
+                )
+                current[seg.client] = now
+                exchanges.append(now)
+            else:
+                now.request_last = seg.time
+                now.request = (now.request + seg.payload)[:8192]
+        elif now is not None:
+            now.response_first = now.response_first or seg.time
+            now.response_last = seg.time
+            window = now.tail + seg.payload
+            if now.done is None and b"data: [DONE]" in window:
+                now.done = seg.time
+            now.tail = window[-16:]
+            now.raw += seg.payload
+            if now.first_token is None and has_content(bytes(now.raw)):
+                now.first_token = seg.time
+    return [e for e in exchanges if e.request.startswith(b"POST ") and e.response_last is not None]
+
+
+def complete_exchanges(exchanges: list[Exchange]) -> tuple[list[Exchange], int]:
+    """The exchanges whose whole response was captured, and how many were not."""
+    done = [e for e in exchanges if e.complete]
+    return done, len(exchanges) - len(done)
+
+
+def identifies(ident: str | int | None, ex: Exchange) -> bool:
+    if isinstance(ident, int):
+        return ex.body_bytes == ident
+    return ident is not None and ident.encode() in ex.request
+
+
+def match_wire(calls: Calls, exchanges: list[Exchange]) -> tuple[list[tuple[int, int, float]], int]:
+    """Each counted call of the tool paired with the exchange on the wire that it made, and how
+    many pairs its identity settled. A call whose identity (Record.ident) fits exactly one
+    exchange is paired with it. The others (latency-gate's calls whose answers have the same
+    size) are paired by time, among the exchanges their identity fits if any: the pairs with
+    the smallest |request start difference| + |first token difference| + |end difference|
+    first (greedy, one to one), after moving the tool's times by the median offset of the pairs
+    identity settled in the same phase (latency-gate's started_at + offsets ran 2.2 ms before
+    the wire in a burst where two of its answers had the same size and ended 1.5 ms apart: raw
+    times swapped them). Time alone is not enough in a burst: it paired 6 of aiperf's 12 burst
+    calls wrongly in a first run (aiperf's start stamps come up to 17 ms before its requests
+    reach the wire).
+    (call index, exchange index, the pair's |difference| in s)."""
+    recs = calls.records
+
+    def ends(i: int, j: int) -> tuple[float, float, float]:
+        rec, ex = recs[i], exchanges[j]
+        return (
+            ex.request_first - rec.start,
+            (ex.first_token or 0.0) - (rec.start + (rec.ttft or 0.0)),
+            (ex.done or 0.0) - (rec.start + rec.latency),
+        )
+
+    fits = {
+        i: [j for j, ex in enumerate(exchanges) if identifies(rec.ident, ex)]
+        for i, rec in enumerate(recs)
+    }
+    pairs: list[tuple[int, int, float]] = []
+    used_calls: set[int] = set()
+    used_ex: set[int] = set()
+    for i, js in fits.items():
+        if len(js) == 1 and js[0] not in used_ex:
+            pairs.append((i, js[0], 0.0))
+            used_calls.add(i)
+            used_ex.add(js[0])
+    by_identity = len(pairs)
+    shifts: dict[str, tuple[float, ...]] = {}
+    for phase in {rec.phase for rec in recs}:
+        settled = [ends(i, j) for i, j, _ in pairs if recs[i].phase == phase]
+        shifts[phase] = tuple(pct([e[k] for e in settled], 50) or 0.0 for k in range(3))
+
+    def cost(i: int, j: int) -> float:
+        shift = shifts[recs[i].phase]
+        return sum(abs(d - s) for d, s in zip(ends(i, j), shift, strict=True))
+
+    pairs = [(i, j, cost(i, j)) for i, j, _ in pairs]
+    costs = sorted(
+        (cost(i, j), i, j)
+        for i in range(len(recs))
+        if i not in used_calls
+        for j in (fits[i] or range(len(exchanges)))
+        if j not in used_ex
+    )
+    for c, i, j in costs:
+        if i not in used_calls and j not in used_ex and c < 1.0:
+            used_calls.add(i)
+            used_ex.add(j)
+            pairs.append((i, j, c))
+    return sorted(pairs), by_identity
+
+
+def wire_summary(
+    calls: Calls, exchanges: list[Exchange], tasks: list[Task], dropped: int | None
+) -> dict[str, Any]:
+    """Per phase, each call's (tool - wire) for latency and first token (ms), and their median
+    and p95. Beside them, per call: `sent`, the tool's start to its request's last byte on the
+    wire (connect and send, inside every tool's latency), and `server_latency` /
+    `server_ttft`, the wire's figure minus the server log's for the same request (the server's
+    work outside its timers; requests paired with the log's tasks in order, when the counts
+    agree)."""
+    pairs, by_identity = match_wire(calls, exchanges)
+    by_order = sorted(range(len(exchanges)), key=lambda j: exchanges[j].request_last)
+    task_of = {j: tasks[k] for k, j in enumerate(by_order)} if len(tasks) == len(by_order) else {}
+    per_call: dict[str, dict[str, list[float]]] = {}
+    for i, j, _ in pairs:
+        rec, ex = calls.records[i], exchanges[j]
+        phase, start, ttft, latency = rec.phase, rec.start, rec.ttft, rec.latency
+        got = per_call.setdefault(
+            phase, {"latency": [], "ttft": [], "sent": [], "server_latency": [], "server_ttft": []}
+        )
+        got["sent"].append(round((ex.request_last - start) * 1000, 3))
+        if ex.latency is not None:
+            got["latency"].append(round((latency - ex.latency) * 1000, 3))
+        if ttft is not None and ex.ttft is not None:
+            got["ttft"].append(round((ttft - ex.ttft) * 1000, 3))
+        if (task := task_of.get(j)) is not None:
+            if ex.latency is not None:
+                got["server_latency"].append(round(ex.latency * 1000 - task.total_ms, 3))
+            if ex.ttft is not None:
+                got["server_ttft"].append(round(ex.ttft * 1000 - task.prompt_ms, 3))
+    return {
+        "exchanges": len(exchanges),
+        "calls": len(calls.records),
+        "matched": len(pairs),
+        "matched_by_identity": by_identity,
+        "max_match_ms": round(max((c for _, _, c in pairs), default=0.0) * 1000, 2),
+        "dropped_packets": dropped,
+        "diff_ms": per_call,
+        **wire_stats(per_call),
+    }
+
+
+def wire_stats(per_call: dict[str, dict[str, list[float]]]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for phase in ("sequential", "burst"):
+        for kind in ("latency", "ttft", "sent", "server_latency", "server_ttft"):
+            values = per_call.get(phase, {}).get(kind, [])
+            for q in (50, 95):
+                got = pct(values, q)
+                out[f"{phase}_{kind}_p{q}"] = None if got is None else round(got, 2)
+    return out
+
+
+class Capture:
+    """tcpdump on loopback for the server's port while one tool runs; stopped by its PID (and
+    bounded by `timeout` should this script die first)."""
+
+    def __init__(self, path: Path, port: int, limit_s: float) -> None:
+        self.path = path
+        self.log = path.with_suffix(".tcpdump.log")
+        with self.log.open("wb") as err:
+            self.proc = subprocess.Popen(
+                [
+                    "timeout",
+                    f"{limit_s:.0f}",
+                    "tcpdump",
+                    "-i",
+                    "lo",
+                    "-n",
+                    # A whole packet on lo (MTU 65536), and a buffer of 128 MiB: in immediate
+                    # mode each packet takes a slot of the snap length, and the default 2 MiB
+                    # (8 slots of 256 KiB) dropped 31 packets in a turn of guidellm.
+                    "-s",
+                    "65550",
+                    "-B",
+                    "131072",
+                    "-U",
+                    "--time-stamp-precision",
+                    "nano",
+                    # Each packet to the file as it comes: without it, packets wait in the
+                    # kernel's ring for a block to fill, and those still waiting when tcpdump
+                    # is stopped are lost (a first try lost the last 260 ms of every burst).
+                    "--immediate-mode",
+                    "-w",
+                    str(path),
+                    f"tcp port {port}",
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
+        deadline = time.monotonic() + 10
+        while b"listening on" not in self.log.read_bytes():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"tcpdump did not start: {self.log.read_text()}")
+            time.sleep(0.05)
+
+    def stop(self) -> int | None:
+        """Stop the capture; the packets the kernel dropped, as tcpdump counted them."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)  # timeout passes it on to tcpdump
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        m = re.search(r"(\d+) packets? dropped by kernel", self.log.read_text(errors="replace"))
+        return int(m.group(1)) if m else None
 
 
 # --- waiting for a quiet machine ------------------------------------------------------------
@@ -646,6 +1077,58 @@ def rows(burst: int) -> list[tuple[str, str]]:
     ]
 
 
+def wire_rows(burst: int) -> list[tuple[str, str]]:
+    return [
+        ("latency, sequential", "sequential_latency"),
+        ("first token, sequential", "sequential_ttft"),
+        (f"latency, burst of {burst}", "burst_latency"),
+        (f"first token, burst of {burst}", "burst_ttft"),
+        (
+            "the tool's start stamp to its last request byte on the wire, sequential",
+            "sequential_sent",
+        ),
+        ("wire minus server log: latency, sequential", "sequential_server_latency"),
+        ("wire minus server log: first token, sequential", "sequential_server_ttft"),
+    ]
+
+
+def render_wire(wires: dict[str, dict[str, Any] | None], burst: int) -> list[str]:
+    """Each tool's per-call difference from the packet capture: median / p95 (ms)."""
+    names = list(wires)
+    lines = [
+        "| tool minus wire, per call: median / p95 (ms) | " + " | ".join(names) + " |",
+        "|---|" + "---|" * len(names),
+    ]
+
+    def signed(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:+.2f}"
+
+    for label, key in wire_rows(burst):
+        cells = [
+            "n/a" if w is None else f"{signed(w[key + '_p50'])} / {signed(w[key + '_p95'])}"
+            for w in wires.values()
+        ]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    cells = [
+        "n/a"
+        if w is None
+        else f"{w['matched']} of {w['calls']} ({w.get('matched_by_identity')} by identity; "
+        f"{w['exchanges']} requests on the wire)"
+        for w in wires.values()
+    ]
+    lines.append("| calls matched to the wire | " + " | ".join(cells) + " |")
+    cells = [
+        "n/a" if w is None else f"{w.get('dropped_packets')}, {w.get('incomplete')}"
+        for w in wires.values()
+    ]
+    lines.append(
+        "| packets the kernel dropped, responses not captured to their end | "
+        + " | ".join(cells)
+        + " |"
+    )
+    return lines
+
+
 def render_round(tools: dict[str, Any], burst: int) -> list[str]:
     """One round's table: each tool's numbers and how far they are from the server's."""
     names = list(tools)
@@ -680,6 +1163,8 @@ def render_round(tools: dict[str, Any], burst: int) -> list[str]:
             lines.append(f"\n{tool} failed: {got['failed']}")
         elif got.get("note"):
             lines.append(f"\n{tool}: {got['note']}")
+    if any("wire" in got for got in tools.values()):
+        lines += ["", *render_wire({t: got.get("wire") for t, got in tools.items()}, burst)]
     return lines
 
 
@@ -709,6 +1194,25 @@ def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             "server_cpu_s": med([d["server"]["cpu_s"] for d in done]),
             **{k: med([d[k] for d in done]) for _, k in COST_ROWS},
         }
+        wired = [d["wire"] for d in done if "wire" in d]
+        if wired:
+            # Every round's calls pooled: the median and p95 over all matched calls.
+            pooled: dict[str, dict[str, list[float]]] = {}
+            for w in wired:
+                for phase, kinds in w["diff_ms"].items():
+                    for kind, values in kinds.items():
+                        pooled.setdefault(phase, {}).setdefault(kind, []).extend(values)
+            out[tool]["wire"] = {
+                "rounds": len(wired),
+                "calls": sum(w["calls"] for w in wired),
+                "matched": sum(w["matched"] for w in wired),
+                "matched_by_identity": sum(w.get("matched_by_identity", 0) for w in wired),
+                "exchanges": sum(w["exchanges"] for w in wired),
+                "max_match_ms": max(w["max_match_ms"] for w in wired),
+                "dropped_packets": sum(w["dropped_packets"] or 0 for w in wired),
+                "incomplete": sum(w.get("incomplete", 0) for w in wired),
+                **wire_stats(pooled),
+            }
     return out
 
 
@@ -738,6 +1242,15 @@ def render_medians(med: dict[str, Any], burst: int, rounds: int) -> list[str]:
             )
             cells.append(cell(value) + ratio)
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    if any("wire" in med[t] for t in names):
+        lines += [
+            "",
+            "Against the packet capture (every round's calls pooled; latency: the packet that "
+            "completes `data: [DONE]` minus the request's last byte on the wire; first token: the "
+            "first packet with a content delta minus the request's last byte):",
+            "",
+            *render_wire({t: med[t].get("wire") for t in names}, burst),
+        ]
     return lines
 
 
@@ -839,8 +1352,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="results file names [llm_peers_ and the UTC time: never an earlier run's]",
     )
     parser.add_argument("--tools", default=",".join(TOOLS))
+    parser.add_argument(
+        "--start-by",
+        type=lambda text: datetime.fromisoformat(text).timestamp(),
+        help="no round starts after this time (ISO 8601, e.g. 2026-12-01T12:05+00:00)",
+    )
+    parser.add_argument(
+        "--no-capture",
+        dest="capture",
+        action="store_false",
+        help="no packet capture (tcpdump on lo, needs root) as the second reference",
+    )
     opts = parser.parse_args(args_in)
+    # SIGTERM unwinds like ^C, so the server, the capture and the running tool are stopped too
+    # (started in the background, this script inherits SIGINT ignored).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
+    if opts.capture and not shutil.which("tcpdump"):
+        parser.error("tcpdump not found (apt-get install tcpdump), or --no-capture")
     model = find_model(opts.model)
     bin_dir = peers_venv(Path(opts.peers_venv), 600)
     work = Path(tempfile.mkdtemp(prefix="llm-peers-"))
@@ -869,7 +1398,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Each round a new server, and the tools in a rotated order: no tool always goes first
         # on a fresh server or last on a warm one.
         order = tools[index % len(tools) :] + tools[: index % len(tools)]
-        waited, still, load = wait_quiet(opts.wait_quiet, opts.max_load)
+        limit = opts.wait_quiet
+        if opts.start_by is not None:
+            limit = min(limit, opts.start_by - time.time())
+        waited, still, load = wait_quiet(max(limit, 0.0), opts.max_load)
+        if opts.start_by is not None and time.time() > opts.start_by:
+            print(f"round {index + 1} not started: past --start-by", file=sys.stderr, flush=True)
+            break
         round_dir = work / f"round{index + 1}"
         round_dir.mkdir()
         got_round: dict[str, Any] = {
@@ -918,6 +1453,10 @@ def measure_tool(
     before_tasks = len(server.tasks())
     cpu_before, machine_before = server.cpu_s(), machine_cpu_s()
     runs: list[Ran] = []
+    pcap = work / f"{tool}.pcap"
+    # The capture covers this tool's turn only: started before the tool, stopped after it.
+    capture = Capture(pcap, server.port, 3 * opts.tool_timeout) if opts.capture else None
+    dropped = None
     try:
         if tool == "latency-gate":
             calls = measure_gate(server.base, opts, work, runs, gate_env)
@@ -929,6 +1468,10 @@ def measure_tool(
         timed_out = any(r.timed_out for r in runs)
         print(f"{tool} failed: {exc!r}", file=sys.stderr, flush=True)
         return {"failed": f"{exc!r}" + (" (killed at the timeout)" if timed_out else "")}
+    finally:
+        if capture:
+            time.sleep(1.0)  # the connections' last packets
+            dropped = capture.stop()
     time.sleep(0.5)  # the last task's log lines
     tasks = server.tasks()[before_tasks:]
     got = summary(calls, tasks, runs, server.cpu_s() - cpu_before, opts)
@@ -940,6 +1483,10 @@ def measure_tool(
     if tasks and runs:
         got["startup_s"] = round(tasks[0].launched + server.offset - runs[0].started, 3)
     got["runs"] = [r.__dict__ for r in runs]
+    if capture:
+        exchanges, incomplete = complete_exchanges(wire_exchanges(pcap, server.port))
+        got["wire"] = wire_summary(calls, exchanges, tasks, dropped)
+        got["wire"]["incomplete"] = incomplete
     return got
 
 
