@@ -53,7 +53,7 @@ def loopback_problems(target: Target) -> list[tuple[str, str]]:
     instead; an empty list when neither is loopback."""
     problems = []
     for field, url in (("url", target.url), ("proxy", target.proxy)):
-        host = (urlsplit(url).hostname or "") if url else ""
+        host = urlsplit(url).hostname if url else None
         if url and host and is_loopback_host(host):
             problems.append((field, _message(redact_url(url), host)))
     return problems

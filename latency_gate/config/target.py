@@ -186,7 +186,7 @@ def _forms_pattern(ordered: tuple[str, ...]) -> re.Pattern[str]:
     The lookahead for a form's first character or an escape lets the engine skip quickly over
     text that cannot start a match.
     """
-    starts = {form[0] for form in ordered} | {"%", "\\", "+"}
+    starts = {form[0] for form in ordered} | set(_ESCAPE_MARKS)
     first = "(?=[" + "".join(re.escape(c) for c in sorted(starts)) + "])"
     return re.compile(
         first + "(?:" + "|".join("".join(map(_char_pattern, f)) for f in ordered) + ")"

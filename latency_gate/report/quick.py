@@ -42,7 +42,7 @@ def curl_command(target: Target) -> str:
         parts += ["-H", f"{name}: {_header_value(name, value, hidden)}"]
     body = target.request_body()
     if body is not None:
-        parts += ["--data-raw", _elide(_hide_credential_fields(body.decode()), hidden)]
+        parts += ["--data-raw", scrub_secrets(_hide_credential_fields(body.decode()), hidden)]
     if target.insecure:
         parts.append("--insecure")
     if target.ca_bundle is not None:
@@ -60,7 +60,7 @@ def display_url(url: str) -> str:
 
 def _header_value(name: str, value: str, hidden: Sequence[str]) -> str:
     if name.lower() in HARMLESS_HEADERS:
-        return _elide(value, hidden)
+        return scrub_secrets(value, hidden)
     scheme, _, rest = value.partition(" ")
     if rest and scheme.lower() in {"bearer", "basic", "token"}:
         return f"{scheme} {REDACTED}"
@@ -90,10 +90,6 @@ def _hide_credential_fields(body: str) -> str:
 
     hidden = hide(data)
     return body if hidden == data else json.dumps(hidden)
-
-
-def _elide(text: str, hidden: Sequence[str]) -> str:
-    return scrub_secrets(text, hidden)
 
 
 def _seconds(value: float | None) -> str:
