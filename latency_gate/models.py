@@ -197,6 +197,11 @@ class Check(_Frozen):
     decided: bool = True
     by_policy: bool = False
     n: int | None = Field(default=None, description="calls behind the number")
+    meaning: str = Field(
+        default="",
+        description="what this outcome ruled out, in words, with its error rate for the run's "
+        "looks",
+    )
 
 
 class Verdict(_Frozen):
@@ -205,6 +210,11 @@ class Verdict(_Frozen):
     passed: bool
     checks: tuple[Check, ...]
     reasons: tuple[str, ...] = ()
+    undecided: tuple[str, ...] = Field(
+        default=(),
+        description="what the calls could not decide and did not fail the run (an undecided "
+        "regression): said wherever the verdict is said",
+    )
 
     @property
     def label(self) -> str:
@@ -248,6 +258,9 @@ class NumberDelta(_Frozen):
     )
     decided: bool = True
     outcome: Literal["regressed", "not regressed", "undecided"] | None = None
+    by_policy: bool = Field(
+        default=False, description="undecided at the cap, and counted as a regression by policy"
+    )
 
     @property
     def delta(self) -> float | None:
@@ -289,7 +302,8 @@ class Sampling(_Frozen):
     first_look_calls: int
     extra_calls: int = Field(description="calls made after the first look")
     max_calls: int
-    on_undecided: Literal["fail", "pass"]
+    on_undecided: Literal["estimate", "fail", "pass"]
+    on_undecided_regression: Literal["fail", "pass"] = "pass"
     reasons: tuple[str, ...] = Field(
         default=(), description="why each look after the first was taken"
     )

@@ -19,11 +19,12 @@ from latency_gate.assess.sequential import Decision, Sprt, odds_shifted
 
 
 def test_p95_test_weighs_two_percent_against_twelve() -> None:
-    """The p95's shares are 5 % with its odds divided and multiplied by 2.6."""
+    """The p95's shares are 5 % with its odds divided and multiplied by 2.6; FAIL wrong at most
+    1 %, PASS at most 3 %."""
     test = percentile_sprt(95)
     assert test.p0 == pytest.approx(0.0198413, abs=1e-6)
     assert test.p1 == pytest.approx(0.1203704, abs=1e-6)
-    assert (test.alpha, test.beta) == (0.01, 0.05)
+    assert (test.alpha, test.beta) == (0.01, 0.03)
     assert odds_shifted(0.05, 1.0) == pytest.approx(0.05)
 
 
@@ -31,10 +32,10 @@ def test_p95_test_weighs_two_percent_against_twelve() -> None:
     ("exceedances", "n", "decision"),
     [
         (0, 20, Decision.UNDECIDED),  # 0.88^20 = 0.077 > beta: 20 calls cannot pass a p95
-        (0, 27, Decision.UNDECIDED),
-        (0, 28, Decision.PASS),
-        (1, 45, Decision.UNDECIDED),
-        (1, 46, Decision.PASS),
+        (0, 32, Decision.UNDECIDED),  # 32 ln(0.8796 / 0.9802) = -3.465 > ln(0.03) = -3.507
+        (0, 33, Decision.PASS),
+        (1, 50, Decision.UNDECIDED),  # 1.8028 - 49 x 0.10829 = -3.503
+        (1, 51, Decision.PASS),  # 1.8028 - 50 x 0.10829 = -3.612
         (3, 20, Decision.UNDECIDED),
         (4, 20, Decision.FAIL),
         (3, 3, Decision.FAIL),
@@ -72,7 +73,7 @@ def _ever_crosses(test: Sprt, p: float, looks: list[int], side: Decision) -> flo
 
 def test_error_rates_hold_across_looks() -> None:
     """Ville's bound: at p0 the p95 check FAILs at most 1 % of the time and at p1 PASSes at
-    most 5 %, over 5 looks or 30, computed exactly."""
+    most 3 %, over 5 looks or 30, computed exactly."""
     test = percentile_sprt(95)
     for looks in ([20, 40, 60, 80, 100], list(range(10, 310, 10))):
         assert _ever_crosses(test, test.p0, looks, Decision.FAIL) <= test.alpha
@@ -104,9 +105,9 @@ def test_cold_start_is_decided_on_its_one_call() -> None:
     assert cold_start_check(1.0, 2.0).interval.as_list() == [None, None]
 
 
-def test_error_budget_test_is_half_against_five_times_the_budget() -> None:
-    """0.01 gives 0.5 % (healthy) against 5 % (failing): FAIL wrong at most 5 %, PASS 3 %."""
-    assert error_rate_sprt(0.01) == Sprt(p0=0.005, p1=0.05, alpha=0.05, beta=0.03)
+def test_error_budget_test_is_half_against_three_times_the_budget() -> None:
+    """0.01 gives 0.5 % (healthy) against 3 % (failing): FAIL wrong at most 2 %, PASS 4 %."""
+    assert error_rate_sprt(0.01) == Sprt(p0=0.005, p1=0.03, alpha=0.02, beta=0.04)
     assert error_rate_sprt(0.0) is None
 
 
@@ -114,15 +115,17 @@ def test_error_budget_test_is_half_against_five_times_the_budget() -> None:
     ("failed", "calls", "decision"),
     [
         (0, 31, Decision.UNDECIDED),
-        (0, 75, Decision.UNDECIDED),
-        (0, 76, Decision.PASS),
-        (1, 31, Decision.UNDECIDED),
-        (2, 31, Decision.FAIL),
-        (2, 200, Decision.PASS),
+        (0, 126, Decision.UNDECIDED),  # 126 ln(0.97 / 0.995) = -3.206 > ln(0.04) = -3.219
+        (0, 127, Decision.PASS),
+        (2, 31, Decision.UNDECIDED),
+        (3, 31, Decision.FAIL),  # 3 x 1.7918 - 28 x 0.025447 = 4.663 >= ln(1 / 0.02) = 3.912
+        (1, 200, Decision.PASS),
+        (2, 200, Decision.UNDECIDED),  # 1 % is no PASS at this n: 3 % is not ruled out yet
     ],
 )
 def test_error_rate_decisions(failed: int, calls: int, decision: Decision) -> None:
-    """One failure in 31 calls no longer fails the run by itself; two do."""
+    """Two failures in 31 calls no longer fail the run by themselves; three do; a PASS needs
+    127 clean calls."""
     assert error_rate_check(failed, calls, 0.01).decision is decision
 
 
@@ -133,12 +136,19 @@ def test_zero_error_budget_means_no_failure() -> None:
 
 
 def test_budget_meaning_in_words() -> None:
-    """The sentence the report carries for the default budget at the classic 31 calls."""
+    """The sentence the report carries describes the rule that is used, at this n."""
     assert budget_meaning(31, 0.01) == (
-        "with 31 calls, a budget of 0.01 allows no failure (1 failure is 3.2 %); "
-        "the gate passes after 76 calls with no failure and fails from 2 failures at this n"
+        "the gate passes after 127 calls without a failure (a PASS rules out 3.0 % failing or "
+        "more) and fails once failures are clearly over 0.5 % (at 31 calls: from 3 failures)"
     )
-    assert budget_meaning(300, 0.01).startswith("with 300 calls, a budget of 0.01 allows 3")
+    assert budget_meaning(300, 0.01).endswith("(at 300 calls: from 7 failures)")
+    assert budget_meaning(31, 0.0) == "a budget of 0 allows no failure: one failure fails the run"
+
+
+def test_budget_meaning_of_a_tiny_budget_is_quick() -> None:
+    """A budget of 1e-9 (a thousand million clean calls) is worded without counting them one by
+    one (it took forever, and ended in a traceback)."""
+    assert "passes after 1,287,550,337 calls" in budget_meaning(31, 1e-9)
 
 
 def test_llr_is_the_binomial_log_likelihood_ratio() -> None:
@@ -148,8 +158,20 @@ def test_llr_is_the_binomial_log_likelihood_ratio() -> None:
 
 
 def test_calls_to_pass_counts_the_clean_calls_still_needed() -> None:
-    """0 of 71 failed: 5 more clean calls pass (76); 1 of 71: 56 more (127); decided: 0."""
-    assert error_rate_check(0, 71, 0.01).calls_to_pass == 5
-    assert error_rate_check(1, 71, 0.01).calls_to_pass == 56
-    assert error_rate_check(0, 80, 0.01).calls_to_pass == 0
+    """0 of 71 failed: 56 more clean calls pass (127); 1 of 71: 127 more (198); decided: 0."""
+    assert error_rate_check(0, 71, 0.01).calls_to_pass == 56
+    assert error_rate_check(1, 71, 0.01).calls_to_pass == 127
+    assert error_rate_check(0, 127, 0.01).calls_to_pass == 0
     assert error_rate_check(0, 10, 0.0).calls_to_pass == 0
+    assert error_rate_check(0, 31, 1e-9).calls_to_pass == 1_287_550_337 - 31
+
+
+def test_event_bounds_match_the_decisions() -> None:
+    """The closed-form bounds agree with deciding count by count, at every n to 600."""
+    for test in (percentile_sprt(95), percentile_sprt(50), error_rate_sprt(0.01)):
+        assert test is not None
+        for n in range(1, 601):
+            passing = [k for k in range(n + 1) if test.decide(k, n) is Decision.PASS]
+            failing = [k for k in range(n + 1) if test.decide(k, n) is Decision.FAIL]
+            assert test.max_events_to_pass(n) == (max(passing) if passing else None)
+            assert test.min_events_to_fail(n) == (min(failing) if failing else None)

@@ -16,13 +16,21 @@ from latency_gate.assess.sequential import Decision
 
 
 def test_defaults() -> None:
-    """5 looks, 300 calls, 20 warm calls or 2 bursts of 10 a look, undecided fails."""
+    """9 looks, 500 calls, 20 warm calls or 2 bursts of 10 a look, an undecided check decided
+    by its value, an undecided regression not called one."""
     assert (
-        SamplingPlan(max_calls=300, max_looks=5, warm_batch=20, concurrency=10, on_undecided="fail")
+        SamplingPlan(
+            max_calls=500,
+            max_looks=9,
+            warm_batch=20,
+            concurrency=10,
+            on_undecided="estimate",
+            on_undecided_regression="pass",
+        )
         == DEFAULT_PLAN
     )
     assert DEFAULT_PLAN.bursts_per_look == 2
-    assert DEFAULT_PLAN.regression_alpha == pytest.approx(0.004)
+    assert DEFAULT_PLAN.regression_alpha == pytest.approx(0.02 / 9)
 
 
 def test_everything_decided_stops() -> None:
@@ -52,33 +60,33 @@ def test_undecided_concurrent_and_warm_take_both() -> None:
 
 
 def test_error_rate_alone_spreads_the_calls_left_over_the_looks_left() -> None:
-    """After look 2 at 71 calls, 229 calls remain for 3 looks: 7 bursts of 10 now."""
+    """After look 2 at 71 calls, 429 calls remain for 7 looks: 6 bursts of 10 now."""
     step = next_step(
         DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=[("error_rate", Phase.ALL)]
     )
-    assert (step.warm_calls, step.bursts) == (0, 7)
+    assert (step.warm_calls, step.bursts) == (0, 6)
 
 
 def test_error_rate_alone_takes_only_what_could_decide_it() -> None:
-    """5 more clean calls would pass it: one look of 2 bursts; 56 would: 6 bursts, under 7."""
+    """5 more clean calls would pass it: one look of 2 bursts; 47 would: 5 bursts, under 6."""
     pending = [("error_rate", Phase.ALL)]
     step = next_step(
         DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=5
     )
     assert (step.warm_calls, step.bursts) == (0, 2)
     step = next_step(
-        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=56
+        DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=47
     )
-    assert (step.warm_calls, step.bursts) == (0, 6)
+    assert (step.warm_calls, step.bursts) == (0, 5)
 
 
 def test_the_last_look_stops_undecided() -> None:
-    """After 5 looks nothing more is taken, and the reason names what is undecided."""
+    """After 9 looks nothing more is taken, and the reason names what is undecided."""
     step = next_step(
-        DEFAULT_PLAN, looks_done=5, calls_made=191, undecided=[("warm_p95", Phase.WARM)]
+        DEFAULT_PLAN, looks_done=9, calls_made=351, undecided=[("warm_p95", Phase.WARM)]
     )
     assert step.stop
-    assert step.reason == "undecided at the cap of 5 looks: warm_p95"
+    assert step.reason == "undecided at the cap of 9 looks: warm_p95"
 
 
 def test_a_step_is_trimmed_to_the_call_cap() -> None:
@@ -93,12 +101,16 @@ def test_a_step_is_trimmed_to_the_call_cap() -> None:
 
 
 def test_resolve_follows_the_policy_only_when_undecided() -> None:
-    """Decided checks keep their outcome; undecided ones follow on_undecided, flagged."""
+    """Decided checks keep their outcome; undecided ones follow on_undecided, flagged: by
+    default by their value (within the limit or not), else fail or pass whatever it is."""
     lenient = SamplingPlan(on_undecided="pass")
-    assert resolve(Decision.PASS, DEFAULT_PLAN) == (True, False)
-    assert resolve(Decision.FAIL, lenient) == (False, False)
-    assert resolve(Decision.UNDECIDED, DEFAULT_PLAN) == (False, True)
-    assert resolve(Decision.UNDECIDED, lenient) == (True, True)
+    strict = SamplingPlan(on_undecided="fail")
+    assert resolve(Decision.PASS, DEFAULT_PLAN, within=False) == (True, False)
+    assert resolve(Decision.FAIL, lenient, within=True) == (False, False)
+    assert resolve(Decision.UNDECIDED, DEFAULT_PLAN, within=True) == (True, True)
+    assert resolve(Decision.UNDECIDED, DEFAULT_PLAN, within=False) == (False, True)
+    assert resolve(Decision.UNDECIDED, strict, within=True) == (False, True)
+    assert resolve(Decision.UNDECIDED, lenient, within=False) == (True, True)
 
 
 def test_bad_plan_is_refused() -> None:

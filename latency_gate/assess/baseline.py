@@ -5,15 +5,17 @@ percentile itself, with the null hypothesis "head is worse than base by at most 
 (`--max-regression 20%`, `200ms` or `20%,200ms`, both to be exceeded; `10%` when none is given):
 an exact permutation test at the limit (assess/regression.py). Three outcomes: regressed, not
 regressed, undecided; while one is undecided the run takes more calls (assess/gate.py), and one
-still undecided at the cap is not called a regression (a regression is a claim that needs
-evidence; the budget guards the level). The error rate: the exact conditional test of two
-counts against the relative limit. Cold start is one call on each side: shown, never called a
-regression. docs/statistics.md has the methods and the simulated error rates.
+still undecided at the cap is not called a regression unless `on-undecided-regression` is fail
+(a regression is a claim that needs evidence; the budget guards the level), and is said as a
+warning wherever the verdict is. Only numbers with a budget are tested. The error rate: the
+exact conditional test of two counts against the relative limit. Cold start is one call on each
+side: shown, never called a regression. docs/statistics.md has the methods and the simulated
+error rates.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from latency_gate.assess.regression import (
@@ -108,10 +110,19 @@ def compare(
     *,
     outcomes: Mapping[str, Regression] | None = None,
     alpha: float = REGRESSION_ALPHA,
+    gated: Collection[str] | None = None,
+    stopped_early: bool = False,
+    on_undecided: str = "pass",
 ) -> BaselineCheck:
     """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
-    interval of head / base, and the outcome: `outcomes[number]` when the looks decided it
-    (assess/gate.py keeps the first decision), else the test on every call at `alpha`."""
+    interval of head / base, and the outcome: `outcomes[number]` when the looks judged it
+    (assess/gate.py), else the test on every call at `alpha`.
+
+    Only the numbers in `gated` (those with a budget; every number when None) are tested: the
+    others are shown beside their base. A regression still undecided is not a regression, unless
+    `on_undecided` is "fail" (counted as one, `by_policy`); when the run stopped early because a
+    check had already failed it (`stopped_early`), it was not needed and is said so.
+    """
     deltas = []
     for number, pick in _NUMBERS:
         base_value = getattr(base.numbers, number)
@@ -121,6 +132,7 @@ def compare(
         note = ""
         outcome: Regression | None = None
         interval: tuple[float | None, float | None] | None = None
+        tested = gated is None or number in gated
         if base_value is None or head_value is None:
             note = "no data on one side"
         elif number == "cold_start":
@@ -150,20 +162,32 @@ def compare(
             else:
                 outcome = found.outcome
                 interval = (found.ratio_interval.low, found.ratio_interval.high)
+        if outcome is not None and not tested:
+            outcome, note = None, "not tested: it has no budget (only gated numbers are tested)"
         if outcome is not None and outcomes is not None and number in outcomes:
             outcome = outcomes[number]
+        by_policy = False
         if outcome is Regression.UNDECIDED and not note:
-            note = "undecided at the cap: not called a regression"
+            if stopped_early:
+                note = "undecided: not needed, the run had already failed"
+            elif on_undecided == "fail":
+                note = "undecided at the cap: counted as a regression by policy"
+                by_policy = True
+            else:
+                note = (
+                    "undecided at the cap: not called a regression (on-undecided-regression: pass)"
+                )
         deltas.append(
             NumberDelta(
                 number=number,
                 base=base_value,
                 head=head_value,
-                regressed=outcome is Regression.REGRESSED,
+                regressed=outcome is Regression.REGRESSED or by_policy,
                 note=note,
                 interval=interval,
                 decided=outcome is not Regression.UNDECIDED,
                 outcome=None if outcome is None else outcome.value,
+                by_policy=by_policy,
             )
         )
     return BaselineCheck(
@@ -207,6 +231,9 @@ def baseline_check(
     *,
     outcomes: Mapping[str, Regression] | None = None,
     alpha: float = REGRESSION_ALPHA,
+    gated: Collection[str] | None = None,
+    stopped_early: bool = False,
+    on_undecided: str = "pass",
 ) -> BaselineCheck:
     """A run of `target` against the plan's baseline, or the reason there is none."""
     if plan.runs is None:
@@ -222,4 +249,15 @@ def baseline_check(
             f"{plan.source} holds no run of {target!r}"
             + (f" (its runs: {known})" if known else ""),
         )
-    return compare(samples, numbers, base, plan.limit, plan.source, outcomes=outcomes, alpha=alpha)
+    return compare(
+        samples,
+        numbers,
+        base,
+        plan.limit,
+        plan.source,
+        outcomes=outcomes,
+        alpha=alpha,
+        gated=gated,
+        stopped_early=stopped_early,
+        on_undecided=on_undecided,
+    )

@@ -2,10 +2,13 @@
 
 A run is judged at each look (the first is the classic 1 cold + `warm_calls` + one burst; the
 sampler adds more while a check is undecided, sampling.py). At each look every gated number is
-checked against its budget (checks.py: SPRTs whose error rates hold across looks) and, with a
-baseline, tested for a regression (regression.py: at alpha split over the looks). A check keeps
-the first decision it reaches. `Gate.look` is what the engine's `more` callback asks after each
-look; `Gate.checks` and `Gate.deltas` are the final word the verdict and the report use.
+judged again on every call so far: against its budget (checks.py: SPRTs whose error rates hold
+across looks) and, with a baseline, for a regression (regression.py: at alpha split over the
+looks). Sampling stops once every gated check has been decided; a check keeps the latest decision
+it reached (calls taken later for another check may leave it undecided again without overturning
+it, and its sentence says so), so a decision rests on the calls a reader sees. `Gate.look` is
+what the engine's `more` callback asks after each look; `Gate.checks` and `Gate.regressions` are
+the final word the verdict and the report use.
 """
 
 from __future__ import annotations
@@ -13,8 +16,16 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from latency_gate.assess.checks import cold_start_check, error_rate_check, percentile_check
-from latency_gate.assess.intervals import error_rate_interval, percentile_interval
+from latency_gate.assess.checks import (
+    cold_start_check,
+    error_rate_check,
+    error_rate_sprt,
+    nearer_healthy,
+    percentile_check,
+    percentile_sprt,
+    worst_errors,
+)
+from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
 from latency_gate.assess.regression import (
     ErrorRateRegression,
     Regression,
@@ -22,15 +33,18 @@ from latency_gate.assess.regression import (
     percentile_regression,
 )
 from latency_gate.assess.sampling import NextStep, Phase, SamplingPlan, next_step, resolve
-from latency_gate.assess.sequential import Decision
+from latency_gate.assess.sequential import Decision, Sprt
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
+from latency_gate.formatting import fmt_percent, fmt_value
 from latency_gate.models import CallPhase, Check, Numbers, RunResult, Sample
 
-__all__ = ["GATED_NUMBERS", "Gate", "plan_for"]
+__all__ = ["GATED_NUMBERS", "NOT_NEEDED", "Gate", "plan_for"]
 
 Pick = Callable[[Sequence[Sample]], list[float]]
+
+NOT_NEEDED = "undecided: not needed, another check had failed the run"
 
 
 def _warm(samples: Sequence[Sample]) -> list[float]:
@@ -62,19 +76,39 @@ GATED_NUMBERS = (
 
 
 def plan_for(
-    *, max_calls: int, concurrency: int, on_undecided: str, warm_batch: int = 20
+    *,
+    max_calls: int,
+    concurrency: int,
+    on_undecided: str,
+    on_undecided_regression: str = "pass",
+    warm_batch: int = 20,
 ) -> SamplingPlan:
     """The sampling plan of a target's settings."""
     return SamplingPlan(
         max_calls=max_calls,
         warm_batch=warm_batch,
         concurrency=concurrency,
-        on_undecided="pass" if on_undecided == "pass" else "fail",
+        on_undecided="pass"
+        if on_undecided == "pass"
+        else "fail"
+        if on_undecided == "fail"
+        else "estimate",
+        on_undecided_regression="fail" if on_undecided_regression == "fail" else "pass",
     )
 
 
 def _failed(samples: Sequence[Sample]) -> int:
     return sum(not s.ok for s in samples)
+
+
+@dataclass(frozen=True)
+class _Judged:
+    """A budget check at the latest look: its decision, calls and events (over the limit, or
+    failed)."""
+
+    decision: Decision
+    n: int
+    events: int
 
 
 @dataclass
@@ -87,52 +121,73 @@ class Gate:
     limit: RegressionLimit | None = None
     looks: int = 0
     first_look_calls: int = 0
-    decisions: dict[str, Decision] = field(default_factory=dict)
+    judged: dict[str, _Judged] = field(default_factory=dict)
+    # The latest look at which each check was decided (PASS or FAIL): a check that later calls
+    # (taken for other checks) leave undecided again keeps it, as Ville's bound allows.
+    last_decided: dict[str, _Judged] = field(default_factory=dict)
+    # The number of calls behind each check at each look: the looks its error rates are for.
+    history: dict[str, list[int]] = field(default_factory=dict)
     regressions: dict[str, Regression] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
 
+    @property
+    def decisions(self) -> dict[str, Decision]:
+        """Each budget check's decision at the latest look."""
+        return {name: judged.decision for name, judged in self.judged.items()}
+
     def _limit(self, number: _Number) -> float | None:
         value: float | None = getattr(self.budget, number.budget_field)
         return value
+
+    def _judge(self, number: _Number, limit: float, samples: Sequence[Sample]) -> _Judged | None:
+        if number.name == "cold_start":
+            cold = latencies(samples, CallPhase.COLD)
+            check = cold_start_check(cold[0] if cold else None, limit)
+            return _Judged(check.decision, check.n, check.exceedances)
+        if number.name == "error_rate":
+            errors = error_rate_check(_failed(samples), len(samples), limit)
+            return _Judged(errors.decision, len(samples), errors.counts.failed)
+        if number.pick is None or number.q is None:
+            return None
+        values = number.pick(samples)
+        if number.name == "ttft_p95" and not values:
+            return None  # not a stream: nothing to gate
+        found = percentile_check(values, number.q, limit)
+        return _Judged(found.decision, found.n, found.exceedances)
 
     def look(self, samples: Sequence[Sample]) -> NextStep:
         """Judge the calls so far (one more look) and say what to sample before the next."""
         self.looks += 1
         if self.looks == 1:
             self.first_look_calls = len(samples)
-        error_calls_to_pass: int | None = None
         for number in GATED_NUMBERS:
             limit = self._limit(number)
-            if limit is None or self.decisions.get(number.name) not in (None, Decision.UNDECIDED):
+            if limit is None:
                 continue
-            if number.name == "cold_start":
-                cold = latencies(samples, CallPhase.COLD)
-                decision = cold_start_check(cold[0] if cold else None, limit).decision
-            elif number.name == "error_rate":
-                errors = error_rate_check(_failed(samples), len(samples), limit)
-                decision = errors.decision
-                error_calls_to_pass = errors.calls_to_pass
-            elif number.pick is not None and number.q is not None:
-                values = number.pick(samples)
-                if number.name == "ttft_p95" and not values:
-                    continue  # not a stream: nothing to gate, as before
-                decision = percentile_check(values, number.q, limit).decision
-            else:
+            judged = self._judge(number, limit, samples)
+            if judged is None:
                 continue
-            self.decisions[number.name] = decision
+            self.judged[number.name] = judged
+            if judged.decision is not Decision.UNDECIDED:
+                self.last_decided[number.name] = judged
+            self.history.setdefault(number.name, []).append(judged.n)
         self._look_regressions(samples)
+        # A check decided at an earlier look needs no more calls, even if the calls taken since
+        # for other checks leave it undecided again (its decision stands: see `_check`).
         undecided = [
             (n.name, n.phase)
             for n in GATED_NUMBERS
-            if self.decisions.get(n.name) is Decision.UNDECIDED
+            if n.name in self.judged
+            and self.judged[n.name].decision is Decision.UNDECIDED
+            and n.name not in self.last_decided
         ] + [
             (f"{n.name} regression", n.phase)
             for n in GATED_NUMBERS
             if self.regressions.get(n.name) is Regression.UNDECIDED and n.pick is not None
         ]
-        failed = [n for n, d in self.decisions.items() if d is Decision.FAIL] + [
+        failed = [n for n, j in self.judged.items() if j.decision is Decision.FAIL] + [
             f"{n} regression" for n, r in self.regressions.items() if r is Regression.REGRESSED
         ]
         if failed:
@@ -145,7 +200,7 @@ class Gate:
             looks_done=self.looks,
             calls_made=len(samples),
             undecided=undecided,
-            error_calls_to_pass=error_calls_to_pass,
+            error_calls_to_pass=self._error_calls_to_pass(samples),
         )
         if step.stop:
             self.stopped = step.reason
@@ -153,12 +208,21 @@ class Gate:
             self.reasons.append(step.reason)
         return step
 
+    def _error_calls_to_pass(self, samples: Sequence[Sample]) -> int | None:
+        limit = self.budget.max_error_rate
+        judged = self.judged.get("error_rate")
+        if limit is None or judged is None or judged.decision is not Decision.UNDECIDED:
+            return None
+        return error_rate_check(judged.events, judged.n, limit).calls_to_pass
+
     def _look_regressions(self, samples: Sequence[Sample]) -> None:
+        """Each gated number's regression, judged again on every call (only numbers with a
+        budget are tested: an ungated number is shown, not held to anything)."""
         base, limit = self.base, self.limit
         if base is None or limit is None:
             return
         for number in GATED_NUMBERS:
-            if self.regressions.get(number.name) not in (None, Regression.UNDECIDED):
+            if self._limit(number) is None:
                 continue
             if number.name == "error_rate":
                 outcome = self._error_regression(samples, base, limit).outcome
@@ -193,8 +257,9 @@ class Gate:
     # --- the final word -------------------------------------------------------------------
 
     def checks(self, samples: Sequence[Sample], numbers: Numbers) -> tuple[Check, ...]:
-        """Each number against its budget: value and 95 % interval over every call, the first
-        decision reached (an undecided one resolved by the plan's policy, and said)."""
+        """Each number against its budget: value and 95 % interval over every call, its decision
+        at the last look (an undecided one resolved by the plan's policy, and said), and in
+        words what that decision ruled out."""
         if self.looks == 0:
             self.look(samples)  # a run cut short before its first look was judged
         found = (self._check(n, getattr(numbers, n.name), samples) for n in GATED_NUMBERS)
@@ -211,19 +276,45 @@ class Gate:
                 return None  # not a stream: no first token to report
             return Check(**common, passed=None, interval=interval)
         if value is None:
-            return Check(**common, passed=False, note="no data")
-        decision = self.decisions.get(number.name, Decision.UNDECIDED)
-        if decision is Decision.UNDECIDED and self.failed_early:
+            return Check(**common, passed=False, note="no data", meaning=_NO_DATA[number.name])
+        judged = self.judged.get(number.name) or self._judge(number, limit, samples)
+        if judged is None:
+            return Check(**common, passed=None, interval=interval)
+        earlier = self.last_decided.get(number.name)
+        if judged.decision is Decision.UNDECIDED and earlier is not None:
+            # Decided at an earlier look; the calls taken since for other checks neither
+            # confirm nor overturn it. A FAIL (PASS) that the test reached at some look is
+            # wrong at most alpha (beta) of the time, so the earlier decision stands.
+            return Check(
+                **common,
+                passed=earlier.decision is Decision.PASS,
+                note=f"decided after {earlier.n:,} calls; undecided again at the last look",
+                interval=interval,
+                meaning=self._meaning(number, earlier, value, limit, now=judged),
+            )
+        if judged.decision is Decision.UNDECIDED and self.failed_early:
             # Sampling stopped because another check already failed the run: this one was not
             # needed, and no policy is applied to it.
-            note = "undecided: not needed, another check had failed the run"
-            return Check(**common, passed=None, note=note, interval=interval, decided=False)
-        passed, by_policy = resolve(decision, self.plan)
+            return Check(
+                **common,
+                passed=None,
+                note=NOT_NEEDED,
+                meaning=NOT_NEEDED,
+                interval=interval,
+                decided=False,
+            )
+        within = (
+            nearer_healthy(judged.events, judged.n, limit)
+            if number.name == "error_rate"
+            else value <= limit
+        )
+        passed, by_policy = resolve(judged.decision, self.plan, within=within)
         note = ""
         if by_policy:
             word = "passed" if passed else "failed"
             policy = self.plan.on_undecided
-            note = f"undecided when sampling stopped: {word} by policy (on-undecided: {policy})"
+            how = "by its value" if policy == "estimate" else "by policy"
+            note = f"undecided when sampling stopped: {word} {how} (on-undecided: {policy})"
         return Check(
             **common,
             passed=passed,
@@ -231,19 +322,138 @@ class Gate:
             interval=interval,
             decided=not by_policy,
             by_policy=by_policy,
+            meaning=self._meaning(number, judged, value, limit, passed=passed),
         )
 
-    @staticmethod
+    def _meaning(
+        self,
+        number: _Number,
+        judged: _Judged,
+        value: float,
+        limit: float,
+        *,
+        passed: bool | None = None,
+        now: _Judged | None = None,
+    ) -> str:
+        """What the outcome ruled out, in words, with its error rate. `judged` is the look that
+        decided it; `now`, when given, the last look, which left it undecided again."""
+        if passed is None:
+            passed = judged.decision is Decision.PASS
+        shown = fmt_value(limit, number.name)
+        if number.name == "cold_start":
+            return (
+                f"one call: {fmt_value(value, number.name)} against {shown}; a single call "
+                "cannot tell a slow start from bad luck"
+            )
+        test: Sprt | None
+        if number.name == "error_rate":
+            test = error_rate_sprt(limit)
+            what = "failed"
+        else:
+            test = percentile_sprt(number.q or 95)
+            what = f"over {shown}"
+
+        def counted(at: _Judged) -> str:
+            share = fmt_percent(at.events / at.n) if at.n else "—"
+            return f"{at.n:,} calls, {at.events} {what} ({share})"
+
+        word = "PASS" if passed else "FAIL"
+        if test is None:  # an error budget of 0
+            return f"{word} after {counted(judged)}: a budget of 0 allows no failure"
+        if judged.decision is Decision.UNDECIDED:
+            policy = self.plan.on_undecided
+            if policy == "estimate" and number.name == "error_rate":
+                side = (
+                    f"nearer a healthy {fmt_percent(test.p0)}"
+                    if passed
+                    else f"nearer a failing {fmt_percent(test.p1)}"
+                )
+                head = (
+                    f"{word}: undecided after {counted(judged)}, too near the budget for the "
+                    f"calls to tell; decided by the rate seen, {side}"
+                )
+            elif policy == "estimate":
+                sign = "≤" if value <= limit else ">"
+                head = (
+                    f"{word}: undecided after {counted(judged)}, too near the limit for the "
+                    f"calls to tell; decided by its value, {fmt_value(value, number.name)} "
+                    f"{sign} {shown}"
+                )
+            else:
+                head = (
+                    f"{word}: undecided after {counted(judged)}; "
+                    f"{'passed' if passed else 'failed'} by policy"
+                )
+            # Decided at the cap: the exact error rates of the test with the looks this run took
+            # and the policy at the last one.
+            wrong_pass, wrong_fail = worst_errors(
+                test,
+                self.history.get(number.name, [judged.n]),
+                on_undecided=self.plan.on_undecided,
+                q=number.q,
+                budget=limit if number.name == "error_rate" else None,
+            )
+        else:
+            head = f"{word} after {counted(judged)}"
+            # Decided by the test: Ville's bounds hold whatever looks were taken.
+            wrong_pass, wrong_fail = test.beta, test.alpha
+        if number.name == "error_rate":
+            ruled = f"a failure rate of {fmt_percent(test.p1 if passed else test.p0)}"
+            ruled += " or more" if passed else " or less"
+        else:
+            ruled = (
+                f"{fmt_percent(test.p1)} or more of calls over {shown}"
+                if passed
+                else f"{fmt_percent(test.p0)} or fewer over {shown}"
+            )
+        chance = wrong_pass if passed else wrong_fail
+        text = (
+            f"{head}: rules out {ruled} (such an endpoint {'passes' if passed else 'fails'} "
+            f"at most {fmt_percent(chance)} of runs)"
+        )
+        if now is not None:
+            text += (
+                f"; the calls taken since for other checks ({counted(now)}) leave it "
+                "undecided, not overturned"
+            )
+        elif number.name == "error_rate" and passed and value > limit:
+            text += (
+                "; the rate seen is over the budget, but within what a healthy endpoint "
+                f"({fmt_percent(test.p0)}) shows in {judged.n:,} calls"
+            )
+        return text
+
+    @property
+    def interval_level(self) -> float:
+        """The level each look's interval is computed at so that the one shown holds at 95 %
+        wherever sampling stopped: the run chose its stop from the calls (stopping when a check
+        was decided), so the 5 % is split over the looks it could have stopped at (Bonferroni).
+        A plan whose cap ends it at the first look could stop nowhere else."""
+        looks = 1 if self.plan.max_calls <= self.first_look_calls else self.plan.max_looks
+        return 1 - (1 - LEVEL) / looks
+
     def _interval(
-        number: _Number, samples: Sequence[Sample]
+        self, number: _Number, samples: Sequence[Sample]
     ) -> tuple[tuple[float | None, float | None] | None, int]:
         if number.name == "cold_start":
             return None, len(latencies(samples, CallPhase.COLD))
+        level = self.interval_level
         if number.name == "error_rate":
-            counts = error_rate_interval(_failed(samples), len(samples))
+            counts = error_rate_interval(_failed(samples), len(samples), level)
             return (counts.interval.low, counts.interval.high), len(samples)
         values = [] if number.pick is None else number.pick(samples)
         if number.q is None or not values:
             return (None, None), len(values)
-        found = percentile_interval(values, number.q)
+        found = percentile_interval(values, number.q, level)
         return (found.low, found.high), len(values)
+
+
+_NO_DATA = {
+    "cold_start": "the cold call failed: there is no cold start to hold against its budget",
+    "warm_p50": "no warm call succeeded: there is no latency to hold against the budget",
+    "warm_p95": "no warm call succeeded: there is no latency to hold against the budget",
+    "concurrent_p95": "no concurrent call succeeded: there is no latency to hold against "
+    "the budget",
+    "error_rate": "no call was made",
+    "ttft_p95": "no streamed call delivered a first token",
+}

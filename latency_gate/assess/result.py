@@ -14,10 +14,22 @@ from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Target
-from latency_gate.models import CallPhase, Floor, RunResult, Sample, Sampling, StampSource
+from latency_gate.config.plan import effective_max_calls, plan_warnings
+from latency_gate.models import (
+    BaselineCheck,
+    CallPhase,
+    Check,
+    Floor,
+    Numbers,
+    RunResult,
+    Sample,
+    Sampling,
+    StampSource,
+    Verdict,
+)
 from latency_gate.version import __version__
 
-__all__ = ["assess_run", "floor_from", "gate_for", "overall_stamp_source"]
+__all__ = ["assess_run", "floor_from", "gate_for", "judge_samples", "overall_stamp_source"]
 
 
 def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
@@ -26,9 +38,10 @@ def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
     return Gate(
         budget=target.budget,
         plan=plan_for(
-            max_calls=target.max_calls,
+            max_calls=effective_max_calls(target),
             concurrency=target.concurrency,
             on_undecided=target.on_undecided,
+            on_undecided_regression=target.on_undecided_regression,
         ),
         base=base,
         limit=None if base is None or baseline is None else baseline.limit,
@@ -59,20 +72,10 @@ def assess_run(
         gate = gate_for(target, baseline)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
-    checks = gate.checks(samples, numbers)
-    check = (
-        None
-        if baseline is None
-        else baseline_check(
-            baseline,
-            target.name,
-            samples,
-            numbers,
-            outcomes=gate.regressions,
-            alpha=gate.plan.regression_alpha,
-        )
+    _, check, verdict = judge_samples(
+        gate, samples, numbers, target=target.name, baseline=baseline, interrupted=interrupted
     )
-    warnings: list[str] = []
+    warnings: list[str] = list(plan_warnings(target))
     if interrupted:
         warnings.append("the run was interrupted; the numbers cover the calls finished")
     if target.insecure:
@@ -102,12 +105,7 @@ def assess_run(
         phases=stamp_stats(samples),
         chain=chain_stats(samples),
         excluded_from_latency=len(samples) - successful,
-        verdict=judge(
-            checks,
-            successful_calls=successful,
-            interrupted=interrupted,
-            regressions=() if check is None else check.regressions,
-        ),
+        verdict=verdict,
         interrupted=interrupted,
         warnings=tuple(warnings),
         label=label,
@@ -118,12 +116,50 @@ def assess_run(
             extra_calls=len(samples) - gate.first_look_calls,
             max_calls=gate.plan.max_calls,
             on_undecided=gate.plan.on_undecided,
+            on_undecided_regression=gate.plan.on_undecided_regression,
             reasons=tuple(gate.reasons),
             stopped="the run was interrupted" if interrupted else gate.stopped,
             first_look=stats.numbers(samples[: gate.first_look_calls]),
         ),
         ready_after=ready_after,
     )
+
+
+def judge_samples(
+    gate: Gate,
+    samples: Sequence[Sample],
+    numbers: Numbers,
+    *,
+    target: str,
+    baseline: BaselinePlan | None,
+    interrupted: bool = False,
+) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
+    """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
+    took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates."""
+    checks = gate.checks(samples, numbers)
+    check = (
+        None
+        if baseline is None
+        else baseline_check(
+            baseline,
+            target,
+            samples,
+            numbers,
+            outcomes=gate.regressions,
+            alpha=gate.plan.regression_alpha,
+            gated=[c.number for c in checks if c.limit is not None],
+            stopped_early=gate.failed_early,
+            on_undecided=gate.plan.on_undecided_regression,
+        )
+    )
+    verdict = judge(
+        checks,
+        successful_calls=sum(s.ok for s in samples),
+        interrupted=interrupted,
+        regressions=() if check is None else check.regressions,
+        deltas=() if check is None else check.deltas,
+    )
+    return checks, check, verdict
 
 
 def floor_from(

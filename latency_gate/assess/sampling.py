@@ -6,17 +6,24 @@ Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential call
 calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
 check is undecided; when only the error rate is undecided, bursts again (the quickest calls to
 make): enough for it to pass if every call succeeds (`error_calls_to_pass`), at most the calls
-left spread evenly over the looks left. It stops
-when every gated check is decided, after `max_looks` looks, or when the next step would pass
-`max_calls` calls in all (a step is trimmed to what fits first).
+left spread evenly over the looks left. It stops when every gated check is decided at the same
+look, after `max_looks` looks, or when the next step would pass `max_calls` calls in all (a step
+is trimmed to what fits first).
 
 Error rates across looks. Budget checks are SPRTs with Ville's bound (sequential.py): their
-error rates hold for any number of looks. Baseline regressions are permutation tests: their
-alpha is split evenly over `max_looks` (Bonferroni), `regression_alpha` below.
+error rates hold for any number of looks, and a check judged again on every call at each look
+can only end FAIL (PASS) where its test crossed that boundary at some look. Baseline
+regressions are permutation tests: their alpha is split evenly over `max_looks` (Bonferroni),
+`regression_alpha` below.
 
-Undecided at the cap: a budget check follows `on_undecided` (default "fail": see
-docs/statistics.md for the numbers behind it); a regression still undecided is "not regressed",
-since a regression is a claim that needs evidence and the budget already guards the level.
+Undecided when sampling stops: a budget check follows `on_undecided`: "estimate" (the default)
+decides it by what every call says: a percentile by its value against its limit, the error rate
+by whether its failures are nearer (in likelihood) a healthy share, half the budget, or a failing
+one, three times it (checks.nearer_healthy); "fail" and "pass" decide it that way whatever the
+calls say. The reports
+say which checks were decided so, and checks.worst_errors gives the error rates of the whole
+procedure, the policy included. A regression still undecided follows `on_undecided_regression`
+("pass" by default, said as a warning wherever the verdict is said).
 """
 
 from __future__ import annotations
@@ -29,20 +36,20 @@ from typing import Literal
 
 from latency_gate.assess.regression import REGRESSION_ALPHA
 from latency_gate.assess.sequential import Decision
+from latency_gate.config.plan import DEFAULT_MAX_CALLS, LOOK_WARM_CALLS, MAX_LOOKS
 
 __all__ = [
     "DEFAULT_PLAN",
-    "MAX_CALLS",
     "MAX_LOOKS",
     "NextStep",
+    "OnUndecided",
     "Phase",
     "SamplingPlan",
     "next_step",
     "resolve",
 ]
 
-MAX_LOOKS = 5
-MAX_CALLS = 300
+OnUndecided = Literal["estimate", "fail", "pass"]
 
 
 class Phase(StrEnum):
@@ -55,13 +62,15 @@ class Phase(StrEnum):
 
 @dataclass(frozen=True)
 class SamplingPlan:
-    """The limits of sequential sampling (defaults: up to 5 looks, 300 calls, fail undecided)."""
+    """The limits of sequential sampling (defaults: up to 8 looks, 500 calls; an undecided check
+    decided by its value, an undecided regression not called one)."""
 
-    max_calls: int = MAX_CALLS
+    max_calls: int = DEFAULT_MAX_CALLS
     max_looks: int = MAX_LOOKS
-    warm_batch: int = 20
+    warm_batch: int = LOOK_WARM_CALLS
     concurrency: int = 10
-    on_undecided: Literal["fail", "pass"] = "fail"
+    on_undecided: OnUndecided = "estimate"
+    on_undecided_regression: Literal["fail", "pass"] = "pass"
 
     def __post_init__(self) -> None:
         if self.max_looks < 1 or self.warm_batch < 1 or self.concurrency < 1:
@@ -133,9 +142,12 @@ def next_step(
     return NextStep(warm, bursts, f"undecided: {names}")
 
 
-def resolve(decision: Decision, plan: SamplingPlan) -> tuple[bool, bool]:
-    """(passed, by_policy) of a budget check after the last look: an undecided check passes or
-    fails by plan.on_undecided, and by_policy says the report must tell so."""
+def resolve(decision: Decision, plan: SamplingPlan, *, within: bool) -> tuple[bool, bool]:
+    """(passed, by_policy) of a budget check after the last look: an undecided check is decided
+    by plan.on_undecided ("estimate": `within`, whether its value over every call is within the
+    limit), and by_policy says the report must tell so."""
     if decision is Decision.UNDECIDED:
+        if plan.on_undecided == "estimate":
+            return within, True
         return plan.on_undecided == "pass", True
     return decision is Decision.PASS, False

@@ -16,10 +16,13 @@ p0 and p1 is the indifference zone: either outcome is acceptable there, and it m
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-__all__ = ["Decision", "Sprt", "odds_shifted"]
+from latency_gate.config.plan import odds_shifted
+
+__all__ = ["Decision", "Sprt", "odds_shifted", "operating_characteristic"]
 
 
 class Decision(StrEnum):
@@ -28,12 +31,6 @@ class Decision(StrEnum):
     PASS = "pass"  # noqa: S105 - an outcome, not a password
     FAIL = "fail"
     UNDECIDED = "undecided"
-
-
-def odds_shifted(share: float, factor: float) -> float:
-    """The share whose odds are `factor` times those of `share` (factor < 1: a smaller share)."""
-    odds = share / (1.0 - share) * factor
-    return odds / (1.0 + odds)
 
 
 @dataclass(frozen=True)
@@ -71,17 +68,84 @@ class Sprt:
 
     def max_events_to_pass(self, n: int) -> int | None:
         """The most events with which n trials already decide PASS (None: none can)."""
-        best: int | None = None
-        for k in range(n + 1):
-            if self.decide(k, n) is Decision.PASS:
-                best = k
-            else:
-                break
-        return best
+        if n <= 0:
+            return None
+        # LLR is increasing in k: solve LLR(k, n) <= ln(beta) for k, then check the rounding.
+        up, down = math.log(self.p1 / self.p0), math.log((1 - self.p1) / (1 - self.p0))
+        k = math.floor((math.log(self.beta) - n * down) / (up - down))
+        k = min(k, n)
+        while k >= 0 and self.decide(k, n) is not Decision.PASS:
+            k -= 1
+        while k + 1 <= n and self.decide(k + 1, n) is Decision.PASS:
+            k += 1
+        return k if k >= 0 else None
 
     def min_events_to_fail(self, n: int) -> int | None:
         """The fewest events with which n trials decide FAIL (None: not even n can)."""
-        for k in range(n + 1):
-            if self.decide(k, n) is Decision.FAIL:
-                return k
-        return None
+        if n <= 0:
+            return None
+        up, down = math.log(self.p1 / self.p0), math.log((1 - self.p1) / (1 - self.p0))
+        k = max(0, math.ceil((math.log(1 / self.alpha) - n * down) / (up - down)))
+        while k - 1 >= 0 and self.decide(k - 1, n) is Decision.FAIL:
+            k -= 1
+        while k <= n and self.decide(k, n) is not Decision.FAIL:
+            k += 1
+        return k if k <= n else None
+
+    def clean_trials_to_pass(self) -> int:
+        """The fewest trials without an event that decide PASS."""
+        n = max(1, math.ceil(math.log(self.beta) / math.log((1 - self.p1) / (1 - self.p0))))
+        while n > 1 and self.decide(0, n - 1) is Decision.PASS:
+            n -= 1
+        while self.decide(0, n) is not Decision.PASS:
+            n += 1
+        return n
+
+
+# Paths less likely than this are dropped from the dynamic programme: far below any rate shown.
+_NEGLIGIBLE = 1e-15
+
+
+def operating_characteristic(
+    test: Sprt, looks: Sequence[int], share: float, final_pass_max: Callable[[int], int]
+) -> tuple[float, float]:
+    """Exact (P(PASS), P(FAIL)) of `test` judged at these looks, for a true share of events.
+
+    `looks` are the cumulative numbers of trials at each look; the test is judged at each and
+    the run stops at its first decision (a check judged again on every call at later looks can
+    only be decided where this run would have been). A check still undecided at the last look
+    passes when its events are at most `final_pass_max(n)` (-1: it fails; n: it passes), as
+    the `on-undecided` policy does. Binomial dynamic programming over the count of events.
+    """
+    alive = {0: 1.0}
+    passed = failed = 0.0
+    before = 0
+    for position, n in enumerate(looks):
+        added = n - before
+        if added < 0:
+            raise ValueError("looks must not decrease")
+        before = n
+        weights = [
+            math.comb(added, j) * share**j * (1 - share) ** (added - j) for j in range(added + 1)
+        ]
+        grown: dict[int, float] = {}
+        for k, w in alive.items():
+            for j, pj in enumerate(weights):
+                if w * pj > _NEGLIGIBLE:
+                    grown[k + j] = grown.get(k + j, 0.0) + w * pj
+        alive = {}
+        last = position == len(looks) - 1
+        for k, w in grown.items():
+            decision = test.decide(k, n)
+            if decision is Decision.PASS:
+                passed += w
+            elif decision is Decision.FAIL:
+                failed += w
+            elif last:
+                if k <= final_pass_max(n):
+                    passed += w
+                else:
+                    failed += w
+            else:
+                alive[k] = w
+    return passed, failed

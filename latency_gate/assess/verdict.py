@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from latency_gate.formatting import fmt_value
 from latency_gate.models import Check, NumberDelta, Verdict
 
-__all__ = ["judge", "regression_reason"]
+__all__ = ["judge", "regression_reason", "undecided_reason"]
 
 
 def judge(
@@ -20,33 +20,63 @@ def judge(
     successful_calls: int,
     interrupted: bool = False,
     regressions: Sequence[NumberDelta] = (),
+    deltas: Sequence[NumberDelta] = (),
 ) -> Verdict:
     """PASS only when every gated check passed (decided, or undecided and passed by policy),
     some call succeeded, the run was not interrupted and nothing regressed against the baseline.
-    Reasons say every cause of a FAIL.
+    Reasons say every cause of a FAIL; `undecided` says what the calls could not decide and did
+    not fail the run: a check passed by its value or by policy, and each of `deltas` (the
+    baseline comparison) still undecided and not counted as a regression.
     """
     reasons: list[str] = []
+    undecided: list[str] = []
     if successful_calls == 0:
         reasons.append("no data: no call succeeded, so no latency could be measured")
     for c in checks:
+        if c.passed is True and c.by_policy:
+            undecided.append(f"{c.number.replace('_', ' ')} near its budget: {c.note}")
         if c.passed is not False:
             continue
         if c.value is None:
             reasons.append(f"{c.number} has no data")
         elif c.by_policy:
-            reasons.append(f"{c.number} undecided, failed by policy")
+            how = "by its value" if "by its value" in c.note else "by policy"
+            reasons.append(f"{c.number} undecided, failed {how}")
         else:
             reasons.append(f"{c.number} over budget")
     if interrupted:
         reasons.append("the run was interrupted")
     reasons += [regression_reason(delta) for delta in regressions]
+    undecided += [
+        undecided_reason(delta)
+        for delta in deltas
+        if delta.outcome == "undecided" and not delta.regressed and "not needed" not in delta.note
+    ]
     passed = (
         successful_calls > 0
         and all(c.passed is not False for c in checks)
         and not interrupted
         and not regressions
     )
-    return Verdict(passed=passed, checks=tuple(checks), reasons=tuple(reasons))
+    return Verdict(
+        passed=passed, checks=tuple(checks), reasons=tuple(reasons), undecided=tuple(undecided)
+    )
+
+
+def undecided_reason(delta: NumberDelta) -> str:
+    """ "warm p95 regression undecided: 1.00 s → 1.30 s (+30 %), head / base 0.95 to 1.71 (95 %);
+    not called a regression"."""
+    label = delta.number.replace("_", " ")
+    change = f" ({delta.relative * 100:+.0f} %)" if delta.relative is not None else ""
+    spread = ""
+    if delta.interval is not None and None not in delta.interval:
+        low, high = delta.interval
+        spread = f", head / base {low:.2f} to {high:.2f} (95 %)"
+    return (
+        f"{label} regression undecided: {fmt_value(delta.base, delta.number)} → "
+        f"{fmt_value(delta.head, delta.number)}{change}{spread}; the calls could not tell it "
+        "from noise, so it was not called a regression"
+    )
 
 
 def regression_reason(delta: NumberDelta) -> str:
@@ -57,7 +87,12 @@ def regression_reason(delta: NumberDelta) -> str:
     if delta.interval is not None and None not in delta.interval:
         low, high = delta.interval
         spread = f", head / base {low:.2f} to {high:.2f} (95 %)"
+    what = (
+        "undecided regression, counted as one by policy (on-undecided-regression: fail)"
+        if delta.by_policy
+        else "regression"
+    )
     return (
-        f"regression: {label} {fmt_value(delta.base, delta.number)} → "
+        f"{what}: {label} {fmt_value(delta.base, delta.number)} → "
         f"{fmt_value(delta.head, delta.number)}{change}{spread}"
     )

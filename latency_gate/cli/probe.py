@@ -51,11 +51,18 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option("--concurrency", help="Calls started together [default: 10].")
 @click.option(
     "--max-calls",
-    help="Cap on all calls when undecided checks take more calls or bursts [default: 300].",
+    help="Cap on all calls when undecided checks take more calls or bursts, or auto "
+    "[default: auto: what the checks can need, 500 with the default budgets].",
 )
 @click.option(
     "--on-undecided",
-    help="fail or pass: what a check still undecided at --max-calls becomes [default: fail].",
+    help="estimate, fail or pass: how a check still undecided at the cap is decided "
+    "[default: estimate: by its value over every call].",
+)
+@click.option(
+    "--on-undecided-regression",
+    help="pass or fail: whether a regression still undecided at the cap fails the run "
+    "[default: pass, with a warning].",
 )
 @click.option(
     "--fresh-connections",

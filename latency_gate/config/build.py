@@ -28,6 +28,7 @@ from latency_gate.config.parsing import (
     parse_url,
     read_body,
 )
+from latency_gate.config.plan import plan_problems
 from latency_gate.config.request import (
     check_credentials,
     check_framing,
@@ -70,6 +71,7 @@ TARGET_KEYS = (
     "concurrency",
     "max-calls",
     "on-undecided",
+    "on-undecided-regression",
     "fresh-connections",
     "follow-redirects",
     "ca-bundle",
@@ -143,8 +145,9 @@ def build_target(
     take("idle", parse_duration)
     take("warm-calls", parse_count)
     take("concurrency", parse_count)
-    take("max-calls", parse_count)
+    take("max-calls", _parse_max_calls)
     take("on-undecided", _parse_on_undecided)
+    take("on-undecided-regression", _parse_on_undecided_regression)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: _ca_bundle(s, base_dir))
@@ -188,7 +191,7 @@ def build_target(
     fields["headers"] = tuple(headers)
     fields["budget"] = Budget(**budget)
     try:
-        return Target(**fields)
+        target = Target(**fields)
     except ValidationError as exc:
         raise ConfigError(
             [
@@ -196,6 +199,11 @@ def build_target(
                 for err in exc.errors(include_url=False)
             ]
         ) from None
+    # What no run could decide (config/plan.py), refused before the first call.
+    undecidable = [InputProblem(spelled(key), text) for key, text in plan_problems(target)]
+    if undecidable:
+        raise ConfigError(undecidable)
+    return target
 
 
 def _wait_duration(text: str) -> float:
@@ -230,9 +238,21 @@ def _parse_method(text: str) -> str:
 
 def _parse_on_undecided(text: str) -> str:
     choice = text.strip().lower()
+    if choice not in {"estimate", "fail", "pass"}:
+        raise ValueError(f"expected estimate, fail or pass, got {text!r}")
+    return choice
+
+
+def _parse_on_undecided_regression(text: str) -> str:
+    choice = text.strip().lower()
     if choice not in {"fail", "pass"}:
         raise ValueError(f"expected fail or pass, got {text!r}")
     return choice
+
+
+def _parse_max_calls(text: str) -> int | None:
+    """A count, or auto (sized to what the checks need)."""
+    return None if text.strip().lower() in {"auto", ""} else parse_count(text)
 
 
 def _parse_format(text: str) -> Format:

@@ -230,10 +230,12 @@ class Target(_Frozen):
     warm_calls: int = Field(default=20, ge=1, le=100_000)
     concurrency: int = Field(default=10, ge=1, le=10_000)
     # Sequential sampling (docs/statistics.md): while a gated check is undecided, more warm
-    # calls or bursts, up to max_calls calls in all; what is still undecided then passes or
-    # fails by on_undecided.
-    max_calls: int = Field(default=300, ge=1, le=100_000)
-    on_undecided: Literal["fail", "pass"] = "fail"
+    # calls or bursts, up to max_calls calls in all (None: sized to what the checks need,
+    # config/plan.py); what is still undecided then is decided by on_undecided (its value, or
+    # fail, or pass), and an undecided regression by on_undecided_regression.
+    max_calls: int | None = Field(default=None, ge=1, le=100_000)
+    on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
+    on_undecided_regression: Literal["fail", "pass"] = "pass"
     fresh_connections: bool = False
     follow_redirects: bool = False
     ca_bundle: str | None = None
@@ -315,7 +317,16 @@ class Target(_Frozen):
 
 
 # Settings that do not change what a run measures: a baseline with other values still compares.
-NOT_COMPARED = ("budget", "name", "idle", "cost", "wait_ready", "max_calls", "on_undecided")
+NOT_COMPARED = (
+    "budget",
+    "name",
+    "idle",
+    "cost",
+    "wait_ready",
+    "max_calls",
+    "on_undecided",
+    "on_undecided_regression",
+)
 
 # Settings added later, with the value that means what a result file without them measured:
 # left out when they hold it, so a baseline from before they existed still compares.

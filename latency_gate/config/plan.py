@@ -1,0 +1,257 @@
+"""What a budget's checks mean in calls: their hypotheses, the sampling plan's limits, and what a
+run needs before it can decide.
+
+Each gated statement ("warm p95 <= 3 s", "error rate <= 0.01") is decided by a sequential test
+between a healthy and a failing share (assess/checks.py, docs/statistics.md). Those shares are
+part of what a budget means, so they are defined here, beside the plan's limits, and the edges
+can hold a target's `max-calls` against what its checks need before the first call, without
+loading the judging layer (start-up, docs/benchmarks.md).
+
+- A percentile q "at or under the limit" means at most (100 - q) % of calls over the limit. The
+  test weighs a share whose odds are PERCENTILE_ODDS times smaller (healthy: 1.98 % for the p95)
+  against one whose odds are PERCENTILE_ODDS times larger (failing: 12.0 %).
+- The error rate weighs ERROR_HEALTHY x budget (0.5 % for 0.01) against ERROR_FAILING x budget
+  (3 %): a PASS rules out three times the budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from latency_gate.config.target import Budget
+
+__all__ = [
+    "DEFAULT_MAX_CALLS",
+    "ERROR_ALPHA",
+    "ERROR_BETA",
+    "ERROR_FAILING",
+    "ERROR_HEALTHY",
+    "LOOK_WARM_CALLS",
+    "MAX_LOOKS",
+    "PERCENTILE_ALPHA",
+    "PERCENTILE_BETA",
+    "PERCENTILE_ODDS",
+    "CallsNeeded",
+    "calls_needed",
+    "clean_calls_to_pass",
+    "effective_max_calls",
+    "error_shares",
+    "needs_of",
+    "odds_shifted",
+    "percentile_shares",
+    "plan_problems",
+    "plan_warnings",
+]
+
+# The sampling plan (assess/sampling.py): looks after the first add LOOK_WARM_CALLS warm calls,
+# or as many calls in bursts, to the checks still undecided.
+MAX_LOOKS = 9
+LOOK_WARM_CALLS = 20
+# What the default checks can need, with the error budget's room (docs/statistics.md, table d).
+DEFAULT_MAX_CALLS = 500
+# A cap above this is not a CI run any more.
+LARGEST_CAP = 100_000
+
+PERCENTILE_ODDS = 2.6
+PERCENTILE_ALPHA = 0.01  # P(FAIL) for a healthy share, by Ville's inequality
+PERCENTILE_BETA = 0.03  # P(PASS) for a failing share
+
+ERROR_HEALTHY = 0.5
+ERROR_FAILING = 3.0
+ERROR_ALPHA = 0.02
+ERROR_BETA = 0.04
+# The error budget's calls for its stated error rates near the budget: ERROR_ROOM / budget
+# (500 for 0.01; docs/statistics.md, table d).
+ERROR_ROOM = 5.0
+
+
+def odds_shifted(share: float, factor: float) -> float:
+    """The share whose odds are `factor` times those of `share` (factor < 1: a smaller share)."""
+    odds = share / (1.0 - share) * factor
+    return odds / (1.0 + odds)
+
+
+def percentile_shares(q: float) -> tuple[float, float]:
+    """(healthy, failing) shares of calls over the limit for the q-th percentile's check."""
+    if not 0 < q < 100:
+        raise ValueError(f"a budget check needs 0 < q < 100, got {q}")
+    share = 1.0 - q / 100
+    return odds_shifted(share, 1 / PERCENTILE_ODDS), odds_shifted(share, PERCENTILE_ODDS)
+
+
+def error_shares(budget: float) -> tuple[float, float] | None:
+    """(healthy, failing) failure shares for an error budget; None for a budget of 0 (no
+    failure allowed: decided by the first failure)."""
+    if not 0 <= budget < 1:
+        raise ValueError(f"an error budget must be in [0, 1), got {budget}")
+    if budget == 0:
+        return None
+    return ERROR_HEALTHY * budget, min(ERROR_FAILING * budget, budget + (1 - budget) / 2)
+
+
+def clean_calls_to_pass(healthy: float, failing: float, beta: float) -> int:
+    """The fewest calls, none of them over the limit (or failed), that decide PASS."""
+    return math.ceil(math.log(beta) / math.log((1 - failing) / (1 - healthy)) - 1e-9)
+
+
+def _first_at_least(first: int, step: int, need: int) -> int:
+    """The first of first, first + step, ... that is at least `need`."""
+    return first if need <= first else first + step * math.ceil((need - first) / step)
+
+
+@dataclass(frozen=True)
+class CallsNeeded:
+    """What a target's gated checks need in calls.
+
+    `minimum`: the calls after which a perfect endpoint (nothing over a limit, no failure) has
+    every check decided: a smaller cap leaves a check undecided whatever the endpoint does.
+    `latency`: the calls the latency checks can take over the plan's looks. `error`: the cap
+    under which the error budget's stated error rates near it hold (docs/statistics.md).
+    `why`: what sets the minimum, in words.
+    """
+
+    minimum: int
+    latency: int
+    error: int
+    why: str
+
+    @property
+    def design(self) -> int:
+        """The cap under which every stated error rate holds."""
+        return max(self.minimum, self.latency, self.error)
+
+
+def calls_needed(budget: Budget, *, warm_calls: int, concurrency: int) -> CallsNeeded:
+    """The calls `budget`'s checks need with these counts (first look: 1 + warm + one burst)."""
+    bursts = math.ceil(LOOK_WARM_CALLS / concurrency) * concurrency
+    warm_need = 0
+    for limit, q in ((budget.max_warm_p50, 50), (budget.max_warm_p95, 95)):
+        if limit is not None:
+            need = clean_calls_to_pass(*percentile_shares(q), PERCENTILE_BETA)
+            warm_need = max(warm_need, need)
+    warm = _first_at_least(warm_calls, LOOK_WARM_CALLS, warm_need) if warm_need else warm_calls
+    concurrent = concurrency
+    if budget.max_concurrent_p95 is not None:
+        p95 = clean_calls_to_pass(*percentile_shares(95), PERCENTILE_BETA)
+        concurrent = _first_at_least(concurrency, bursts, p95)
+    minimum = 1 + warm + concurrent
+    why = "the latency checks"
+    error = None if budget.max_error_rate is None else error_shares(budget.max_error_rate)
+    error_design = 0
+    if error is not None and budget.max_error_rate is not None:
+        clean = clean_calls_to_pass(*error, ERROR_BETA)
+        if clean > minimum:
+            minimum = _first_at_least(minimum, concurrency, clean)
+            why = (
+                f"the error budget {budget.max_error_rate:g} passes after {clean:,} calls "
+                "without a failure"
+            )
+        error_design = math.ceil(ERROR_ROOM / budget.max_error_rate)
+    looks_more = MAX_LOOKS - 1
+    latency = (
+        1
+        + warm_calls
+        + (looks_more * LOOK_WARM_CALLS if warm_need else 0)
+        + concurrency
+        + (looks_more * bursts if budget.max_concurrent_p95 is not None else 0)
+    )
+    return CallsNeeded(minimum=minimum, latency=latency, error=error_design, why=why)
+
+
+class _Planned(Protocol):
+    """What the plan reads of a target (config.Target)."""
+
+    @property
+    def budget(self) -> Budget: ...
+    @property
+    def warm_calls(self) -> int: ...
+    @property
+    def concurrency(self) -> int: ...
+    @property
+    def max_calls(self) -> int | None: ...
+    @property
+    def on_undecided(self) -> str: ...
+
+
+def needs_of(target: _Planned) -> CallsNeeded:
+    """What a target's checks need in calls."""
+    return calls_needed(target.budget, warm_calls=target.warm_calls, concurrency=target.concurrency)
+
+
+def effective_max_calls(target: _Planned) -> int:
+    """The cap a run of `target` works under: its `max_calls`, or when none was given, the calls
+    its checks can need (DEFAULT_MAX_CALLS at least, and never under what a perfect endpoint
+    needs to have every check decided)."""
+    if target.max_calls is not None:
+        return target.max_calls
+    needs = needs_of(target)
+    return min(LARGEST_CAP, max(DEFAULT_MAX_CALLS, needs.latency, needs.minimum))
+
+
+def plan_problems(target: _Planned) -> list[tuple[str, str]]:
+    """(input, message) for each setting no run can decide: an error budget whose test needs more
+    calls than any CI run makes, and, with on-undecided fail, a max-calls under what a perfect
+    endpoint needs (every run would fail by policy)."""
+    needs = needs_of(target)
+    problems: list[tuple[str, str]] = []
+    rate = target.budget.max_error_rate
+    if needs.minimum > LARGEST_CAP and rate is not None and rate > 0:
+        smallest = _smallest_decidable_budget()
+        problems.append(
+            (
+                "max-error-rate",
+                f"a budget of {rate:g} cannot be decided: {needs.why}, more than the "
+                f"{LARGEST_CAP:,} calls a run may make. Use at least {smallest:g}, 0 for no "
+                "failure allowed, or off",
+            )
+        )
+    elif (
+        target.max_calls is not None
+        and target.max_calls < needs.minimum
+        and target.on_undecided == "fail"
+    ):
+        problems.append(
+            (
+                "max-calls",
+                f"{target.max_calls:,} calls cannot decide every check even for a perfect "
+                f"endpoint ({needs.why}; it needs {needs.minimum:,} calls), so with "
+                "on-undecided fail every run would fail. Raise it to at least "
+                f"{needs.minimum:,}, leave it out (it is then sized to fit), or choose "
+                "on-undecided estimate",
+            )
+        )
+    return problems
+
+
+def plan_warnings(target: _Planned) -> list[str]:
+    """What the reports must say about the cap: sized up to fit the checks, or under what they
+    can need (error rates near a budget then over the stated ones)."""
+    needs = needs_of(target)
+    cap = effective_max_calls(target)
+    warnings: list[str] = []
+    if target.max_calls is None and cap > DEFAULT_MAX_CALLS:
+        what = needs.why if cap == needs.minimum else f"the calls of {MAX_LOOKS} looks"
+        warnings.append(f"max-calls sized to {cap:,} to fit the checks ({what})")
+    if cap < needs.design:
+        warnings.append(
+            f"max-calls {cap:,} is under the {needs.design:,} calls the checks can need: a "
+            "check near its budget may be decided at the cap by its value, with error rates "
+            "over the stated ones (each check's line says the ones of this run)"
+        )
+    return warnings
+
+
+def _smallest_decidable_budget() -> float:
+    """The smallest error budget whose test passes within LARGEST_CAP calls, rounded up to one
+    significant digit."""
+    budget = 1e-6
+    while True:
+        shares = error_shares(budget)
+        if shares is not None and clean_calls_to_pass(*shares, ERROR_BETA) <= LARGEST_CAP:
+            break
+        budget *= 1.01
+    exponent = math.floor(math.log10(budget))
+    return float(math.ceil(budget / 10**exponent) * 10**exponent)

@@ -1,0 +1,111 @@
+"""Undecided is said where the verdict is said: regressions the calls could not decide, the policy
+for them, checks decided at the cap, and rows that were not needed because the run had failed."""
+
+from __future__ import annotations
+
+from result_factory import make_result, make_target, samples_for
+
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.assess.result import assess_run
+from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.models import RunResult, Sample, StampSource
+
+
+def _spread(start: float, step: float, n: int, factor: float = 1.0) -> list[float]:
+    return [(start + step * i) * factor for i in range(n)]
+
+
+BASE = make_result(
+    samples=samples_for(
+        cold=0.3, warm=_spread(0.100, 0.005, 40), concurrent=_spread(0.150, 0.005, 40)
+    )
+)
+
+
+def _judged(samples: tuple[Sample, ...], **target: str) -> RunResult:
+    """`samples` judged as a run does, against BASE, with the target's policies."""
+    chosen = make_target("local").model_copy(update=target)
+    return assess_run(
+        chosen,
+        samples,
+        started_at=0.0,
+        finished_at=1.0,
+        stamp_source=StampSource.KERNEL,
+        baseline=BaselinePlan("base.json", DEFAULT_LIMIT, {"local": BASE}),
+    )
+
+
+# 10 % slower everywhere, on 40 calls a side: at the limit itself, where the calls cannot tell.
+NEAR = samples_for(
+    cold=0.3,
+    warm=_spread(0.100, 0.005, 40, 1.10),
+    concurrent=_spread(0.150, 0.005, 40, 1.10),
+)
+
+
+def test_an_undecided_regression_is_said_beside_a_pass() -> None:
+    """A regression the calls could not decide does not fail the run by default, and the
+    verdict carries it with its interval, so no report can say "no number regressed"."""
+    result = _judged(NEAR)
+    assert result.baseline is not None
+    undecided = [d for d in result.baseline.deltas if d.outcome == "undecided"]
+    assert undecided, [d.outcome for d in result.baseline.deltas]
+    assert result.verdict.passed
+    assert any(
+        line.startswith("warm p95 regression undecided: ") and "head / base" in line
+        for line in result.verdict.undecided
+    ), result.verdict.undecided
+    note = next(d.note for d in undecided)
+    assert note == ("undecided at the cap: not called a regression (on-undecided-regression: pass)")
+
+
+def test_the_fail_policy_counts_an_undecided_regression() -> None:
+    """With on-undecided-regression fail, the same run fails, and the reason says it was by
+    policy."""
+    result = _judged(NEAR, on_undecided_regression="fail")
+    assert not result.verdict.passed
+    assert any(
+        reason.startswith("undecided regression, counted as one by policy")
+        for reason in result.verdict.reasons
+    ), result.verdict.reasons
+    assert result.baseline is not None
+    assert all(d.by_policy for d in result.baseline.regressions)
+
+
+def test_rows_not_needed_after_a_budget_fail_say_so() -> None:
+    """Every warm call over the 3 s budget FAILs the run at the first look; the other rows were
+    not needed, and say that rather than "undecided at the cap"."""
+    samples = samples_for(cold=0.3, warm=[3.5] * 20, concurrent=_spread(0.300, 0.005, 10))
+    result = _judged(samples)
+    assert result.baseline is not None
+    assert not result.verdict.passed
+    notes = {d.number: d.note for d in result.baseline.deltas}
+    assert "at the cap" not in " ".join(notes.values())
+    undecided = [d for d in result.baseline.deltas if d.outcome == "undecided"]
+    assert undecided
+    assert all(d.note == "undecided: not needed, the run had already failed" for d in undecided)
+    assert result.verdict.undecided == ()
+
+
+def test_a_check_decided_at_the_cap_says_what_decided_it() -> None:
+    """31 fast calls cannot decide a p95 (33 are needed): decided by its value, said in the
+    note, the sentence and beside the verdict."""
+    result = assess_run(
+        make_target("local"),
+        samples_for(cold=0.3, warm=[0.2] * 20, concurrent=[0.3] * 10),
+        started_at=0.0,
+        finished_at=1.0,
+        stamp_source=StampSource.KERNEL,
+    )
+    warm = next(c for c in result.verdict.checks if c.number == "warm_p95")
+    assert (warm.passed, warm.decided, warm.by_policy) == (True, False, True)
+    assert (
+        warm.note == "undecided when sampling stopped: passed by its value (on-undecided: estimate)"
+    )
+    assert warm.meaning.startswith(
+        "PASS: undecided after 20 calls, 0 over 3.00 s (0.0 %), too near the limit for the "
+        "calls to tell; decided by its value, 200 ms ≤ 3.00 s"
+    )
+    assert (
+        "warm p95 near its budget: undecided when sampling stopped" in result.verdict.undecided[0]
+    )
