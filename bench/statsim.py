@@ -1,294 +1,46 @@
-"""Seeded simulations of the gate's statistics (issue 12): the tables of docs/statistics.md.
+"""Seeded simulations of the shipped gate: the tables of docs/statistics.md.
 
-    python bench/statsim.py --write         # every table, as in docs/statistics.md (~25 min)
-    python bench/statsim.py --runs 100      # every table at 100 runs a cell: quicker, coarser
-    python bench/statsim.py --only budget   # one table
+    python bench/statsim.py --write          # every table, as in docs/statistics.md
+    python bench/statsim.py --runs 100       # every table at 100 runs a cell: quicker, coarser
+    python bench/statsim.py --only budget    # one table
 
-Runs per cell by default: 1000 for the budget and error-rate tables, 300 for the baseline
-tables (each run there is a pair of gate runs), 100 for the comparison of methods.
-
-Each simulated run follows the real procedure with the same pure functions the engine calls
-(latency_gate.assess): look 1 is 1 cold + 20 warm calls + one burst of 10; after each look
-`next_step` says what to add; a check keeps the first decision it reaches; at the end `resolve`
-applies `on_undecided`. Latencies are lognormal (the median scaled to the scenario), drawn with
-random.Random seeded by (table, cell, run), so every figure is exactly reproducible.
+Every run goes through the gate itself (bench/gatesim.py drives latency_gate.assess's Gate look
+by look and judges with the function `assess_run` uses), so a figure is what a user gets: a
+check undecided at the cap counts as the policy decides it. Latencies come from three shapes:
+lognormal with sigma 0.3 (a steady API) and 0.6 (the heavy tail of LLM answers of varied
+length), and the recorded calls of the llama.cpp test server (bench/data/llama_shape.json,
+bench/llama_shape.py). Runs are seeded by (table, cell, run): the same code gives the same
+figures.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import random
 import re
 import sys
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import partial
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from latency_gate.assess.checks import error_rate_check, percentile_check  # noqa: E402
-from latency_gate.assess.intervals import linear_percentile  # noqa: E402
-from latency_gate.assess.regression import (  # noqa: E402
-    METHOD,
-    Regression,
-    error_rate_regression,
-    percentile_regression,
+from gatesim import (  # noqa: E402
+    Endpoint,
+    Outcome,
+    Settings,
+    llama,
+    lognormal,
+    rng_for,
+    run,
 )
-from latency_gate.assess.resampling import Method  # noqa: E402
-from latency_gate.assess.sampling import (  # noqa: E402
-    DEFAULT_PLAN,
-    NextStep,
-    Phase,
-    SamplingPlan,
-    next_step,
-    resolve,
-)
-from latency_gate.assess.sequential import Decision  # noqa: E402
 
-Z95 = 1.6448536269514722
-Draw = Callable[[random.Random], float]
+from latency_gate.config import Budget  # noqa: E402
 
-# --- the endpoint ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Lognormal latencies (median, sigma); a share `slow_share` of calls `slow_factor` x slower;
-    each call fails with probability `fail_rate`."""
-
-    median: float
-    sigma: float
-    scale: float = 1.0
-    slow_share: float = 0.0
-    slow_factor: float = 1.0
-    fail_rate: float = 0.0
-
-    def call(self, rng: random.Random) -> float | None:
-        """One call's latency, or None when it failed."""
-        latency = self.scale * self.median * math.exp(rng.gauss(0.0, self.sigma))
-        if self.slow_share and rng.random() < self.slow_share:
-            latency *= self.slow_factor
-        if self.fail_rate and rng.random() < self.fail_rate:
-            return None
-        return latency
-
-
-def median_for_p95(p95: float, sigma: float) -> float:
-    """The lognormal median whose p95 is `p95`."""
-    return p95 / math.exp(Z95 * sigma)
-
-
-# --- one run of the gate, as the engine will do it --------------------------------------------
-
-
-@dataclass
-class Calls:
-    """Everything a run measured so far."""
-
-    warm: list[float] = field(default_factory=list)
-    concurrent: list[float] = field(default_factory=list)
-    failed: int = 0
-    total: int = 0
-
-    def take(self, endpoint: Endpoint, rng: random.Random, phase: str, count: int) -> None:
-        for _ in range(count):
-            latency = endpoint.call(rng)
-            self.total += 1
-            if latency is None:
-                self.failed += 1
-            elif phase == "warm":
-                self.warm.append(latency)
-            elif phase == "concurrent":
-                self.concurrent.append(latency)
-
-
-@dataclass(frozen=True)
-class Budget:
-    warm_p95: float = 3.0
-    concurrent_p95: float = 3.0
-    error_rate: float = 0.01
-
-
-@dataclass
-class RunOutcome:
-    """Final outcome of each check, calls spent and the first look's classic numbers."""
-
-    budget: dict[str, Decision]
-    passed: dict[str, bool]
-    by_policy: dict[str, bool]
-    regression: dict[str, Regression]
-    calls: Calls
-    looks: int
-    classic_warm_p95: float | None
-    classic_concurrent_p95: float | None
-    classic_error_rate: float
-    stop_reason: str = ""
-
-
-def gate_run(
-    endpoint: Endpoint,
-    rng: random.Random,
-    *,
-    budget: Budget = Budget(),
-    plan: SamplingPlan = DEFAULT_PLAN,
-    base: Calls | None = None,
-    max_relative: float = 0.10,
-    method: Method = METHOD,
-    first_warm: int = 20,
-) -> RunOutcome:
-    """One run: look 1 (1 cold + `first_warm` warm (`warm-calls`) + one burst), then looks
-    while `next_step` asks."""
-    calls = Calls()
-    calls.take(endpoint, rng, "cold", 1)
-    calls.take(endpoint, rng, "warm", first_warm)
-    calls.take(endpoint, rng, "concurrent", plan.concurrency)
-    classic = (
-        linear_percentile(calls.warm, 95),
-        linear_percentile(calls.concurrent, 95),
-        calls.failed / calls.total,
-    )
-    budget_decisions: dict[str, Decision] = {}
-    regressions: dict[str, Regression] = {}
-    looks = 1
-    while True:
-        errors = error_rate_check(calls.failed, calls.total, budget.error_rate)
-        current = {
-            "warm_p95": percentile_check(calls.warm, 95, budget.warm_p95).decision,
-            "concurrent_p95": percentile_check(
-                calls.concurrent, 95, budget.concurrent_p95
-            ).decision,
-            "error_rate": errors.decision,
-        }
-        for name, decision in current.items():  # a decided check keeps its first decision
-            if budget_decisions.get(name, Decision.UNDECIDED) is Decision.UNDECIDED:
-                budget_decisions[name] = decision
-        if base is not None:
-            for name, head, base_values in (
-                ("warm_p95", calls.warm, base.warm),
-                ("concurrent_p95", calls.concurrent, base.concurrent),
-            ):
-                if regressions.get(name, Regression.UNDECIDED) is not Regression.UNDECIDED:
-                    continue
-                result = percentile_regression(
-                    head,
-                    base_values,
-                    95,
-                    max_relative=max_relative,
-                    alpha=plan.regression_alpha,
-                    method=method,
-                )
-                regressions[name] = result.outcome if result else Regression.UNDECIDED
-            if regressions.get("error_rate", Regression.UNDECIDED) is Regression.UNDECIDED:
-                regressions["error_rate"] = error_rate_regression(
-                    calls.failed,
-                    calls.total,
-                    base.failed,
-                    base.total,
-                    max_relative=max_relative,
-                    alpha=plan.regression_alpha,
-                ).outcome
-        phases = {"warm_p95": Phase.WARM, "concurrent_p95": Phase.CONCURRENT}
-        undecided = [
-            (name, phases.get(name, Phase.ALL))
-            for name, decision in budget_decisions.items()
-            if decision is Decision.UNDECIDED
-        ] + [
-            (f"{name} regression", phases[name])
-            for name, outcome in regressions.items()
-            if outcome is Regression.UNDECIDED and name in phases
-        ]
-        step: NextStep = next_step(
-            plan,
-            looks_done=looks,
-            calls_made=calls.total,
-            undecided=undecided,
-            error_calls_to_pass=errors.calls_to_pass,
-        )
-        if step.stop:
-            break
-        calls.take(endpoint, rng, "warm", step.warm_calls)
-        calls.take(endpoint, rng, "concurrent", step.bursts * plan.concurrency)
-        looks += 1
-    passed: dict[str, bool] = {}
-    by_policy: dict[str, bool] = {}
-    for name, decision in budget_decisions.items():
-        passed[name], by_policy[name] = resolve(decision, plan)
-    return RunOutcome(
-        budget=budget_decisions,
-        passed=passed,
-        by_policy=by_policy,
-        regression=regressions,
-        calls=calls,
-        looks=looks,
-        classic_warm_p95=classic[0],
-        classic_concurrent_p95=classic[1],
-        classic_error_rate=classic[2],
-        stop_reason=step.reason,
-    )
-
-
-def run_rng(table: str, cell: int, run: int) -> random.Random:
-    """The generator of one simulated run, fixed by (table, cell, run)."""
-    return random.Random(f"{table}/{cell}/{run}")
-
-
-# --- the tables -----------------------------------------------------------------------------
-
-SIGMAS = (0.1, 0.25, 0.5)
-NUMBERS = ("warm_p95", "concurrent_p95", "error_rate")
-# Far under the 3 s budget, so the budget checks decide early and the comparison is what is
-# measured: median 0.4 s (p95 0.47 s at sigma 0.1, 0.91 s at 0.5).
-REGRESSION_MEDIAN = 0.4
-BASE_FAIL_RATE = 0.005
-
-
-@dataclass(frozen=True)
-class PairStats:
-    flagged: dict[str, float]
-    any_flagged: float
-    head_calls: float
-    base_calls: float
-
-
-def regression_cell(
-    table: str,
-    cell: int,
-    *,
-    runs: int,
-    base_ep: Endpoint,
-    head_ep: Endpoint,
-    plan: SamplingPlan,
-    method: Method = METHOD,
-    first_warm: int = 20,
-) -> PairStats:
-    """Share of runs where each number is called a regression (base and head both real runs,
-    each with `first_warm` warm calls in its first look: `warm-calls`, the same on both sides
-    since a baseline of other settings is refused)."""
-    counts = dict.fromkeys(NUMBERS, 0)
-    any_count = 0
-    head_calls = base_calls = 0
-    for run in range(runs):
-        rng = run_rng(table, cell, run)
-        base = gate_run(base_ep, rng, plan=plan, first_warm=first_warm)
-        head = gate_run(
-            head_ep, rng, plan=plan, base=base.calls, method=method, first_warm=first_warm
-        )
-        flagged = [n for n in NUMBERS if head.regression.get(n) is Regression.REGRESSED]
-        for name in flagged:
-            counts[name] += 1
-        any_count += bool(flagged)
-        head_calls += head.calls.total
-        base_calls += base.calls.total
-    return PairStats(
-        {n: c / runs for n, c in counts.items()},
-        any_count / runs,
-        head_calls / runs,
-        base_calls / runs,
-    )
+LATENCY = ("warm_p95", "concurrent_p95")
 
 
 def pct(x: float) -> str:
@@ -299,229 +51,377 @@ def table_row(*cells: str) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
-@dataclass(frozen=True)
-class Case:
-    """One row of a baseline table: a base endpoint of `sigma`, the head changed from it."""
-
-    label: str
-    sigma: float
-    change: Mapping[str, float]  # Endpoint fields of the head
+def progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
 
 
-# What the head changes: the label in the tables and the Endpoint fields changed.
-Change = tuple[str, Mapping[str, float]]
-DRIFT: Change = ("unchanged, +5 % drift", {"scale": 1.05})
-SLOWER: Change = ("every call +50 %", {"scale": 1.5})
-SLOW_TAIL: Change = ("10 % of calls 3x slower", {"slow_share": 0.1, "slow_factor": 3.0})
-
-
-def cases_of(*changes: Change, sigmas: Sequence[float]) -> list[Case]:
-    """Each change at each sigma, change by change."""
-    return [Case(label, sigma, change) for label, change in changes for sigma in sigmas]
-
-
-# regression_cell for one case, taking `method` and `first_warm`.
-Measure = Callable[..., PairStats]
-
-
-def regression_table(
-    table: str,
-    header: Sequence[str],
-    cases: Sequence[Case],
-    row: Callable[[Case, Measure], str],
-    *,
-    runs: int,
-    plan: SamplingPlan,
-) -> str:
-    """`header`, then `row(case, measure)` for each case. Cells are numbered in the order of
-    `cases`, and (table, cell) seeds the runs: keep the order to keep the figures."""
-    rows = list(header)
-    for cell, case in enumerate(cases):
-        base_ep = Endpoint(REGRESSION_MEDIAN, case.sigma, fail_rate=BASE_FAIL_RATE)
-        head_ep = replace(base_ep, **case.change)
-        measure = partial(
-            regression_cell, table, cell, runs=runs, base_ep=base_ep, head_ep=head_ep, plan=plan
-        )
-        rows.append(row(case, measure))
-        progress(f"{table} cell {cell}: {rows[-1]}")
-    return "\n".join(rows)
-
-
-def table_false_alarms(runs: int, plan: SamplingPlan) -> str:
-    header = (
-        "| sigma | drift | warm p95 | concurrent p95 | error rate | any number "
-        "| calls (base, head) |",
-        "|---|---|---|---|---|---|---|",
-    )
-    cases = [
-        Case(label, sigma, change)
-        for sigma in SIGMAS
-        for label, change in (("none", {"scale": 1.0}), ("+5 %", DRIFT[1]))
+def shapes() -> list[tuple[str, Callable[..., Endpoint]]]:
+    """The three shapes of the budget tables, by label."""
+    return [
+        ("lognormal, sigma 0.3", lambda **f: lognormal(0.3, **f)),
+        ("lognormal, sigma 0.6", lambda **f: lognormal(0.6, **f)),
+        ("llama.cpp, recorded", llama),
     ]
 
-    def row(case: Case, measure: Measure) -> str:
-        s = measure()
-        flagged = (pct(s.flagged[name]) for name in NUMBERS)
-        calls = f"{s.base_calls:.0f}, {s.head_calls:.0f}"
-        return table_row(f"{case.sigma:g}", case.label, *flagged, pct(s.any_flagged), calls)
 
-    return regression_table("a", header, cases, row, runs=runs, plan=plan)
+@dataclass(frozen=True)
+class Tally:
+    """Shares over the runs of one cell."""
 
-
-def table_detection(runs: int, plan: SamplingPlan) -> str:
-    header = (
-        "| change | sigma | warm p95 caught | concurrent p95 caught | run flagged | head calls |",
-        "|---|---|---|---|---|---|",
-    )
-    cases = cases_of(SLOWER, SLOW_TAIL, sigmas=SIGMAS)
-
-    def row(case: Case, measure: Measure) -> str:
-        s = measure()
-        caught = (pct(s.flagged[name]) for name in ("warm_p95", "concurrent_p95"))
-        return table_row(
-            case.label, f"{case.sigma:g}", *caught, pct(s.any_flagged), f"{s.head_calls:.0f}"
-        )
-
-    return regression_table("b", header, cases, row, runs=runs, plan=plan)
+    runs: int
+    red: dict[str, float]  # per check: did not pass (FAIL by the test or by the policy)
+    by_value: dict[str, float]  # per check: decided at the cap (by value or policy)
+    run_red: float
+    calls: float
+    looks: float
 
 
-def table_bigger_base(runs: int, plan: SamplingPlan) -> str:
-    """A tail-only change with `warm-calls` 20 (the default) and 100, on both runs."""
-    header = (
-        "| case | sigma | warm p95 flagged, warm-calls 20 | same, warm-calls 100 "
-        "| head calls (20, 100) |",
-        "|---|---|---|---|---|",
-    )
-    cases = [*cases_of(DRIFT, sigmas=(0.25, 0.5)), *cases_of(SLOW_TAIL, sigmas=SIGMAS)]
-
-    def row(case: Case, measure: Measure) -> str:
-        small, big = (measure(first_warm=n) for n in (20, 100))
-        flagged = (pct(stats.flagged["warm_p95"]) for stats in (small, big))
-        calls = f"{small.head_calls:.0f}, {big.head_calls:.0f}"
-        return table_row(case.label, f"{case.sigma:g}", *flagged, calls)
-
-    return regression_table("e", header, cases, row, runs=runs, plan=plan)
-
-
-def table_methods(runs: int, plan: SamplingPlan) -> str:
-    """The candidates for the regression test, side by side: share of runs flagged."""
-    methods: tuple[Method, ...] = ("permutation", "bootstrap", "bootstrap-basic")
-    header = (
-        "| case | sigma | " + " | ".join(methods) + " |",
-        "|---|---|" + "---|" * len(methods),
-    )
-    cases = cases_of(DRIFT, SLOWER, SLOW_TAIL, sigmas=(0.25, 0.5))
-
-    def row(case: Case, measure: Measure) -> str:
-        shares = (pct(measure(method=method).any_flagged) for method in methods)
-        return table_row(case.label, f"{case.sigma:g}", *shares)
-
-    return regression_table("m", header, cases, row, runs=runs, plan=plan)
-
-
-MULTIPLES = (0.8, 0.9, 1.0, 1.1, 1.2)
-BUDGET_SIGMA = 0.3
-
-
-def budget_cell(
-    cell: int, runs: int, multiple: float, plan: SamplingPlan
-) -> tuple[dict[str, float], dict[str, float], float, float]:
-    """P(FAIL) per latency check before (point estimate) and after, and calls, looks spent."""
-    budget = Budget()
-    endpoint = Endpoint(median_for_p95(multiple * budget.warm_p95, BUDGET_SIGMA), BUDGET_SIGMA)
-    before = {"warm_p95": 0, "concurrent_p95": 0}
-    after = {"warm_p95": 0, "concurrent_p95": 0}
-    calls = looks = 0
-    for run in range(runs):
-        out = gate_run(endpoint, run_rng("c", cell, run), budget=budget, plan=plan)
-        warm = out.classic_warm_p95
-        concurrent = out.classic_concurrent_p95
-        before["warm_p95"] += warm is None or warm > budget.warm_p95
-        before["concurrent_p95"] += concurrent is None or concurrent > budget.concurrent_p95
-        for name in after:
-            after[name] += not out.passed[name]
-        calls += out.calls.total
+def tally(outcomes: Iterable[Outcome], names: Sequence[str]) -> Tally:
+    red = dict.fromkeys(names, 0)
+    by_value = dict.fromkeys(names, 0)
+    run_red = calls = looks = runs = 0
+    for out in outcomes:
+        runs += 1
+        for name in names:
+            red[name] += out.failed(name)
+            by_value[name] += out.checks[name].by_policy
+        run_red += not out.verdict.passed
+        calls += out.calls
         looks += out.looks
-    return (
-        {k: v / runs for k, v in before.items()},
-        {k: v / runs for k, v in after.items()},
+    return Tally(
+        runs,
+        {k: v / runs for k, v in red.items()},
+        {k: v / runs for k, v in by_value.items()},
+        run_red / runs,
         calls / runs,
         looks / runs,
     )
 
 
-def table_budget(runs: int, plan: SamplingPlan) -> str:
+def cell(
+    table: str, number: int, runs: int, endpoint: Endpoint, settings: Settings | None = None
+) -> list[Outcome]:
+    """`runs` seeded runs of the gate against `endpoint`."""
+    chosen = settings or Settings()
+    return [run(endpoint, rng_for(table, number, i), chosen) for i in range(runs)]
+
+
+# --- budget -----------------------------------------------------------------------------------
+
+MULTIPLES = (0.8, 0.9, 1.0, 1.1, 1.25)
+
+
+ONLY = {
+    "warm_p95": Budget(max_concurrent_p95=None, max_error_rate=None),
+    "concurrent_p95": Budget(max_warm_p95=None, max_error_rate=None),
+}
+
+
+def red_alone(
+    table: str, number: int, runs: int, endpoint: Endpoint, check: str, **how: str
+) -> Tally:
+    """One latency check gated alone (the others off), so that its own rate is seen: with every
+    check gated, a run stops at the first FAIL and the other checks are not needed."""
+    settings = Settings(budget=ONLY[check], **how)
+    return tally(cell(table, number, runs, endpoint, settings), (check,))
+
+
+def table_budget(runs: int) -> str:
+    """P(red) per latency check (gated alone) and per run (default budget), by shape and true
+    p95 / budget, with the default policy (estimate) and with on-undecided fail; calls and looks
+    of a run with the default budget."""
     rows = [
-        "| true p95 / budget | warm p95 before | warm p95 after | concurrent p95 before "
-        "| concurrent p95 after | after, on-undecided pass (warm, concurrent) | calls | looks |",
-        "|---|---|---|---|---|---|---|---|",
+        "| shape | true p95 / budget | warm p95 red | concurrent p95 red | run red "
+        "| decided at the cap (warm, concurrent) | on-undecided fail: warm, concurrent red "
+        "| calls | looks |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
-    lenient = replace(plan, on_undecided="pass")
-    for cell, multiple in enumerate(MULTIPLES):
-        before, after, calls, looks = budget_cell(cell, runs, multiple, plan)
-        _, after_pass, _, _ = budget_cell(cell, runs, multiple, lenient)
-        rows.append(
-            f"| {multiple:.1f}x | {pct(before['warm_p95'])} | {pct(after['warm_p95'])} "
-            f"| {pct(before['concurrent_p95'])} | {pct(after['concurrent_p95'])} "
-            f"| {pct(after_pass['warm_p95'])}, {pct(after_pass['concurrent_p95'])} "
-            f"| {calls:.0f} | {looks:.1f} |"
-        )
-        progress(f"c {multiple}x: after {after}")
+    number = 0
+    for label, make in shapes():
+        for multiple in MULTIPLES:
+            endpoint = make(multiple=multiple)
+            warm = red_alone("budget-w", number, runs, endpoint, "warm_p95")
+            concurrent = red_alone("budget-c", number, runs, endpoint, "concurrent_p95")
+            warm_strict = red_alone(
+                "budget-w", number, runs, endpoint, "warm_p95", on_undecided="fail"
+            )
+            concurrent_strict = red_alone(
+                "budget-c", number, runs, endpoint, "concurrent_p95", on_undecided="fail"
+            )
+            whole = tally(cell("budget", number, runs, endpoint), LATENCY)
+            rows.append(
+                table_row(
+                    label,
+                    f"{multiple:g}x",
+                    pct(warm.red["warm_p95"]),
+                    pct(concurrent.red["concurrent_p95"]),
+                    pct(whole.run_red),
+                    f"{pct(warm.by_value['warm_p95'])}, "
+                    f"{pct(concurrent.by_value['concurrent_p95'])}",
+                    f"{pct(warm_strict.red['warm_p95'])}, "
+                    f"{pct(concurrent_strict.red['concurrent_p95'])}",
+                    f"{whole.calls:.0f}",
+                    f"{whole.looks:.1f}",
+                )
+            )
+            progress(f"budget {rows[-1]}")
+            number += 1
     return "\n".join(rows)
 
 
-FAIL_RATES = (0.0, 0.005, 0.01, 0.02, 0.05)
-
-
-def table_error_rate(runs: int, plan: SamplingPlan) -> str:
+def table_correlated(runs: int) -> str:
+    """The concurrent check when the calls of a burst share the endpoint's load: each burst
+    multiplied by one factor exp(N(0, tau)), the p95 over calls held at the multiple."""
     rows = [
-        "| true failure share | P(FAIL) before (k/31 <= 0.01) | P(FAIL) after "
-        "| of which undecided at the cap | calls |",
+        "| burst factor tau | 0.8x: concurrent p95 red | 1.25x: concurrent p95 red | calls |",
+        "|---|---|---|---|",
+    ]
+    for number, tau in enumerate((0.0, 0.1, 0.2, 0.3)):
+        healthy = red_alone(
+            "corr", 2 * number, runs, lognormal(0.6, multiple=0.8, burst_tau=tau), "concurrent_p95"
+        )
+        slow = red_alone(
+            "corr",
+            2 * number + 1,
+            runs,
+            lognormal(0.6, multiple=1.25, burst_tau=tau),
+            "concurrent_p95",
+        )
+        rows.append(
+            table_row(
+                f"{tau:g}",
+                pct(healthy.red["concurrent_p95"]),
+                pct(slow.red["concurrent_p95"]),
+                f"{healthy.calls:.0f}",
+            )
+        )
+        progress(f"corr {rows[-1]}")
+    return "\n".join(rows)
+
+
+# --- error rate --------------------------------------------------------------------------------
+
+FAIL_SHARES = (0.0, 0.0025, 0.005, 0.01, 0.02, 0.03, 0.05)
+
+
+def table_error_rate(runs: int) -> str:
+    """The error budget 0.01: P(FAIL) by true failure share, how often the cap decided, calls,
+    and PASSes printed beside a rate over the budget."""
+    rows = [
+        "| true failure share | P(FAIL) | decided at the cap | PASS beside a rate over 1 % "
+        "| on-undecided fail: P(FAIL) | calls |",
+        "|---|---|---|---|---|---|",
+    ]
+    for number, share in enumerate(FAIL_SHARES):
+        endpoint = lognormal(0.3, multiple=0.5, fail_rate=share)
+        outs = cell("error", number, runs, endpoint)
+        default = tally(outs, ("error_rate",))
+        over = sum(
+            o.checks["error_rate"].passed is True and (o.numbers.error_rate > 0.01) for o in outs
+        )
+        strict = tally(
+            cell("error", number, runs, endpoint, Settings(on_undecided="fail")), ("error_rate",)
+        )
+        rows.append(
+            table_row(
+                f"{share * 100:g} %",
+                pct(default.red["error_rate"]),
+                pct(default.by_value["error_rate"]),
+                pct(over / runs),
+                pct(strict.red["error_rate"]),
+                f"{default.calls:.0f}",
+            )
+        )
+        progress(f"error {rows[-1]}")
+    return "\n".join(rows)
+
+
+# --- caps -------------------------------------------------------------------------------------
+
+CAPS: tuple[int | None, ...] = (31, 71, 121, 200, 300, None)
+
+
+def table_caps(runs: int) -> str:
+    """What max-calls does: a perfect endpoint (far under budget, no failure) and a healthy one
+    (sigma 0.6 at 0.8x, 0.5 % failures), each policy. A cap under what a perfect endpoint needs
+    is refused with on-undecided fail (exit 2, before any call)."""
+    rows = [
+        "| max-calls | perfect: run red (estimate) | healthy: run red (estimate) "
+        "| healthy: run red (fail) | healthy: calls |",
         "|---|---|---|---|---|",
     ]
-    for cell, rate in enumerate(FAIL_RATES):
-        endpoint = Endpoint(REGRESSION_MEDIAN, 0.25, fail_rate=rate)
-        before = after = by_policy = calls = 0
-        for run in range(runs):
-            out = gate_run(endpoint, run_rng("d", cell, run), plan=plan)
-            before += out.classic_error_rate > 0.01
-            after += not out.passed["error_rate"]
-            by_policy += out.by_policy["error_rate"]
-            calls += out.calls.total
-        rows.append(
-            f"| {rate * 100:g} % | {pct(before / runs)} | {pct(after / runs)} "
-            f"| {pct(by_policy / runs)} | {calls / runs:.0f} |"
+    from latency_gate.config.plan import calls_needed
+
+    minimum = calls_needed(Budget(), warm_calls=20, concurrency=10).minimum
+    for number, cap in enumerate(CAPS):
+        perfect = tally(
+            cell("caps", 2 * number, runs, lognormal(0.3, multiple=0.3), Settings(max_calls=cap)),
+            LATENCY,
         )
-        progress(f"d {rate}: after {after / runs}")
+        healthy_ep = lognormal(0.6, multiple=0.8, fail_rate=0.005)
+        healthy = tally(
+            cell("caps", 2 * number + 1, runs, healthy_ep, Settings(max_calls=cap)), LATENCY
+        )
+        if cap is not None and cap < minimum:
+            strict = "refused (exit 2)"
+        else:
+            fail = Settings(max_calls=cap, on_undecided="fail")
+            strict = pct(tally(cell("caps", 100 + number, runs, healthy_ep, fail), LATENCY).run_red)
+        rows.append(
+            table_row(
+                "auto (500)" if cap is None else str(cap),
+                pct(perfect.run_red),
+                pct(healthy.run_red),
+                strict,
+                f"{healthy.calls:.0f}",
+            )
+        )
+        progress(f"caps {rows[-1]}")
     return "\n".join(rows)
 
 
-def progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+# --- interval coverage -------------------------------------------------------------------------
 
 
-TABLES: dict[str, Callable[[int, SamplingPlan], str]] = {
-    "methods": table_methods,
-    "false-alarms": table_false_alarms,
-    "detection": table_detection,
+def _misses(outs: Iterable[Outcome], number: str, truth: float) -> tuple[float, float, int]:
+    """Shares of runs whose shown 95 % interval of the p95 lies above the truth (lower side
+    missed) and below it (upper side missed; only runs whose upper side exists count), and how
+    many runs had an upper side."""
+    low_miss = high_miss = with_high = runs = 0
+    for out in outs:
+        runs += 1
+        low, high = out.checks[number].interval or (None, None)
+        low_miss += low is not None and low > truth
+        if high is not None:
+            with_high += 1
+            high_miss += high < truth
+    return low_miss / runs, (high_miss / with_high if with_high else math.nan), with_high
+
+
+def table_coverage(runs: int) -> str:
+    """How often the shown 95 % interval of a p95 misses the true p95, each side (nominal 2.5 %),
+    for an endpoint at its budget, after the run's looks (the interval is computed at the stop,
+    which the sequential sampling chose)."""
+    rows = [
+        "| endpoint at 1.0x | warm: low side missed | warm: high side missed "
+        "| concurrent: low side missed | concurrent: high side missed |",
+        "|---|---|---|---|---|",
+    ]
+    cases: list[tuple[str, Endpoint]] = [
+        ("lognormal sigma 0.3", lognormal(0.3, multiple=1.0)),
+        ("lognormal sigma 0.6", lognormal(0.6, multiple=1.0)),
+        ("sigma 0.6, bursts correlated (tau 0.2)", lognormal(0.6, multiple=1.0, burst_tau=0.2)),
+        ("sigma 0.6, whole milliseconds", lognormal(0.6, multiple=1.0, quantum=0.001)),
+        ("sigma 0.6, whole 100 ms", lognormal(0.6, multiple=1.0, quantum=0.1)),
+    ]
+    for number, (label, endpoint) in enumerate(cases):
+        outs = cell("coverage", number, runs, endpoint)
+        truth = 1.0 * endpoint.budget
+        if endpoint.quantum:
+            truth = math.ceil(truth / endpoint.quantum) * endpoint.quantum
+        warm = _misses(outs, "warm_p95", truth)
+        concurrent = _misses(outs, "concurrent_p95", truth)
+        rows.append(
+            table_row(
+                label,
+                pct(warm[0]),
+                f"{pct(warm[1])} (of {warm[2]})",
+                pct(concurrent[0]),
+                f"{pct(concurrent[1])} (of {concurrent[2]})",
+            )
+        )
+        progress(f"coverage {rows[-1]}")
+    return "\n".join(rows)
+
+
+# --- regressions against one earlier run ----------------------------------------------------------
+
+REGRESSION_SIGMAS = (0.25, 0.5)
+BASE_FAIL_RATE = 0.005
+
+
+def _pairs(
+    table: str, number: int, runs: int, base_ep: Endpoint, head_ep: Endpoint
+) -> list[Outcome]:
+    outs = []
+    for i in range(runs):
+        rng = rng_for(table, number, i)
+        base = run(base_ep, rng)
+        outs.append(run(head_ep, rng, base=base.samples))
+    return outs
+
+
+def _regression_row(outs: Sequence[Outcome]) -> tuple[float, float, float, float, float]:
+    runs = len(outs)
+    flagged = {n: sum(o.regressed(n) for o in outs) / runs for n in (*LATENCY, "error_rate")}
+    any_flagged = sum(any(o.regressed(n) for n in flagged) for o in outs) / runs
+    undecided = sum(bool(o.verdict.undecided) and o.verdict.passed for o in outs) / runs
+    red = sum(not o.verdict.passed for o in outs) / runs
+    return max(flagged.values()), any_flagged, undecided, red, sum(o.calls for o in outs) / runs
+
+
+def table_regressions(runs: int) -> str:
+    """Against one earlier run (`--baseline`): an unchanged endpoint (with +5 % drift between
+    the runs), and real regressions. Flagged: called a regression; warned: a PASS whose verdict
+    line names an undecided regression; red: the run FAILed for any reason (0.5 % failures on
+    both sides, far under the latency budget)."""
+    rows = [
+        "| head | sigma | flagged (worst number) | any number flagged | PASS with an "
+        "undecided regression warned | run red | head calls |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    changes: list[tuple[str, dict[str, float]]] = [
+        ("unchanged", {}),
+        ("unchanged, +5 % drift", {"scale": 1.05}),
+        ("every call +25 %", {"scale": 1.25}),
+        ("every call +50 %", {"scale": 1.5}),
+        ("10 % of calls 3x slower", {"slow_share": 0.1, "slow_factor": 3.0}),
+    ]
+    number = 0
+    for label, change in changes:
+        for sigma in REGRESSION_SIGMAS:
+            base_ep = lognormal(sigma, multiple=0.2, fail_rate=BASE_FAIL_RATE)
+            head_ep = replace(base_ep, **change)
+            worst, any_flagged, warned, red, calls = _regression_row(
+                _pairs("regression", number, runs, base_ep, head_ep)
+            )
+            rows.append(
+                table_row(
+                    label,
+                    f"{sigma:g}",
+                    pct(worst),
+                    pct(any_flagged),
+                    pct(warned),
+                    pct(red),
+                    f"{calls:.0f}",
+                )
+            )
+            progress(f"regression {rows[-1]}")
+            number += 1
+    return "\n".join(rows)
+
+
+TABLES: dict[str, Callable[[int], str]] = {
     "budget": table_budget,
+    "correlated": table_correlated,
     "error-rate": table_error_rate,
-    "bigger-base": table_bigger_base,
+    "caps": table_caps,
+    "coverage": table_coverage,
+    "regressions": table_regressions,
+}
+
+DEFAULT_RUNS = {
+    "budget": 1000,
+    "correlated": 1000,
+    "error-rate": 1000,
+    "caps": 500,
+    "coverage": 1000,
+    "regressions": 300,
 }
 
 
 def _keeping_marks(table: str) -> Callable[[re.Match[str]], str]:
     return lambda match: match[1] + table + "\n" + match[2]
-
-
-DEFAULT_RUNS = {
-    "methods": 100,
-    "false-alarms": 300,
-    "detection": 300,
-    "budget": 1000,
-    "error-rate": 1000,
-    "bigger-base": 200,
-}
 
 
 def write_tables(doc: Path, tables: dict[str, str]) -> None:
@@ -538,14 +438,14 @@ def write_tables(doc: Path, tables: dict[str, str]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, help="simulated runs per cell, for every table")
     parser.add_argument("--only", choices=sorted(TABLES), action="append", help="some tables")
     parser.add_argument("--write", action="store_true", help="update docs/statistics.md")
     args = parser.parse_args(argv)
     names = args.only or list(TABLES)
     runs = {name: args.runs or DEFAULT_RUNS[name] for name in names}
-    tables = {name: TABLES[name](runs[name], DEFAULT_PLAN) for name in names}
+    tables = {name: TABLES[name](runs[name]) for name in names}
     for name, table in tables.items():
         print(f"## {name} ({runs[name]} runs a cell)\n\n{table}\n")
     if args.write:

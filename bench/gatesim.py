@@ -1,0 +1,363 @@
+"""Simulated runs of the shipped gate: synthetic calls judged by latency_gate.assess, look by look.
+
+A run here is what the engine does with the same `Gate` (latency_gate/assess/gate.py): look 1
+is 1 cold call, `warm_calls` sequential calls and one burst of `concurrency`; after each look
+`Gate.look` says what to add, and at the end `judge_samples` (latency_gate/assess/result.py)
+gives the checks, the baseline comparison and the verdict, exactly as `assess_run` puts them in
+a result file. Only the endpoint is simulated: latencies drawn from a shape (lognormal, or the
+recorded calls of a real server), with optional slow calls, failures, a burst-wide factor
+(calls of one burst sharing the endpoint's load) and millisecond quantisation.
+
+Everything is drawn from a random.Random the caller seeds, so a figure is reproducible.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import random
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from latency_gate.assess import stats  # noqa: E402
+from latency_gate.assess.baseline import BaselinePlan  # noqa: E402
+from latency_gate.assess.gate import Gate, plan_for  # noqa: E402
+from latency_gate.assess.result import judge_samples  # noqa: E402
+from latency_gate.config import Budget  # noqa: E402
+from latency_gate.config.plan import effective_max_calls  # noqa: E402
+from latency_gate.config.regression import RegressionLimit  # noqa: E402
+from latency_gate.models import (  # noqa: E402
+    BaselineCheck,
+    CallPhase,
+    Check,
+    ErrorKind,
+    Numbers,
+    RunResult,
+    Sample,
+    StampSource,
+    Verdict,
+)
+
+Z95 = 1.6448536269514722
+SHAPE_FILE = ROOT / "bench" / "data" / "llama_shape.json"
+
+# --- shapes: the latency of one call, its p95 scaled to a given value --------------------------
+
+
+@dataclass(frozen=True)
+class Lognormal:
+    """Lognormal latencies: `sigma` is the spread of their logarithm (p95 = 1.64 sigma above the
+    median in log space)."""
+
+    sigma: float
+
+    @property
+    def label(self) -> str:
+        return f"lognormal sigma {self.sigma:g}"
+
+    def draw(self, rng: random.Random, p95: float) -> float:
+        return p95 * math.exp(self.sigma * (rng.gauss(0.0, 1.0) - Z95))
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """Latencies recorded from a real server (bench/data/llama_shape.json), drawn at random and
+    scaled so that their p95 is the one asked for."""
+
+    name: str
+    values: tuple[float, ...]
+
+    @property
+    def label(self) -> str:
+        return self.name
+
+    @functools.cached_property
+    def p95(self) -> float:
+        ordered = sorted(self.values)
+        return ordered[math.ceil(0.95 * len(ordered)) - 1]
+
+    def draw(self, rng: random.Random, p95: float) -> float:
+        return self.values[rng.randrange(len(self.values))] * p95 / self.p95
+
+
+Shape = Lognormal | Recorded
+
+
+def recorded(kind: str) -> Recorded:
+    """The llama.cpp test server's recorded latencies of one kind: "warm" or "concurrent"."""
+    data = json.loads(SHAPE_FILE.read_text(encoding="utf-8"))
+    return Recorded(f"llama.cpp, {kind}", tuple(data[kind]))
+
+
+# --- the endpoint ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where the simulated calls come from.
+
+    `warm` and `concurrent`: the shapes of the two kinds of call, each scaled so that its true
+    p95 is `multiple` x `budget`. A share `slow_share` of calls is `slow_factor` x slower; each
+    call fails with probability `fail_rate`; every call of a burst is multiplied by one factor
+    exp(N(0, burst_tau)) (the p95 stays `multiple` x budget over all calls: the shape is
+    narrowed to make room, see `_marginal`); `quantum` rounds latencies up to whole units
+    (0.001: milliseconds); `scale` multiplies every call (drift between runs, a slower head).
+    """
+
+    warm: Shape
+    concurrent: Shape
+    multiple: float = 0.5
+    budget: float = 3.0
+    slow_share: float = 0.0
+    slow_factor: float = 1.0
+    fail_rate: float = 0.0
+    burst_tau: float = 0.0
+    quantum: float = 0.0
+    scale: float = 1.0
+
+    def latency(self, rng: random.Random, shape: Shape, factor: float = 1.0) -> float:
+        value = shape.draw(rng, self.multiple * self.budget) * self.scale * factor
+        if self.slow_share and rng.random() < self.slow_share:
+            value *= self.slow_factor
+        if self.quantum:
+            value = math.ceil(value / self.quantum) * self.quantum
+        return value
+
+
+def lognormal(sigma: float, **fields: float) -> Endpoint:
+    """An endpoint whose warm and concurrent calls are both lognormal with this sigma."""
+    return Endpoint(Lognormal(sigma), Lognormal(sigma), **fields)
+
+
+def llama(**fields: float) -> Endpoint:
+    """An endpoint shaped like the llama.cpp test server, warm and concurrent calls apart."""
+    return Endpoint(recorded("warm"), recorded("concurrent"), **fields)
+
+
+@functools.lru_cache(maxsize=64)
+def _marginal(shape: Shape, tau: float) -> float:
+    """The p95 of shape x exp(N(0, tau)) over calls, for a shape whose own p95 is 1: a burst-wide
+    factor widens the spread, so the shape is scaled by 1 / this to keep the p95 asked for."""
+    if tau == 0:
+        return 1.0
+    if isinstance(shape, Lognormal):
+        wide = math.sqrt(shape.sigma**2 + tau**2)
+        return math.exp(Z95 * (wide - shape.sigma))
+    rng = random.Random(f"marginal/{shape.label}/{tau}")
+    draws = sorted(shape.draw(rng, 1.0) * math.exp(rng.gauss(0.0, tau)) for _ in range(200_000))
+    return draws[math.ceil(0.95 * len(draws)) - 1]
+
+
+# --- a run ------------------------------------------------------------------------------------
+
+
+@dataclass
+class Calls:
+    """The calls of a run so far, as the engine's Measurement holds them."""
+
+    samples: list[Sample] = field(default_factory=list)
+    counts: dict[CallPhase, int] = field(default_factory=dict)
+
+    def add(self, phase: CallPhase, latency: float | None) -> None:
+        index = self.counts.get(phase, 0)
+        self.counts[phase] = index + 1
+        ok = latency is not None
+        self.samples.append(
+            Sample.model_construct(
+                phase=phase,
+                index=index,
+                started_at=0.0,
+                ok=ok,
+                latency=latency,
+                error=None if ok else ErrorKind.HTTP_5XX,
+                status=200 if ok else 503,
+            )
+        )
+
+
+def _take(endpoint: Endpoint, rng: random.Random, calls: Calls, phase: CallPhase) -> None:
+    shape = endpoint.concurrent if phase is CallPhase.CONCURRENT else endpoint.warm
+    latency: float | None = endpoint.latency(rng, shape)
+    if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
+        latency = None
+    calls.add(phase, latency)
+
+
+def _burst(endpoint: Endpoint, rng: random.Random, calls: Calls, size: int) -> None:
+    tau = endpoint.burst_tau
+    factor = math.exp(rng.gauss(0.0, tau)) / _marginal(endpoint.concurrent, tau) if tau else 1.0
+    for _ in range(size):
+        latency: float | None = endpoint.latency(rng, endpoint.concurrent, factor)
+        if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
+            latency = None
+        calls.add(CallPhase.CONCURRENT, latency)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the user set: the budget, counts, cap and policies (the Target's fields)."""
+
+    budget: Budget = field(default_factory=Budget)
+    warm_calls: int = 20
+    concurrency: int = 10
+    max_calls: int | None = None  # None: auto, as the Target's default
+    on_undecided: str = "estimate"
+    on_undecided_regression: str = "pass"
+    limit: RegressionLimit = field(default_factory=lambda: RegressionLimit(relative=0.10))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One simulated run: its checks by number, baseline comparison, verdict, calls and looks."""
+
+    checks: dict[str, Check]
+    baseline: BaselineCheck | None
+    verdict: Verdict
+    samples: tuple[Sample, ...]
+    numbers: Numbers
+    looks: int
+    first_look: Numbers
+
+    @property
+    def calls(self) -> int:
+        return len(self.samples)
+
+    def failed(self, number: str) -> bool:
+        """The number's check did not pass (FAILed, by its test or by the policy)."""
+        return self.checks[number].passed is False
+
+    def regressed(self, number: str) -> bool:
+        if self.baseline is None:
+            return False
+        return any(d.number == number and d.regressed for d in self.baseline.deltas)
+
+    def regression_outcome(self, number: str) -> str | None:
+        if self.baseline is None:
+            return None
+        return next((d.outcome for d in self.baseline.deltas if d.number == number), None)
+
+
+def _as_result(samples: Sequence[Sample]) -> RunResult:
+    """A base run as `--baseline` reads it: its samples and numbers (nothing else is used)."""
+    return RunResult.model_construct(
+        tool_version="sim",
+        target="sim",
+        config={},
+        started_at=0.0,
+        finished_at=0.0,
+        stamp_source=StampSource.KERNEL,
+        samples=tuple(samples),
+        numbers=stats.numbers(samples),
+        excluded_from_latency=0,
+        verdict=Verdict(passed=True, checks=()),
+    )
+
+
+def run(
+    endpoint: Endpoint,
+    rng: random.Random,
+    settings: Settings = Settings(),
+    *,
+    base: Sequence[Sample] | None = None,
+) -> Outcome:
+    """One run of the gate against `endpoint`, judged against `base`'s calls when given."""
+    target = _PlanView(settings)
+    plan = plan_for(
+        max_calls=effective_max_calls(target),
+        concurrency=settings.concurrency,
+        on_undecided=settings.on_undecided,
+        on_undecided_regression=settings.on_undecided_regression,
+    )
+    base_result = None if base is None else _as_result(base)
+    gate = Gate(
+        budget=settings.budget,
+        plan=plan,
+        base=base_result,
+        limit=None if base is None else settings.limit,
+    )
+    calls = Calls()
+    _take(endpoint, rng, calls, CallPhase.COLD)
+    for _ in range(settings.warm_calls):
+        _take(endpoint, rng, calls, CallPhase.WARM)
+    _burst(endpoint, rng, calls, settings.concurrency)
+    first_look = stats.numbers(calls.samples)
+    while not (step := gate.look(calls.samples)).stop:
+        for _ in range(step.warm_calls):
+            _take(endpoint, rng, calls, CallPhase.WARM)
+        for _ in range(step.bursts):
+            _burst(endpoint, rng, calls, settings.concurrency)
+    numbers = stats.numbers(calls.samples)
+    baseline = (
+        None
+        if base_result is None
+        else BaselinePlan("simulated base", settings.limit, {"sim": base_result})
+    )
+    checks, check, verdict = judge_samples(
+        gate, calls.samples, numbers, target="sim", baseline=baseline
+    )
+    return Outcome(
+        checks={c.number: c for c in checks},
+        baseline=check,
+        verdict=verdict,
+        samples=tuple(calls.samples),
+        numbers=numbers,
+        looks=gate.looks,
+        first_look=first_look,
+    )
+
+
+@dataclass(frozen=True)
+class _PlanView:
+    """The fields of a Target that config.plan reads, from Settings."""
+
+    settings: Settings
+
+    @property
+    def budget(self) -> Budget:
+        return self.settings.budget
+
+    @property
+    def warm_calls(self) -> int:
+        return self.settings.warm_calls
+
+    @property
+    def concurrency(self) -> int:
+        return self.settings.concurrency
+
+    @property
+    def max_calls(self) -> int | None:
+        return self.settings.max_calls
+
+    @property
+    def on_undecided(self) -> str:
+        return self.settings.on_undecided
+
+
+def rng_for(table: str, cell: int, run: int) -> random.Random:
+    """The generator of one simulated run, fixed by (table, cell, run)."""
+    return random.Random(f"{table}/{cell}/{run}")
+
+
+def percentile_true(endpoint: Endpoint, kind: str, q: float, draws: int = 100_000) -> float:
+    """The true q-th percentile of one kind of call, by Monte Carlo (fixed seed)."""
+    rng = random.Random(f"true/{kind}/{q}")
+    calls = Calls()
+    values: list[float] = []
+    for _ in range(draws // 10):
+        if kind == "concurrent":
+            before = len(calls.samples)
+            _burst(replace(endpoint, fail_rate=0.0), rng, calls, 10)
+            values += [s.latency or 0.0 for s in calls.samples[before:]]
+        else:
+            values += [endpoint.latency(rng, endpoint.warm) for _ in range(10)]
+    values.sort()
+    position = (len(values) - 1) * q / 100
+    low = math.floor(position)
+    return values[low] + (position - low) * (values[min(low + 1, len(values) - 1)] - values[low])
