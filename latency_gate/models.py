@@ -197,6 +197,9 @@ class Check(_Frozen):
     decided: bool = True
     by_policy: bool = False
     n: int | None = Field(default=None, description="calls behind the number")
+    # One sentence on what this check's PASS or FAIL ruled out, e.g. "PASS rules out 12 % or
+    # more of calls over 3 s, after 40 calls"; "" when the gate gave none.
+    meaning: str = ""
 
 
 class Verdict(_Frozen):
@@ -205,6 +208,9 @@ class Verdict(_Frozen):
     passed: bool
     checks: tuple[Check, ...]
     reasons: tuple[str, ...] = ()
+    # Undecided items that did not fail the run, e.g. "warm p95 regression undecided: head /
+    # base 1.24 to 2.36": every report shows them beside the verdict.
+    undecided: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
