@@ -546,9 +546,10 @@ def test_hostile_target_name_in_column_header() -> None:
 
 
 def test_hostile_settings_are_escaped() -> None:
-    """The URL and a harmless header's value are shown escaped in the settings table."""
+    """The URL (in a code span, < > | percent-encoded as sent) and a harmless header's value are
+    shown escaped in the settings table."""
     settings = next(t for t in tables(render_summary(scenario_hostile())) if t[0][0] == "setting")
-    assert ["url", "http://127.0.0.1:8000/v1/<script>|`x`"] in [
+    assert ["url", "http://127.0.0.1:8000/v1/%3Cscript%3E%7C`x`"] in [
         [visible(c) for c in row] for row in settings
     ]
     assert [

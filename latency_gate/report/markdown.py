@@ -2,8 +2,9 @@
 
 Markdown goes where GitHub renders it (the job summary, a PR comment). Every string that an
 endpoint or a user supplied (error details, target names, URLs, header values, evidence) passes
-through `md_escape` in the templates, so it cannot break a table, open an HTML tag, fake our
-hidden comment marker, or notify anyone.
+through the `md` filter (`md_text`: `md_escape`, with URLs in code spans) or `md_url` in the
+templates, so it cannot break a table, open an HTML tag, fake our hidden comment marker, notify
+anyone, or show up as a link full of backslashes.
 
 Sizes: GitHub drops a step summary over 1 MiB whole and refuses a comment over 65,536
 characters. The renderers measure UTF-8 bytes (never fewer than characters) and cut, in order,
@@ -21,15 +22,11 @@ if TYPE_CHECKING:
     import jinja2
 
 from latency_gate.assess.cheapest import compare_targets
-from latency_gate.formatting import (
-    fmt_duration,
-    fmt_percent,
-    fmt_value,
-    md_or_dash,
-)
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
 from latency_gate.report.deltas import delta_rows, regression_limit_text
+from latency_gate.report.markup import md_text, md_url
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -74,7 +71,8 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["md"] = md_or_dash
+    env.filters["md"] = md_text
+    env.filters["md_url"] = md_url
     env.filters["duration"] = fmt_duration
     env.filters["percent"] = fmt_percent
     env.filters["value"] = fmt_value
