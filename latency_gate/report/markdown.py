@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jinja2
 
-from latency_gate.assess.cheapest import compare_targets
+from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
@@ -84,9 +84,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _bold(name: str) -> str:
+    return f"**{md_text(name)}**"
+
+
 def _context(results: Sequence[RunResult]) -> dict[str, object]:
     if not results:
         raise ValueError("no results to report")
+    results = in_cost_order(results)
+    comparison = compare_targets(results)
     scale = chart_scale(results)
     views = [target_view(result, scale) for result in results]
     passing = [view for view in views if view.result.verdict.passed]
@@ -100,7 +106,8 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
         "scale": scale,
         "segments": CHART_SEGMENTS,
         "stamp_sources": STAMP_SOURCES,
-        "comparison": compare_targets(results),
+        "comparison_head": comparison.headline(_bold, md_text) if comparison else None,
+        "comparison_lines": comparison.sentences(_bold, md_text) if comparison else (),
     }
 
 

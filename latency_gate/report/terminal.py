@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.assess.cheapest import compare_targets
+from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
@@ -70,20 +70,20 @@ def failed_call_kinds(result: RunResult) -> list[str]:
     return lines
 
 
+def _one_line(text: str) -> str:
+    return clean_text(text, 40)
+
+
 def _terminal_extras(results: Sequence[RunResult]) -> list[str]:
     """The comparison of targets and the baseline's outcome, a line each, after the table."""
     lines: list[str] = []
     comparison = compare_targets(results)
     if comparison is not None:
-        lines.append("")
-        head = comparison.headline
-        if comparison.cheapest is not None and comparison.cheapest_cost:
-            head += f" ({comparison.cheapest_cost})"
-        lines.append(clean_text(head))
-        lines += [
-            "  " + clean_text(f"paying for {name}{f' ({cost})' if cost else ''} buys {buys}")
-            for name, cost, buys in comparison.buys
-        ]
+        head = comparison.headline(_one_line, _one_line)
+        said = ([head] if head else []) + list(comparison.sentences(_one_line, _one_line))
+        if said:
+            lines.append("")
+            lines += said
     several = len(results) > 1
     for result in results:
         check = result.baseline
@@ -111,6 +111,7 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
     """
     if not results:
         raise ValueError("no results to report")
+    results = in_cost_order(results)
     views = [target_view(result, 0.0) for result in results]
     passed = all(view.result.verdict.passed for view in views)
     word = "PASS" if passed else "FAIL"
