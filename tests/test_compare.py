@@ -145,7 +145,7 @@ def test_summary_names_the_cheapest_with_its_cost() -> None:
     )
     assert "Cheapest within budget: **local** (free\\_tier \\*0\\*).\n" in text
     assert (
-        "- **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 and "
+        "* **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 and "
         "400 ms faster at concurrent p95.\n" in text
     )
 
@@ -153,7 +153,7 @@ def test_summary_names_the_cheapest_with_its_cost() -> None:
 def test_summary_compares_neutrally_without_costs() -> None:
     """Without costs the summary neither prices nor says "cheapest"."""
     text = render_summary([_run("staging", 0.5, 0.6), _run("preview", 0.529, 0.6)])
-    assert "- **preview** is 29 ms slower at warm p95 than **staging**.\n" in text
+    assert "* **preview** is 29 ms slower at warm p95 than **staging**.\n" in text
     assert "heapest" not in text
     assert "aying" not in text
 
@@ -190,7 +190,7 @@ def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> 
     assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
     assert lines[0].startswith("PASS: all 2 targets within budget")
-    assert lines[2].split() == ["number", "cheap", "dear"]
+    assert lines[3].split() == ["number", "cheap", "dear"]
     assert "Cheapest within budget: cheap (free tier)." in lines
     dear = next(line for line in lines if line.startswith("dear ($0.40 per 1,000 calls) costs "))
     assert dear.startswith("dear ($0.40 per 1,000 calls) costs more than cheap and is ")
@@ -235,7 +235,7 @@ def test_action_targets_input(servers: list[DemoServer], tmp_path: Path) -> None
     assert "::warning title=latency-gate%3A no baseline::no baseline for cheap: " in log
     summary = (tmp_path / "summary.md").read_text()
     assert "| number | cheap | dear |" in summary
-    assert re.search(r"^- \*\*dear\*\* is .* than \*\*cheap\*\*\.$", summary, re.MULTILINE)
+    assert re.search(r"^\* \*\*dear\*\* is .* than \*\*cheap\*\*\.$", summary, re.MULTILINE)
     assert "heapest" not in summary
     assert "> **No baseline for cheap**: no baseline file at" in summary
     outputs = (tmp_path / "output").read_text()

@@ -19,15 +19,20 @@ import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from result_factory import (
+    TOOL_VERSION,
     failed_sample,
     healthy_samples,
     make_result,
+    make_target,
     samples_for,
 )
 
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget
+from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape
-from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult
+from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult, StampSource
 from latency_gate.report.markdown import (
     environment,
     render_comment,
@@ -136,6 +141,68 @@ def scenario_nodata() -> list[RunResult]:
     return [make_result(samples=samples, floor=None)]
 
 
+def scenario_priced() -> list[RunResult]:
+    """Three streamed targets within budget, each with a cost note (the file lists the dearest
+    first: the reports order them by price), the buffered one with its finding."""
+    finding = Finding(
+        code="buffered_stream",
+        title="Buffered stream: the answer arrives all at once",
+        evidence="a stream was asked for, but all 24 tokens arrived in one burst",
+        hint="turn off response buffering in the proxy in front",
+    )
+    costs = {"paid": "$0.60 / 1M tokens", "local": "free, on our own GPU", "free": "free tier"}
+    slower = {"paid": 1.0, "local": 1.5, "free": 2.4}
+    results = []
+    for name, cost in costs.items():
+        samples = samples_for(
+            cold=0.42 * slower[name],
+            warm=[(0.100 + 0.005 * i) * slower[name] for i in range(40)],
+            concurrent=[(0.150 + 0.005 * i) * slower[name] for i in range(40)],
+            stream=True,
+        )
+        result = make_result(
+            name, samples=samples, stream=True, findings=[finding] if name == "paid" else []
+        )
+        results.append(result.model_copy(update={"config": {**result.config, "cost": cost}}))
+    return results
+
+
+def scenario_regressed() -> list[RunResult]:
+    """Twice slower than its baseline: within budget, failed on the regressions; the gate's
+    words (issue 18) set by hand: an undecided item and what each check ruled out."""
+    base = make_result()
+    head = make_result(
+        samples=samples_for(
+            cold=0.84,
+            warm=[(0.100 + 0.005 * i) * 2 for i in range(40)],
+            concurrent=[(0.150 + 0.005 * i) * 2 for i in range(40)],
+        )
+    )
+    judged = assess_run(
+        make_target(),
+        head.samples,
+        started_at=head.started_at,
+        finished_at=head.finished_at,
+        stamp_source=StampSource.KERNEL,
+        floor=head.floor,
+        baseline=BaselinePlan("main/result.json", DEFAULT_LIMIT, {"local": base}),
+    )
+    meanings = {
+        "warm_p95": "PASS rules out 12 % or more of calls over 3 s, after 40 calls",
+        "concurrent_p95": "PASS rules out 12 % or more of calls over 3 s, after 40 calls",
+    }
+    checks = tuple(
+        c.model_copy(update={"meaning": meanings.get(c.number, "")}) for c in judged.verdict.checks
+    )
+    verdict = judged.verdict.model_copy(
+        update={
+            "checks": checks,
+            "undecided": ("error rate regression undecided: 0 of 81 calls failed on both sides",),
+        }
+    )
+    return [judged.model_copy(update={"tool_version": TOOL_VERSION, "verdict": verdict})]
+
+
 SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
     "pass": scenario_pass,
     "fail": scenario_fail,
@@ -144,8 +211,10 @@ SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
     "several": scenario_several,
     "interrupted": scenario_interrupted,
     "nodata": scenario_nodata,
+    "priced": scenario_priced,
+    "regressed": scenario_regressed,
 }
-TERMINAL_SCENARIOS = ("pass", "fail", "several", "nodata", "interrupted")
+TERMINAL_SCENARIOS = ("pass", "fail", "several", "nodata", "interrupted", "priced", "regressed")
 
 
 def check_golden(name: str, actual: str) -> None:
@@ -327,10 +396,13 @@ def test_markdown_file_is_the_summary() -> None:
 
 
 def test_summary_headline_names_breaches() -> None:
-    """A failed run opens with FAIL and each breached number with value and budget."""
+    """A failed run opens with FAIL, the time to the verdict, and each breached number with
+    value and budget."""
     lines = render_summary(scenario_fail()).splitlines()
-    assert lines[:5] == [
+    assert lines[:7] == [
         "## ❌ latency-gate: FAIL",
+        "",
+        "Verdict in 12.3 s, after 31 of at most 300 calls:",
         "",
         "- warm p95 3.90 s, over its 3.00 s budget",
         "- concurrent p95 4.91 s, over its 3.00 s budget",
@@ -338,10 +410,13 @@ def test_summary_headline_names_breaches() -> None:
     ]
 
 
-def test_summary_says_no_data() -> None:
-    """A run where every call failed says "no data" in its headline list."""
+def test_summary_says_no_call_succeeded() -> None:
+    """A run where every call failed says so in its headline list, with the kinds."""
     summary = render_summary(scenario_nodata())
-    assert "- no data: no call succeeded, so no latency could be measured\n" in summary
+    assert (
+        "- no call succeeded: 6 of 6 failed (6 connection\\_refused), so no latency could be "
+        "measured\n"
+    ) in summary
 
 
 def test_summary_counts_left_out_calls() -> None:
@@ -656,15 +731,15 @@ def test_terminal_single_target_columns() -> None:
     """One target: number, value, 95 % interval, budget, result; "—" where a number is not
     gated or has no interval."""
     lines = render_terminal(scenario_pass()).splitlines()
-    assert lines[2].split() == ["number", "value", "95", "%", "interval", "budget", "result"]
-    assert lines[3].split() == ["cold", "start", "420", "ms", "—", "—", "—"]
+    assert lines[3].split() == ["number", "value", "95", "%", "interval", "budget", "result"]
+    assert lines[4].split() == ["cold", "start", "420", "ms", "—", "—", "—"]
 
 
 def test_terminal_several_targets_pass() -> None:
     """Several passing targets: one PASS line naming how many, then a column per target."""
     lines = render_terminal([make_result("a"), make_result("b")]).splitlines()
     assert lines[0] == "PASS: all 2 targets within budget"
-    assert lines[2].split() == ["number", "a", "b"]
+    assert lines[3].split() == ["number", "a", "b"]
 
 
 def test_terminal_several_targets_interrupted() -> None:

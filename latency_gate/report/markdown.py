@@ -31,6 +31,7 @@ from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
     target_view,
+    time_to_verdict,
     union_numbers,
 )
 
@@ -106,6 +107,7 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
         "scale": scale,
         "segments": CHART_SEGMENTS,
         "stamp_sources": STAMP_SOURCES,
+        "timing": time_to_verdict(views),
         "comparison_head": comparison.headline(_bold, md_text) if comparison else None,
         "comparison_lines": comparison.sentences(_bold, md_text) if comparison else (),
     }
