@@ -1,8 +1,7 @@
 """Progress while a run goes: a live line on a terminal; in a CI log, a line when a stage begins
 and, while it goes on, one at least every ten seconds with its counts (a log that stops moving
 looks stuck). Each look after the first gets a line of its own, kept on a terminal too, saying
-how many more calls and why: "local: look 2: 40 more calls (20 warm, 2 bursts of 10), because
-warm p95 is undecided"."""
+how many more calls and why: "local: look 2: 40 more calls, because warm p95 is undecided"."""
 
 from __future__ import annotations
 
@@ -159,17 +158,13 @@ def describe(event: Progress, name: str) -> str:
 
 
 def describe_look(look: Look, name: str) -> str:
-    """ "local: look 2: 40 more calls (20 warm, 2 bursts of 10), because warm p95 is undecided".
+    """ "local: look 2: 40 more calls, because warm p95 is undecided": one line of a log.
 
     The reason is the gate's: "undecided: warm_p95, error_rate" is said as a sentence, any other
     wording is kept as it is (made one safe line, number keys as readers know them).
     """
     calls = look.warm_calls + look.bursts * look.concurrency
-    parts = [f"{look.warm_calls} warm"] if look.warm_calls else []
-    if look.bursts:
-        parts.append(f"{look.bursts} burst{'s' if look.bursts != 1 else ''} of {look.concurrency}")
-    text = f"{name}: look {look.number}: {calls} more call{'s' if calls != 1 else ''}"
-    text += f" ({', '.join(parts)})" if parts else ""
+    text = f"{name}: look {look.number}: {calls:,} more call{'s' if calls != 1 else ''}"
     reason = humane(clean_text(look.reason, 200))
     undecided = reason.removeprefix("undecided:").strip() if reason.startswith("undecided:") else ""
     items = [item.strip() for item in undecided.split(",") if item.strip()]
