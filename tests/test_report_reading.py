@@ -307,3 +307,18 @@ def test_probe_logs_each_look_and_verbose_shows_the_detail(fast_url: str) -> Non
     assert verbose.exit_code == 0, verbose.output
     assert "where the time went (p50 / p95):" in verbose.stdout
     assert VERBOSE_HINT not in verbose.stdout
+
+
+def test_no_successful_call_shows_what_the_endpoint_said_in_the_comment() -> None:
+    """The comment has no table of errors: the example of each kind goes under the line."""
+    comment = render_comment([no_success()], marker=MARKER)
+    assert (
+        "failed (6 connection\\_refused), so no latency could be measured\n"
+        "  - connection\\_refused: \\[Errno 111\\] Connection refused\n"
+    ) in comment
+
+
+def test_side_by_side_table_says_each_targets_calls_and_time() -> None:
+    """Several targets: the last row gives each one's calls and how long it took."""
+    summary = render_summary([make_result("a"), make_result("b", passed=False)])
+    assert "| calls, time | 81 in 12.3 s | 31 in 12.3 s |\n" in summary

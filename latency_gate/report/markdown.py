@@ -78,6 +78,8 @@ def environment() -> jinja2.Environment:
     env.filters["percent"] = fmt_percent
     env.filters["value"] = fmt_value
     env.filters["thousands"] = lambda n: f"{n:,}"
+    # A number and its unit stay on one line in a narrow table column ("420 ms", "+198 ms").
+    env.filters["nowrap"] = lambda text: str(text).replace(" ", "\u00a0")
     # Globals, not context: the imported macros see globals only.
     env.globals["delta_rows"] = delta_rows
     env.globals["regression_limit"] = regression_limit_text

@@ -235,7 +235,7 @@ def _setting_text(value: object) -> str:
     return str(value)
 
 
-_DURATION_SETTINGS = frozenset({"timeout", "idle"})
+_DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
 
 
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
