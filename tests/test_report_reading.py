@@ -17,7 +17,7 @@ from latency_gate import cli
 from latency_gate.action.annotations import annotate
 from latency_gate.demo import EndpointSpec, serve_in_thread
 from latency_gate.measure.engine import Progress
-from latency_gate.models import CallPhase, ErrorKind, RunResult
+from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult
 from latency_gate.report.markdown import render_comment, render_summary
 from latency_gate.report.progress import Look, ProgressLog, describe_look, progress_printer
 from latency_gate.report.terminal import VERBOSE_HINT, render_terminal
@@ -222,10 +222,13 @@ def test_terminal_leaves_a_passing_targets_detail_to_verbose() -> None:
 
 def test_terminal_of_three_passing_targets_fits_a_screen() -> None:
     """Three passing streamed targets with a finding each fit in 30 lines, none over 100 wide."""
-    results = [
-        result.model_copy(update={"findings": make_result(passed=False).findings})
-        for result in three_passing()
-    ]
+    finding = Finding(
+        code="buffered_stream",
+        title="Buffered stream: the answer arrives all at once",
+        evidence="a stream was asked for, but all 24 tokens arrived in one burst",
+        hint="h",
+    )
+    results = [result.model_copy(update={"findings": (finding,)}) for result in three_passing()]
     lines = render_terminal(results, hint=VERBOSE_HINT).splitlines()
     assert len(lines) <= 30
     assert max(len(line) for line in lines) <= 100
@@ -322,3 +325,16 @@ def test_side_by_side_table_says_each_targets_calls_and_time() -> None:
     """Several targets: the last row gives each one's calls and how long it took."""
     summary = render_summary([make_result("a"), make_result("b", passed=False)])
     assert "| calls, time | 81 in 12.3 s | 31 in 12.3 s |\n" in summary
+
+
+def test_findings_of_a_passing_target_are_titles_beside_others_with_evidence_alone() -> None:
+    """A passing target's findings: with one target title and evidence, among several titles."""
+    finding = Finding(code="long-tail", title="Long tail", evidence="p95 is 10x p50", hint="h")
+    one = render_terminal([make_result(findings=[finding])]).splitlines()
+    assert one[one.index("findings:") + 1 : one.index("findings:") + 3] == [
+        f"  {finding.title}",
+        f"    {finding.evidence}",
+    ]
+    several = render_terminal([make_result("a", findings=[finding]), make_result("b")])
+    assert f"\nfindings:\n  a: {finding.title}\n" in several
+    assert finding.evidence not in several

@@ -84,14 +84,16 @@ def render_terminal(
     lines += _comparison(results)
     lines += _baselines(results, names)
     detailed = [verbose or not view.result.verdict.passed for view in views]
-    titles = [
-        f"  {name + ': ' if several else ''}{_one_line_long(finding.title)}"
-        for view, name, shown in zip(views, names, detailed, strict=True)
-        if not shown
-        for finding in view.result.findings
-    ]
-    if titles:
-        lines += ["", "findings:", *titles]
+    # The findings of a target whose detail is not shown: with several targets their titles (the
+    # evidence is detail), with one its evidence too (there is room on the screen).
+    found: list[str] = []
+    for view, name, shown in zip(views, names, detailed, strict=True):
+        for finding in [] if shown else view.result.findings:
+            found += _wrap(f"{name + ': ' if several else ''}{clean_text(finding.title)}", "  ")
+            if not several:
+                found += _wrap(clean_text(finding.evidence, 600), "    ")
+    if found:
+        lines += ["", "findings:", *found]
     if verbose and several:
         lines += terminal_chain(results, names)
     for view, name, shown in zip(views, names, detailed, strict=True):
