@@ -29,6 +29,7 @@ from latency_gate.measure.engine import (
 )
 from latency_gate.measure.floor import measure_floor
 from latency_gate.models import RunResult, Sample
+from latency_gate.report.progress import Look, TargetProgress
 from latency_gate.report.result_file import parse_runs
 
 if TYPE_CHECKING:
@@ -50,10 +51,16 @@ class _Judge:
     layer (assess/) loads while the endpoint answers, not before the first request (start-up
     is measured to the first request on the wire, docs/benchmarks.md)."""
 
-    def __init__(self, target: Target, baseline: BaselinePlan | None) -> None:
+    def __init__(
+        self, target: Target, baseline: BaselinePlan | None, progress: ProgressCallback
+    ) -> None:
         self.target = target
         self.baseline = baseline
         self._gate: Gate | None = None
+        self._looks = 1
+        # A printer of ours also says why each look after the first is taken (a user's own
+        # callback of probe() gets the Progress events it always got, nothing else).
+        self._on_look = progress.look if isinstance(progress, TargetProgress) else None
 
     @property
     def gate(self) -> Gate:
@@ -66,7 +73,13 @@ class _Judge:
     def more(self, samples: Sequence[Sample]) -> MoreCalls | None:
         """The engine's question after each look, answered by the gate (sequential sampling)."""
         step = self.gate.look(samples)
-        return None if step.stop else MoreCalls(step.warm_calls, step.bursts, step.reason)
+        if step.stop:
+            return None
+        self._looks += 1
+        if self._on_look is not None:
+            concurrency = self.target.concurrency
+            self._on_look(Look(self._looks, step.warm_calls, step.bursts, concurrency, step.reason))
+        return MoreCalls(step.warm_calls, step.bursts, step.reason)
 
 
 async def probe(
@@ -86,11 +99,12 @@ async def probe(
     cancellation propagates (`probe_all` is where an interrupted run still gets a result).
     """
     into = Measurement()
-    judge = _Judge(target, baseline)
+    progress = progress or _ignore
+    judge = _Judge(target, baseline, progress)
     await _measure(
         target,
         into,
-        progress or _ignore,
+        progress,
         judge,
         with_floor=measure_floor,
         kernel_stamps=kernel_stamps,
@@ -193,8 +207,8 @@ async def probe_all(
     results: list[RunResult] = []
     for target in targets:
         into = Measurement()
-        judge = _Judge(target, plan)
         progress = progress_for(target)
+        judge = _Judge(target, plan, progress)
         try:
             await _measure(
                 target,

@@ -258,10 +258,14 @@ def test_summary_shows_base_head_delta_and_the_test() -> None:
         "Test: exact permutation test of each percentile at the limit (the exact conditional "
         "test of two counts for the error rate), one-sided alpha 0.02 split over the looks."
     ) in text
+    # Each value keeps its unit on its line (no-break spaces): the result column is wide.
     assert (
-        "| warm p95 | 285 ms | 570 ms | +285 ms (+100 %) | x1.86 to x2.14 | ❌ regressed |" in text
+        "| warm p95 | 285\u00a0ms | 570\u00a0ms | +285\u00a0ms\u00a0(+100\u00a0%) | x1.86 to x2.14 "
+        "| ❌ regressed |"
+    ) in text
+    assert (
+        "| cold start | 420\u00a0ms | 840\u00a0ms | +420\u00a0ms\u00a0(+100\u00a0%) | — | " in text
     )
-    assert "| cold start | 420 ms | 840 ms | +420 ms (+100 %) | — | one call each:" in text
     assert (
         "- regression: warm p95 285 ms → 570 ms (+100 %), head / base 1.86 to 2.14 (95 %)" in text
     )

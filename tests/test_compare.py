@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,66 +14,148 @@ from one_look import one_look
 from result_factory import make_result, samples_for
 
 from latency_gate import action, cli
-from latency_gate.assess.cheapest import compare_targets
+from latency_gate.assess.cheapest import compare_targets, in_cost_order, read_price
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
 from latency_gate.report.markdown import render_summary
 
 
-def _run(name: str, warm: float, concurrent: float, *, passed: bool = True) -> RunResult:
+def _run(
+    name: str, warm: float, concurrent: float, *, passed: bool = True, cost: str | None = None
+) -> RunResult:
     samples = samples_for(cold=warm, warm=[warm] * 20, concurrent=[concurrent] * 10)
-    return make_result(name, samples=samples, passed=passed)
+    result = make_result(name, samples=samples, passed=passed)
+    if cost is None:
+        return result
+    return result.model_copy(update={"config": {**result.config, "cost": cost}})
 
 
-def test_cheapest_passing_and_what_dearer_buy() -> None:
-    """The first passing target is the cheapest; dearer ones are priced in p95 seconds."""
+@pytest.mark.parametrize(
+    ("cost", "price"),
+    [
+        ("$0.60 / 1M tokens", 0.6),
+        ("0", 0.0),
+        ("free", 0.0),
+        ("free, on our own GPU", 0.0),
+        ("$0.40 per 1,000 calls", 0.4),
+        ("GPT-4o at $2.50 / 1M", 2.5),
+        ("12 EUR a month", 12.0),
+        ("1,200 a month", 1200.0),
+        ("0,60 € / h", 0.6),
+        ("on our own GPU", None),
+        ("paid", None),
+        (None, None),
+    ],
+)
+def test_read_price(cost: str | None, price: float | None) -> None:
+    """A cost note's price: beside a currency sign, else its first number; "free" is 0."""
+    assert read_price(cost) == price
+
+
+def test_priced_comparison_is_worded_from_the_costs() -> None:
+    """Every target priced: cheapest within budget named, the dearer ones cost more and are
+    faster or slower by so much at p95, in price order whatever the file's order."""
     comparison = compare_targets(
         [
-            _run("free", 4.0, 9.0, passed=False),
-            _run("standard", 1.0, 2.0),
-            _run("premium", 0.6, 1.5),
+            _run("premium", 0.6, 1.5, cost="$2 / 1M tokens"),
+            _run("free", 4.0, 9.0, passed=False, cost="free"),
+            _run("standard", 1.0, 2.0, cost="$0.60 / 1M tokens"),
         ]
     )
     assert comparison is not None
-    assert comparison.cheapest == "standard"
-    assert comparison.failing_cheaper == ("free",)
-    assert comparison.buys == (
-        ("premium", None, "400 ms at warm p95 and 500 ms at concurrent p95"),
+    assert comparison.headline() == (
+        "Cheapest within budget: standard ($0.60 / 1M tokens). "
+        "Cheaper but over budget: free (free)."
+    )
+    assert comparison.sentences() == (
+        "premium ($2 / 1M tokens) costs more than standard and is 400 ms faster at warm p95 "
+        "and 500 ms faster at concurrent p95.",
     )
 
 
-def test_dearer_and_slower_buys_nothing() -> None:
-    """A dearer target that is slower is said to be, and over budget too when it is."""
-    comparison = compare_targets([_run("a", 0.5, 0.6), _run("b", 0.9, 0.6, passed=False)])
+def test_priced_slower_over_budget_and_same_price() -> None:
+    """A dearer target that is slower says so, and that it is over budget; an equal price
+    costs as much."""
+    comparison = compare_targets(
+        [
+            _run("a", 0.5, 0.6, cost="0"),
+            _run("b", 0.5, 0.6, cost="free"),
+            _run("c", 0.9, 0.5, passed=False, cost="$1"),
+        ]
+    )
     assert comparison is not None
-    assert comparison.buys == (
-        ("b", None, "nothing at p95: it is 400 ms slower at warm p95; it is over budget"),
+    assert comparison.sentences(name=lambda n: f"*{n}*") == (
+        "*b* (free) costs as much as *a* and is no faster at p95 (the same within 1 ms).",
+        "*c* ($1) costs more than *a* and is 100 ms faster at concurrent p95 but 400 ms slower "
+        "at warm p95; it is over budget.",
     )
 
 
-def test_none_passing() -> None:
-    """When no target passes there is no cheapest passing one."""
-    comparison = compare_targets([_run("a", 4, 4, passed=False), _run("b", 4, 4, passed=False)])
+def test_unpriced_comparison_is_neutral() -> None:
+    """Without a price on every target: the file's order, no word on price, each target held
+    against the first one within budget."""
+    comparison = compare_targets(
+        [
+            _run("staging", 0.5, 0.6, passed=False, cost="on our own GPU"),
+            _run("preview", 0.47, 0.6, cost="$1"),
+            _run("canary", 0.5, 0.6),
+        ]
+    )
     assert comparison is not None
-    assert comparison.cheapest is None
-    assert (
-        comparison.headline == "No target passes the budget, so there is no cheapest passing one."
+    assert comparison.headline() is None
+    assert comparison.sentences() == (
+        "staging is 30 ms slower at warm p95 than preview; it is over budget.",
+        "canary is 30 ms slower at warm p95 than preview.",
     )
+
+
+def test_none_within_budget() -> None:
+    """When no target is within budget there is nothing to pick: no headline, no sentence."""
+    for cost in (None, "$1"):
+        comparison = compare_targets(
+            [_run("a", 4, 4, passed=False, cost=cost), _run("b", 4, 4, passed=False, cost=cost)]
+        )
+        assert comparison is not None
+        assert comparison.reference is None
+        assert comparison.headline() is None
+        assert comparison.sentences() == ()
+
+
+def test_cost_order_only_when_every_target_is_priced() -> None:
+    """Reports list targets cheapest first when all are priced, else in the file's order."""
+    dear, cheap, unpriced = (
+        _run("dear", 1, 1, cost="$2"),
+        _run("cheap", 1, 1, cost="$1"),
+        _run("x", 1, 1),
+    )
+    assert [r.target for r in in_cost_order([dear, cheap])] == ["cheap", "dear"]
+    assert [r.target for r in in_cost_order([dear, cheap, unpriced])] == ["dear", "cheap", "x"]
 
 
 def test_no_comparison_for_one_target_or_repeated_names() -> None:
-    """One target, or runs of the same target (a matrix of runners), have nothing to price."""
+    """One target, or runs of the same target (a matrix of runners), have nothing to compare."""
     assert compare_targets([_run("a", 1, 1)]) is None
     assert compare_targets([_run("a", 1, 1), _run("a", 2, 2)]) is None
 
 
 def test_summary_names_the_cheapest_with_its_cost() -> None:
-    """The job summary says which target is cheapest and passes, with its cost note escaped."""
-    cheap = _run("local", 0.5, 0.6)
-    cheap = cheap.model_copy(update={"config": {**cheap.config, "cost": "free_tier *"}})
-    text = render_summary([cheap, _run("paid", 0.1, 0.2)])
-    assert "**Cheapest target that passes: local** (free\\_tier \\*).\n" in text
-    assert "- Paying for **paid** buys 400 ms at warm p95 and 400 ms at concurrent p95.\n" in text
+    """The job summary names the cheapest target within budget, costs escaped."""
+    text = render_summary(
+        [_run("local", 0.5, 0.6, cost="free_tier *0*"), _run("paid", 0.1, 0.2, cost="$1")]
+    )
+    assert "Cheapest within budget: **local** (free\\_tier \\*0\\*).\n" in text
+    assert (
+        "* **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 and "
+        "400 ms faster at concurrent p95.\n" in text
+    )
+
+
+def test_summary_compares_neutrally_without_costs() -> None:
+    """Without costs the summary neither prices nor says "cheapest"."""
+    text = render_summary([_run("staging", 0.5, 0.6), _run("preview", 0.529, 0.6)])
+    assert "* **preview** is 29 ms slower at warm p95 than **staging**.\n" in text
+    assert "heapest" not in text
+    assert "aying" not in text
 
 
 # --- a real two-target run ------------------------------------------------------------------
@@ -88,7 +171,8 @@ def servers() -> Iterator[list[DemoServer]]:
 
 
 def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> None:
-    """`probe --targets`: both probed, shown in columns, the cheapest passing one named."""
+    """`probe --targets`: both probed, shown in columns, the cheapest within budget named and
+    the dearer one priced against it."""
     fast, slow = servers
     path = tmp_path / "targets.yml"
     one_look_keys = "".join(f"  {key}: {value}\n" for key, value in one_look(9).items())
@@ -97,7 +181,7 @@ def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> 
         f"{one_look_keys}"  # one look each: 1 + 5 + 3 calls
         "targets:\n"
         f"  - name: cheap\n    url: {slow.url}\n    cost: free tier\n"
-        f"  - name: dear\n    url: {fast.url}\n    cost: paid\n"
+        f"  - name: dear\n    url: {fast.url}\n    cost: $0.40 per 1,000 calls\n"
     )
     done = CliRunner().invoke(
         cli.main,
@@ -105,11 +189,12 @@ def test_two_targets_side_by_side(servers: list[DemoServer], tmp_path: Path) -> 
     )
     assert done.exit_code == 0, done.output
     lines = done.stdout.splitlines()
-    assert lines[0] == "PASS: all 2 targets within budget"
-    assert lines[2].split() == ["number", "cheap", "dear"]
-    assert "Cheapest target that passes: cheap (free tier)" in lines
-    buys = next(line for line in lines if line.startswith("  paying for dear (paid) buys "))
-    assert "at warm p95" in buys
+    assert lines[0].startswith("PASS: all 2 targets within budget")
+    assert lines[3].split() == ["number", "cheap", "dear"]
+    assert "Cheapest within budget: cheap (free tier)." in lines
+    dear = next(line for line in lines if line.startswith("dear ($0.40 per 1,000 calls) costs "))
+    assert dear.startswith("dear ($0.40 per 1,000 calls) costs more than cheap and is ")
+    assert "faster at warm p95" in dear
     assert len(slow.records) == len(fast.records) == 1 + 5 + 3
     # Probed one after another: the dear one's first call came after the cheap one's last.
     assert min(r.received_ns for r in fast.records) > max(r.received_ns for r in slow.records)
@@ -122,7 +207,8 @@ def github_outputs(text: str) -> dict[str, str]:
 
 def test_action_targets_input(servers: list[DemoServer], tmp_path: Path) -> None:
     """The action's `targets`: keys from ${NAME} masked first, both columns in the summary,
-    the cheapest passing named, overall outputs only, and a baseline that is missing said so."""
+    compared without a word on price (no costs given), overall outputs only, and a baseline
+    that is missing said so."""
     fast, slow = servers
     (tmp_path / "targets.yml").write_text(
         "defaults:\n  prompt: Hi\n  warm-calls: 3\n  concurrency: 2\n"
@@ -149,7 +235,8 @@ def test_action_targets_input(servers: list[DemoServer], tmp_path: Path) -> None
     assert "::warning title=latency-gate%3A no baseline::no baseline for cheap: " in log
     summary = (tmp_path / "summary.md").read_text()
     assert "| number | cheap | dear |" in summary
-    assert "**Cheapest target that passes: cheap**." in summary
+    assert re.search(r"^\* \*\*dear\*\* is .* than \*\*cheap\*\*\.$", summary, re.MULTILINE)
+    assert "heapest" not in summary
     assert "> **No baseline for cheap**: no baseline file at" in summary
     outputs = (tmp_path / "output").read_text()
     assert github_outputs(outputs)["passed"] == "true"

@@ -580,6 +580,7 @@ def test_concurrency_within_the_hard_limit_raises_the_soft_one(demo: DemoServer)
         # one warm call cannot decide warm p95: this test is about open files, not the verdict
         "--on-undecided",
         "pass",
+        "-v",  # the counts are the detail of a passing run
         preexec=limit,
     )
     assert done.returncode == 0, done.stdout

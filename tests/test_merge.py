@@ -36,7 +36,7 @@ def test_merge_two_files_gives_one_report(tmp_path: Path) -> None:
     )
     assert done.exit_code == 0, done.output
     assert done.stdout.splitlines()[0] == "PASS: all 2 targets within budget"
-    assert done.stdout.splitlines()[2].split() == ["number", "api", "(eu-west)", "api", "(us-east)"]
+    assert done.stdout.splitlines()[3].split() == ["number", "api", "(eu-west)", "api", "(us-east)"]
     merged = parse_runs(out.read_text(), "merged")
     assert [r.display_name for r in merged] == ["api (eu-west)", "api (us-east)"]
     assert "| number | api (eu-west) | api (us-east) |" in md.read_text()

@@ -11,23 +11,30 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import jinja2
 import pytest
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
-from result_factory import (
-    failed_sample,
-    healthy_samples,
-    make_result,
-    samples_for,
+from report_scenarios import (
+    FAKE_MARKER,
+    HOSTILE_DETAIL,
+    HOSTILE_NAME,
+    SCENARIOS,
+    TERMINAL_SCENARIOS,
+    scenario_errors,
+    scenario_fail,
+    scenario_hostile,
+    scenario_interrupted,
+    scenario_nodata,
+    scenario_pass,
+    scenario_several,
 )
+from result_factory import failed_sample, make_result, samples_for
 
-from latency_gate.config import Budget
 from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape
-from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult
+from latency_gate.models import CallPhase, ErrorKind, RunResult
 from latency_gate.report.markdown import (
     environment,
     render_comment,
@@ -41,9 +48,6 @@ MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
 ZWJ = "\u200d"
 MIB = 1_048_576
 
-HOSTILE_DETAIL = "bad | gateway `rm -rf` <script>alert(1)</script>\n@octocat see #123 *now*"
-HOSTILE_NAME = "prod|<b>x</b> @team #7"
-FAKE_MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
 # Substrings that must never reach Markdown raw from untrusted text.
 RAW_FORBIDDEN = (
     "<script>",
@@ -54,98 +58,6 @@ RAW_FORBIDDEN = (
 )
 # What GitHub would turn into a notification or an issue link in rendered text.
 REFERENCE = re.compile(r"@[A-Za-z0-9]|#[0-9]|\bGH-[0-9]", re.IGNORECASE)
-
-
-# --- scenarios ---------------------------------------------------------------------------------
-
-
-def scenario_pass() -> list[RunResult]:
-    return [make_result()]
-
-
-def scenario_fail() -> list[RunResult]:
-    return [make_result(passed=False)]
-
-
-def scenario_errors() -> list[RunResult]:
-    samples = [
-        *healthy_samples(),
-        failed_sample(
-            CallPhase.WARM, 20, ErrorKind.HTTP_5XX, "503 upstream connect error", status=503
-        ),
-        failed_sample(CallPhase.WARM, 21, ErrorKind.HTTP_5XX, "502 bad gateway", status=502),
-        failed_sample(CallPhase.CONCURRENT, 10, ErrorKind.HTTP_429, "429 slow down", status=429),
-        failed_sample(CallPhase.CONCURRENT, 11, ErrorKind.READ_TIMEOUT, None),
-    ]
-    finding = Finding(
-        code="rate_limited",
-        title="Rate limited",
-        evidence="1 of 35 calls got 429 with Retry-After: 2",
-        hint="raise the rate limit or lower the concurrency",
-    )
-    return [make_result(samples=samples, findings=[finding])]
-
-
-def scenario_hostile() -> list[RunResult]:
-    samples = [
-        *healthy_samples(),
-        failed_sample(CallPhase.WARM, 20, ErrorKind.HTTP_5XX, HOSTILE_DETAIL, status=500),
-        failed_sample(CallPhase.WARM, 21, ErrorKind.STREAM_ERROR, FAKE_MARKER, status=200),
-    ]
-    finding = Finding(
-        code="buffered_stream",
-        title="Buffered | stream <i>",
-        evidence=HOSTILE_DETAIL,
-        hint="ask @octocat about #123",
-    )
-    return [
-        make_result(
-            HOSTILE_NAME,
-            samples=samples,
-            url="http://127.0.0.1:8000/v1/<script>|`x`",
-            headers=[("User-Agent", "@octocat #123 | <!-- latency-gate:comment:x -->")],
-            findings=[finding],
-            warnings=[f"server said: {HOSTILE_DETAIL}"],
-            budget=Budget(max_error_rate=0.5),
-        )
-    ]
-
-
-def scenario_several() -> list[RunResult]:
-    return [
-        make_result("local", stream=True, budget=Budget(max_ttft_p95=1.0)),
-        make_result("free", passed=False),
-        make_result("paid", budget=Budget(max_cold_start=1.0, max_warm_p50=0.5)),
-    ]
-
-
-def scenario_interrupted() -> list[RunResult]:
-    samples = [
-        *samples_for(cold=0.42, warm=[0.1 + 0.01 * i for i in range(7)], concurrent=[]),
-        failed_sample(CallPhase.WARM, 7, ErrorKind.INTERRUPTED, "cancelled by SIGTERM"),
-    ]
-    return [make_result(samples=samples, interrupted=True, budget=Budget(max_error_rate=0.2))]
-
-
-def scenario_nodata() -> list[RunResult]:
-    samples = [
-        failed_sample(phase, i, ErrorKind.CONNECTION_REFUSED, "[Errno 111] Connection refused")
-        for phase, count in ((CallPhase.COLD, 1), (CallPhase.WARM, 3), (CallPhase.CONCURRENT, 2))
-        for i in range(count)
-    ]
-    return [make_result(samples=samples, floor=None)]
-
-
-SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
-    "pass": scenario_pass,
-    "fail": scenario_fail,
-    "errors": scenario_errors,
-    "hostile": scenario_hostile,
-    "several": scenario_several,
-    "interrupted": scenario_interrupted,
-    "nodata": scenario_nodata,
-}
-TERMINAL_SCENARIOS = ("pass", "fail", "several", "nodata", "interrupted")
 
 
 def check_golden(name: str, actual: str) -> None:
@@ -327,10 +239,13 @@ def test_markdown_file_is_the_summary() -> None:
 
 
 def test_summary_headline_names_breaches() -> None:
-    """A failed run opens with FAIL and each breached number with value and budget."""
+    """A failed run opens with FAIL, the time to the verdict, and each breached number with
+    value and budget."""
     lines = render_summary(scenario_fail()).splitlines()
-    assert lines[:5] == [
+    assert lines[:7] == [
         "## ❌ latency-gate: FAIL",
+        "",
+        "Verdict in 12.3 s, after 31 of at most 300 calls:",
         "",
         "- warm p95 3.90 s, over its 3.00 s budget",
         "- concurrent p95 4.91 s, over its 3.00 s budget",
@@ -338,10 +253,13 @@ def test_summary_headline_names_breaches() -> None:
     ]
 
 
-def test_summary_says_no_data() -> None:
-    """A run where every call failed says "no data" in its headline list."""
+def test_summary_says_no_call_succeeded() -> None:
+    """A run where every call failed says so in its headline list, with the kinds."""
     summary = render_summary(scenario_nodata())
-    assert "- no data: no call succeeded, so no latency could be measured\n" in summary
+    assert (
+        "- no call succeeded: 6 of 6 failed (6 connection\\_refused), so no latency could be "
+        "measured\n"
+    ) in summary
 
 
 def test_summary_counts_left_out_calls() -> None:
@@ -546,9 +464,10 @@ def test_hostile_target_name_in_column_header() -> None:
 
 
 def test_hostile_settings_are_escaped() -> None:
-    """The URL and a harmless header's value are shown escaped in the settings table."""
+    """The URL (in a code span, < > | percent-encoded as sent) and a harmless header's value are
+    shown escaped in the settings table."""
     settings = next(t for t in tables(render_summary(scenario_hostile())) if t[0][0] == "setting")
-    assert ["url", "http://127.0.0.1:8000/v1/<script>|`x`"] in [
+    assert ["url", "http://127.0.0.1:8000/v1/%3Cscript%3E%7C`x`"] in [
         [visible(c) for c in row] for row in settings
     ]
     assert [
@@ -655,15 +574,15 @@ def test_terminal_single_target_columns() -> None:
     """One target: number, value, 95 % interval, budget, result; "—" where a number is not
     gated or has no interval."""
     lines = render_terminal(scenario_pass()).splitlines()
-    assert lines[2].split() == ["number", "value", "95", "%", "interval", "budget", "result"]
-    assert lines[3].split() == ["cold", "start", "420", "ms", "—", "—", "—"]
+    assert lines[3].split() == ["number", "value", "95", "%", "interval", "budget", "result"]
+    assert lines[4].split() == ["cold", "start", "420", "ms", "—", "—", "—"]
 
 
 def test_terminal_several_targets_pass() -> None:
     """Several passing targets: one PASS line naming how many, then a column per target."""
     lines = render_terminal([make_result("a"), make_result("b")]).splitlines()
     assert lines[0] == "PASS: all 2 targets within budget"
-    assert lines[2].split() == ["number", "a", "b"]
+    assert lines[3].split() == ["number", "a", "b"]
 
 
 def test_terminal_several_targets_interrupted() -> None:

@@ -150,7 +150,7 @@ async def test_wait_ready_waits_for_a_server_that_starts_late() -> None:
     assert result.numbers.error_rate == 0.0
     assert len(server.requests) == 7  # the polls were GETs, none of them counted as a call
     assert result.samples[0].phase is CallPhase.COLD
-    terminal = render_terminal([result], color=False)
+    terminal = render_terminal([result], color=False, verbose=True)
     assert f"waited {fmt_duration(result.ready_after)} for the endpoint to answer" in terminal
     assert "before the cold call (--wait-ready)" in render_markdown([result])
 

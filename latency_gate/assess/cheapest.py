@@ -1,39 +1,63 @@
-"""Targets side by side: which is the cheapest that passes, and what the dearer ones buy.
+"""Targets side by side: how each compares at p95 with the one a reader would pick.
 
-The targets come in the order of the targets file, cheapest first (the file says so; cost notes
-are free text and never parsed). "Buys" is measured at p95: warm p95, and concurrent p95 when
-both runs have it, as the cheapest passing target's value minus the dearer one's.
+A target may say what it costs (`cost` in a targets file, any unit: "$0.60 / 1M tokens", "0",
+"free, on our own GPU"). When every target's cost holds a price that can be read (the number
+beside a currency sign, else its first number; "free" is 0), the targets are ordered by it,
+cheapest first, and the comparison is worded from the prices: "paid costs more than local and is
+1.20 s faster at warm p95". Otherwise the file's order stands (the README asks for cheapest
+first) and the comparison says nothing about price: "preview is 29 ms slower at warm p95 than
+staging". Either way every other target is held against the reference: the cheapest target
+within budget, or the first one within budget. "Faster" is measured at p95: warm p95, and
+concurrent p95 when both runs have it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import RunResult
 
-__all__ = ["Comparison", "compare_targets"]
+__all__ = ["Comparison", "Standing", "compare_targets", "in_cost_order", "read_price"]
 
 # Differences under a millisecond are reported as none: below what a p95 of 20 calls can tell.
 _SAME = 0.001
 _P95S = (("warm_p95", "warm p95"), ("concurrent_p95", "concurrent p95"))
 
+_NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?"
+_CURRENCY = re.compile(
+    rf"[$€£¥]\s?(?P<before>{_NUMBER})|(?P<after>{_NUMBER})\s?(?:[$€£¥]|(?:USD|EUR|GBP)\b)",
+    re.IGNORECASE,
+)
+_FIRST = re.compile(rf"(?P<free>\bfree\b)|(?P<number>{_NUMBER})", re.IGNORECASE)
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 
-@dataclass(frozen=True)
-class Comparison:
-    """What a reader needs to pick a target. Names and costs are untrusted: escape them."""
+Name = Callable[[str], str]
 
-    cheapest: str | None  # the cheapest target that passes, None when none does
-    cheapest_cost: str | None
-    failing_cheaper: tuple[str, ...]  # cheaper targets that fail, in order
-    buys: tuple[tuple[str, str | None, str], ...]  # (dearer target, its cost, what it buys)
 
-    @property
-    def headline(self) -> str:
-        if self.cheapest is None:
-            return "No target passes the budget, so there is no cheapest passing one."
-        return f"Cheapest target that passes: {self.cheapest}"
+def _number(text: str) -> float:
+    """ "1,200.50" -> 1200.5 (commas between groups of three), "0,60" -> 0.6 (a decimal comma)."""
+    if _THOUSANDS.fullmatch(text):
+        return float(text.replace(",", ""))
+    return float(text.replace(",", "."))
+
+
+def read_price(cost: str | None) -> float | None:
+    """The price a cost note states, to order targets by: the number beside a currency sign
+    ("$0.60 / 1M tokens" -> 0.6, "5 EUR" -> 5), else the first of "free" (0) or a number
+    ("0" -> 0, "free, on our own GPU" -> 0); None when it states none ("on our own GPU")."""
+    if not cost:
+        return None
+    priced = _CURRENCY.search(cost)
+    if priced is not None:
+        return _number(priced.group("before") or priced.group("after"))
+    first = _FIRST.search(cost)
+    if first is None:
+        return None
+    return 0.0 if first.group("free") else _number(first.group("number"))
 
 
 def _cost(result: RunResult) -> str | None:
@@ -41,53 +65,152 @@ def _cost(result: RunResult) -> str | None:
     return str(cost) if cost else None
 
 
-def _buys(cheap: RunResult, dear: RunResult) -> str:
-    """ "0.40 s at warm p95 and 2.9 s at concurrent p95", or how it is slower."""
-    gains: list[str] = []
-    losses: list[str] = []
+def _prices(results: Sequence[RunResult]) -> list[float] | None:
+    """Every target's price, or None when one of them states none (or there is one target)."""
+    prices = [read_price(_cost(result)) for result in results]
+    if len(results) < 2 or any(price is None for price in prices):
+        return None
+    return [price for price in prices if price is not None]
+
+
+def in_cost_order(results: Sequence[RunResult]) -> list[RunResult]:
+    """The results cheapest first when every one states a price (ties keep their order);
+    otherwise as given."""
+    prices = _prices(results)
+    if prices is None:
+        return list(results)
+    order = sorted(range(len(results)), key=lambda i: prices[i])
+    return [results[i] for i in order]
+
+
+@dataclass(frozen=True)
+class Standing:
+    """One target against the reference. Name and cost are untrusted: escape them."""
+
+    name: str
+    cost: str | None  # shown only in a priced comparison
+    price: Literal["more", "same"] | None  # than the reference; None when not priced
+    faster: tuple[str, ...]  # "1.20 s faster at warm p95"
+    slower: tuple[str, ...]  # "29 ms slower at concurrent p95"
+    measured: bool  # both sides have a p95 to compare
+    passed: bool
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a reader needs to pick a target. Names and costs are untrusted: the sentence
+    methods take the function that makes each safe (and bold, in Markdown)."""
+
+    priced: bool
+    reference: str | None  # the cheapest (priced) or first target within budget; None: none is
+    reference_cost: str | None
+    cheaper_failing: tuple[tuple[str, str | None], ...]  # priced: cheaper targets over budget
+    others: tuple[Standing, ...]
+
+    def headline(self, name: Name = str, cost: Name = str) -> str | None:
+        """ "Cheapest within budget: local (free). Cheaper but over budget: spot ($0)." in a
+        priced comparison with a target within budget; None otherwise."""
+        if not self.priced or self.reference is None:
+            return None
+        text = f"Cheapest within budget: {name(self.reference)}{_note(self.reference_cost, cost)}."
+        if self.cheaper_failing:
+            listed = ", ".join(f"{name(n)}{_note(c, cost)}" for n, c in self.cheaper_failing)
+            text += f" Cheaper but over budget: {listed}."
+        return text
+
+    def sentences(self, name: Name = str, cost: Name = str) -> tuple[str, ...]:
+        """A sentence per other target: "paid ($0.60 / 1M tokens) costs more than local and is
+        1.20 s faster at warm p95." or "preview is 29 ms slower at warm p95 than staging."."""
+        if self.reference is None:
+            return ()
+        return tuple(self._sentence(other, name, cost) for other in self.others)
+
+    def _sentence(self, other: Standing, name: Name, cost: Name) -> str:
+        reference = name(self.reference or "")
+        who = name(other.name)
+        if self.priced:
+            price = "more than" if other.price == "more" else "as much as"
+            text = f"{who}{_note(other.cost, cost)} costs {price} {reference}"
+            if not other.measured:
+                text += "; one of the two has no p95 to compare"
+            elif not other.faster and not other.slower:
+                text += " and is no faster at p95 (the same within 1 ms)"
+            else:
+                text += f" and is {_difference(other)}"
+        elif not other.measured:
+            text = f"{who} has no p95 to compare with {reference}'s"
+        elif not other.faster and not other.slower:
+            text = f"{who} is as fast as {reference} at p95 (the same within 1 ms)"
+        else:
+            text = f"{who} is {_difference(other)} than {reference}"
+        return text + ("; it is over budget." if not other.passed else ".")
+
+
+def _note(text: str | None, cost: Name) -> str:
+    return f" ({cost(text)})" if text else ""
+
+
+def _difference(other: Standing) -> str:
+    """ "1.20 s faster at warm p95 but 29 ms slower at concurrent p95"."""
+    faster = " and ".join(other.faster)
+    slower = " and ".join(other.slower)
+    return f"{faster} but {slower}" if faster and slower else faster or slower
+
+
+def _standing(
+    reference: RunResult, other: RunResult, price: Literal["more", "same"] | None
+) -> Standing:
+    faster: list[str] = []
+    slower: list[str] = []
     measured = False
     for number, label in _P95S:
-        base = getattr(cheap.numbers, number)
-        other = getattr(dear.numbers, number)
-        if base is None or other is None:
+        base = getattr(reference.numbers, number)
+        value = getattr(other.numbers, number)
+        if base is None or value is None:
             continue
         measured = True
-        if base - other >= _SAME:
-            gains.append(f"{fmt_duration(base - other)} at {label}")
-        elif other - base >= _SAME:
-            losses.append(f"{fmt_duration(other - base)} slower at {label}")
-    if not measured:
-        return "nothing measurable (no p95 on one side)"
-    if not gains and not losses:
-        return "nothing at p95: the same within a millisecond"
-    if not gains:
-        return "nothing at p95: it is " + " and ".join(losses)
-    text = " and ".join(gains)
-    if losses:
-        text += ", but is " + " and ".join(losses)
-    return text
+        if base - value >= _SAME:
+            faster.append(f"{fmt_duration(base - value)} faster at {label}")
+        elif value - base >= _SAME:
+            slower.append(f"{fmt_duration(value - base)} slower at {label}")
+    return Standing(
+        name=other.display_name,
+        cost=_cost(other) if price is not None else None,
+        price=price,
+        faster=tuple(faster),
+        slower=tuple(slower),
+        measured=measured,
+        passed=other.verdict.passed,
+    )
 
 
 def compare_targets(results: Sequence[RunResult]) -> Comparison | None:
-    """The comparison of several distinct targets in cheapest-first order; None for one target
-    or for runs of the same target (a merged matrix of runners has nothing to price)."""
+    """The comparison of several distinct targets; None for one target or for runs of the same
+    target (a merged matrix of runners has nothing to compare)."""
     names = [result.target for result in results]
     if len(results) < 2 or len(set(names)) != len(names):
         return None
-    cheapest_index = next((i for i, r in enumerate(results) if r.verdict.passed), None)
-    if cheapest_index is None:
-        return Comparison(None, None, tuple(r.display_name for r in results), ())
-    cheap = results[cheapest_index]
+    prices = _prices(results)
+    if prices is None:
+        at = next((i for i, r in enumerate(results) if r.verdict.passed), None)
+        if at is None:
+            return Comparison(False, None, None, (), ())
+        reference = results[at]
+        others = tuple(_standing(reference, r, None) for r in results if r is not reference)
+        return Comparison(False, reference.display_name, None, (), others)
+    priced = sorted(zip(results, prices, strict=True), key=lambda pair: pair[1])
+    found = next((pair for pair in priced if pair[0].verdict.passed), None)
+    if found is None:
+        return Comparison(True, None, None, (), ())
+    reference, base = found
     return Comparison(
-        cheapest=cheap.display_name,
-        cheapest_cost=_cost(cheap),
-        failing_cheaper=tuple(r.display_name for r in results[:cheapest_index]),
-        buys=tuple(
-            (
-                dear.display_name,
-                _cost(dear),
-                _buys(cheap, dear) + ("" if dear.verdict.passed else "; it is over budget"),
-            )
-            for dear in results[cheapest_index + 1 :]
+        priced=True,
+        reference=reference.display_name,
+        reference_cost=_cost(reference),
+        cheaper_failing=tuple((r.display_name, _cost(r)) for r, price in priced if price < base),
+        others=tuple(
+            _standing(reference, r, "same" if price == base else "more")
+            for r, price in priced
+            if price >= base and r is not reference
         ),
     )

@@ -245,11 +245,24 @@ def write_reports(
         raise ConfigError(problems)
 
 
-def echo_report(results: Sequence[RunResult]) -> None:
-    """The terminal report on stdout (its renderer is loaded now, after the run: start-up)."""
-    from latency_gate.report.terminal import render_terminal  # noqa: PLC0415
+def echo_report(results: Sequence[RunResult], *, verbose: bool = False) -> None:
+    """The terminal report on stdout: the first screen, with every target's detail when
+    `verbose` (-v), a failing target's otherwise (its renderer is loaded now, after the run:
+    start-up)."""
+    from latency_gate.report.terminal import VERBOSE_HINT, render_terminal  # noqa: PLC0415
 
-    click.echo(render_terminal(results, color=color()))
+    click.echo(render_terminal(results, color=color(), verbose=verbose, hint=VERBOSE_HINT))
+
+
+def verbose_option(func: Callable[..., Any]) -> Callable[..., Any]:
+    """-v/--verbose: every target's detail in the terminal report, not only a failing one's."""
+    return click.option(
+        "-v",
+        "--verbose",
+        is_flag=True,
+        help="Show every target's detail (where the time went, sampling, errors, the floor), "
+        "not only a failing one's.",
+    )(func)
 
 
 def plain_terminal() -> bool:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from latency_gate.cli.app import FilePath, echo_report, main, progress
+from latency_gate.cli.app import FilePath, echo_report, main, progress, verbose_option
 from latency_gate.config import build_target
 from latency_gate.errors import ConfigError
 from latency_gate.run import probe
@@ -26,6 +26,8 @@ DEMO_DESCRIPTIONS = {
     "free": "a free server with a cold start, serving one request at a time",
     "paid": "a paid production endpoint, fast but with its stream buffered by a layer in front",
 }
+# What each would cost, as a targets file says it: the comparison is worded from them.
+DEMO_COSTS = {"local": "free, on this machine", "free": "free tier", "paid": "$0.60 / 1M tokens"}
 
 
 @main.command("demo")
@@ -36,7 +38,8 @@ DEMO_DESCRIPTIONS = {
     show_default=True,
     help="Folder for the JSON and Markdown reports.",
 )
-def demo_command(out: str) -> None:
+@verbose_option
+def demo_command(out: str, verbose: bool) -> None:
     """Probe three embedded loopback endpoints: local model, free server, paid production."""
     from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
 
@@ -47,16 +50,15 @@ def demo_command(out: str) -> None:
         for spec, server in zip(specs, servers, strict=True):
             target = build_target(
                 {"name": spec.name, "url": server.url, "prompt": "Hello", "stream": "true"}
-            )
+            ).model_copy(update={"cost": DEMO_COSTS[spec.name]})
             click.echo(f"probing {spec.name}: {DEMO_DESCRIPTIONS[spec.name]}", err=True)
             result = run_with_signals(probe(target, progress=progress(target)))
             results.append(result)
             _write(folder / f"{spec.name}.json", result.model_dump_json(indent=2) + "\n")
-            echo_report([result])
     from latency_gate.report.markdown import render_markdown  # noqa: PLC0415 (start-up)
 
     _write(folder / "report.md", render_markdown(results))
-    echo_report(results)
+    echo_report(results, verbose=verbose)
     click.echo(f"reports written to {folder}/ (report.md and one JSON file per environment)")
 
 

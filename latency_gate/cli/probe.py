@@ -17,6 +17,7 @@ from latency_gate.cli.app import (
     endpoint_options,
     main,
     progress_log,
+    verbose_option,
     working_dir,
     write_reports,
 )
@@ -100,6 +101,7 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
     show_envvar=True,
     help="Where this ran (runner, region): names the run's column when results are merged.",
 )
+@verbose_option
 def probe_command(
     *,
     url: str | None,
@@ -111,6 +113,7 @@ def probe_command(
     baseline_path: str | None,
     max_regression: str | None,
     label: str | None,
+    verbose: bool,
     **options: str | bool | None,
 ) -> None:
     """Probe URL (or every target of --targets, one after another): cold start, warm p50/p95,
@@ -143,7 +146,7 @@ def probe_command(
         )
     )
     # The verdict first: a file that cannot be written now (a full disk) exits 2 after it.
-    echo_report(results)
+    echo_report(results, verbose=verbose)
     for result in results:  # e.g. --insecure: said where the person running it looks
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
@@ -193,7 +196,10 @@ def _baseline_plan(
 @click.option(
     "--markdown", "markdown_path", type=FilePath(dir_okay=False), help="Write the report."
 )
-def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: str | None) -> None:
+@verbose_option
+def merge_command(
+    files: tuple[str, ...], json_path: str | None, markdown_path: str | None, verbose: bool
+) -> None:
     """Combine JSON results (a matrix of runners or regions) into one report and one verdict,
     a column per run; exit 1 when any run failed."""
     check_writable({"--json": json_path, "--markdown": markdown_path})
@@ -204,7 +210,7 @@ def merge_command(files: tuple[str, ...], json_path: str | None, markdown_path: 
     from latency_gate.report.result_file import label_runs  # noqa: PLC0415 (start-up)
 
     results = label_runs(loaded)
-    echo_report(results)
+    echo_report(results, verbose=verbose)
     write_reports(results, json_path, markdown_path)
     sys.exit(exit_code(results))
 

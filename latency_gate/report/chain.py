@@ -104,8 +104,11 @@ def _text_table(table: Sequence[Sequence[str]], indent: str) -> list[str]:
     ]
 
 
-def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
-    """Where the time went, as plain-text lines for the terminal.
+def terminal_chain(
+    results: Sequence[RunResult], names: Sequence[str], *, indent: str = ""
+) -> list[str]:
+    """Where the time went, as plain-text lines for the terminal: a blank line, a title, a table;
+    every line but the blank one starts with `indent`.
 
     One target: a row per link, a column per call phase. Several: a column per target (`names`,
     already cleaned for the terminal) for the warm calls, the steady state that compares.
@@ -120,7 +123,8 @@ def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[s
             cells = [stats[column].get(link) for column in columns]
             if any(cells):
                 table.append([label, *(chain_cell(cell) for cell in cells)])
-        return ["", "where the time went (p50 / p95):", *_text_table(table, "  ")]
+        title = f"{indent}where the time went (p50 / p95):"
+        return ["", title, *_text_table(table, indent + "  ")]
     warm = [result.chain.get(CallPhase.WARM.value, {}) for result in results]
     if not any(warm):
         return []
@@ -129,4 +133,5 @@ def terminal_chain(results: Sequence[RunResult], names: Sequence[str]) -> list[s
         cells = [stats.get(link) for stats in warm]
         if any(cells):
             table.append([label, *(chain_cell(cell) for cell in cells)])
-    return ["", "where the warm calls' time went (p50 / p95):", *_text_table(table, "  ")]
+    title = f"{indent}where the warm calls' time went (p50 / p95):"
+    return ["", title, *_text_table(table, indent + "  ")]

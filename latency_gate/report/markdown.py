@@ -2,8 +2,9 @@
 
 Markdown goes where GitHub renders it (the job summary, a PR comment). Every string that an
 endpoint or a user supplied (error details, target names, URLs, header values, evidence) passes
-through `md_escape` in the templates, so it cannot break a table, open an HTML tag, fake our
-hidden comment marker, or notify anyone.
+through the `md` filter (`md_text`: `md_escape`, with URLs in code spans) or `md_url` in the
+templates, so it cannot break a table, open an HTML tag, fake our hidden comment marker, notify
+anyone, or show up as a link full of backslashes.
 
 Sizes: GitHub drops a step summary over 1 MiB whole and refuses a comment over 65,536
 characters. The renderers measure UTF-8 bytes (never fewer than characters) and cut, in order,
@@ -20,20 +21,17 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jinja2
 
-from latency_gate.assess.cheapest import compare_targets
-from latency_gate.formatting import (
-    fmt_duration,
-    fmt_percent,
-    fmt_value,
-    md_or_dash,
-)
+from latency_gate.assess.cheapest import compare_targets, in_cost_order
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
 from latency_gate.report.deltas import delta_rows, regression_limit_text
+from latency_gate.report.markup import md_text, md_url
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
     target_view,
+    time_to_verdict,
     union_numbers,
 )
 
@@ -74,11 +72,14 @@ def environment() -> jinja2.Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["md"] = md_or_dash
+    env.filters["md"] = md_text
+    env.filters["md_url"] = md_url
     env.filters["duration"] = fmt_duration
     env.filters["percent"] = fmt_percent
     env.filters["value"] = fmt_value
     env.filters["thousands"] = lambda n: f"{n:,}"
+    # A number and its unit stay on one line in a narrow table column ("420 ms", "+198 ms").
+    env.filters["nowrap"] = lambda text: str(text).replace(" ", "\u00a0")
     # Globals, not context: the imported macros see globals only.
     env.globals["delta_rows"] = delta_rows
     env.globals["regression_limit"] = regression_limit_text
@@ -86,9 +87,15 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _bold(name: str) -> str:
+    return f"**{md_text(name)}**"
+
+
 def _context(results: Sequence[RunResult]) -> dict[str, object]:
     if not results:
         raise ValueError("no results to report")
+    results = in_cost_order(results)
+    comparison = compare_targets(results)
     scale = chart_scale(results)
     views = [target_view(result, scale) for result in results]
     passing = [view for view in views if view.result.verdict.passed]
@@ -102,7 +109,9 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
         "scale": scale,
         "segments": CHART_SEGMENTS,
         "stamp_sources": STAMP_SOURCES,
-        "comparison": compare_targets(results),
+        "timing": time_to_verdict(views),
+        "comparison_head": comparison.headline(_bold, md_text) if comparison else None,
+        "comparison_lines": comparison.sentences(_bold, md_text) if comparison else (),
     }
 
 

@@ -1,6 +1,7 @@
 """Progress while a run goes: a live line on a terminal; in a CI log, a line when a stage begins
 and, while it goes on, one at least every ten seconds with its counts (a log that stops moving
-looks stuck)."""
+looks stuck). Each look after the first gets a line of its own, kept on a terminal too, saying
+how many more calls and why: "local: look 2: 40 more calls, because warm p95 is undecided"."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TextIO, TypeVar
 
 from latency_gate.formatting import clean_text
 from latency_gate.measure.engine import Progress
+from latency_gate.report.rows import humane
 
 ProgressPrinter = Callable[[Progress], None]
 T = TypeVar("T")
@@ -20,10 +23,35 @@ HEARTBEAT_SECONDS = 10.0
 _NAME_LIMIT = 60
 
 
-def progress_printer(name: str, stream: TextIO, *, live: bool) -> ProgressPrinter:
+@dataclass(frozen=True)
+class Look:
+    """A look after the first that asks for more calls: its number (2 is the first after the
+    classic run), what it asks for, and the gate's reason, as the gate words it."""
+
+    number: int
+    warm_calls: int
+    bursts: int
+    concurrency: int
+    reason: str
+
+
+class TargetProgress:
+    """One target's progress printer: called with each `Progress`, and `look(Look)` for each
+    look after the first (latency_gate.run finds it by this type)."""
+
+    def __init__(self, show: ProgressPrinter, look: Callable[[Look], None]) -> None:
+        self._show = show
+        self.look = look
+
+    def __call__(self, event: Progress) -> None:
+        self._show(event)
+
+
+def progress_printer(name: str, stream: TextIO, *, live: bool) -> TargetProgress:
     """A callback for `probe(progress=...)` writing to stream.
 
-    live: rewrite one line in place (a TTY); otherwise print a line when a stage begins.
+    live: rewrite one line in place (a TTY), a look's line kept; otherwise print a line when a
+    stage begins, and one per look.
     """
     if not live:
         return ProgressLog(stream).printer(name)
@@ -34,7 +62,11 @@ def progress_printer(name: str, stream: TextIO, *, live: bool) -> ProgressPrinte
         stream.write(f"\r\x1b[2K{describe(event, shown)}{end}")
         stream.flush()
 
-    return show
+    def look(step: Look) -> None:
+        stream.write(f"\r\x1b[2K{describe_look(step, shown)}\n")
+        stream.flush()
+
+    return TargetProgress(show, look)
 
 
 class ProgressLog:
@@ -54,7 +86,7 @@ class ProgressLog:
         self._last_line = clock()
         self._current: tuple[str, Progress, float] | None = None
 
-    def printer(self, name: str) -> ProgressPrinter:
+    def printer(self, name: str) -> TargetProgress:
         """The callback for one target's run (its name made safe to print)."""
         shown = clean_text(name, _NAME_LIMIT)
         seen: set[str] = set()
@@ -71,7 +103,10 @@ class ProgressLog:
                 self._current = None
             self._write(text)
 
-        return show
+        def look(step: Look) -> None:
+            self._write(describe_look(step, shown))
+
+        return TargetProgress(show, look)
 
     def beat(self) -> None:
         """A line with the counts so far, when nothing was printed for `every` seconds."""
@@ -120,3 +155,20 @@ def describe(event: Progress, name: str) -> str:
             return f"{name}: {event.total} concurrent {calls}"
         case _:
             return f"{name}: done"
+
+
+def describe_look(look: Look, name: str) -> str:
+    """ "local: look 2: 40 more calls, because warm p95 is undecided": one line of a log.
+
+    The reason is the gate's: "undecided: warm_p95, error_rate" is said as a sentence, any other
+    wording is kept as it is (made one safe line, number keys as readers know them).
+    """
+    calls = look.warm_calls + look.bursts * look.concurrency
+    text = f"{name}: look {look.number}: {calls:,} more call{'s' if calls != 1 else ''}"
+    reason = humane(clean_text(look.reason, 200))
+    undecided = reason.removeprefix("undecided:").strip() if reason.startswith("undecided:") else ""
+    items = [item.strip() for item in undecided.split(",") if item.strip()]
+    if items:
+        listed = items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+        return f"{text}, because {listed} {'is' if len(items) == 1 else 'are'} undecided"
+    return f"{text}: {reason}" if reason else text

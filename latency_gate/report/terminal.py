@@ -1,10 +1,18 @@
-"""The terminal report: the verdict first, then a small table a person reads in two seconds."""
+"""The terminal report: the first screen says it all.
+
+First the verdict, how long it took and how many calls it spent, what failed and what stayed
+undecided; then the numbers (one target: value, interval, budget, result; several: a column
+each) and the comparison of the targets. The detail of a target (what each outcome rules out,
+where the time went, findings with their evidence, sampling, errors, the floor) follows for a
+failing target only, or for every target with `verbose` (`-v`).
+"""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
-from latency_gate.assess.cheapest import compare_targets
+from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
@@ -15,42 +23,27 @@ from latency_gate.report.view import (
     Row,
     TargetView,
     target_view,
+    time_to_verdict,
     union_numbers,
 )
 
-__all__ = ["failed_call_kinds", "render_terminal"]
+__all__ = ["VERBOSE_HINT", "failed_call_kinds", "render_terminal"]
+
+VERBOSE_HINT = "-v for the detail: where the time went, how many calls and why, errors, the floor."
+# Prose wraps here, continued lines indented; the tables do not (a row is read across).
+WIDTH = 100
 
 _ANSI = {"PASS": "\x1b[32m", "FAIL": "\x1b[31m"}
 _RESET = "\x1b[0m"
+_NAME_LIMIT = 40
 
 
 def _paint(text: str, word: str, color: bool) -> str:
     return f"{_ANSI[word]}{text}{_RESET}" if color and word in _ANSI else text
 
 
-def _terminal_cell(row: Row | None) -> str:
-    """A side-by-side cell: the value, and for a gated number its result and budget."""
-    if row is None:
-        return "—"
-    if row.passed is None:
-        return row.value_text
-    return f"{row.value_text} {row.word} (≤ {row.limit_text})"
-
-
-def _terminal_notes(view: TargetView, prefix: str) -> list[str]:
-    result = view.result
-    lines = []
-    if result.interrupted:
-        lines.append(
-            f"{prefix}interrupted: the numbers cover only the {view.total_calls:,} calls "
-            "made before it stopped"
-        )
-    excluded = result.excluded_from_latency
-    if excluded:
-        plural = "s" if excluded != 1 else ""
-        lines.append(f"{prefix}{excluded:,} failed call{plural} left out of the percentiles")
-    lines += [f"{prefix}{line}" for line in failed_call_kinds(result)]
-    return lines
+def _one_line(text: str) -> str:
+    return clean_text(text, _NAME_LIMIT)
 
 
 def failed_call_kinds(result: RunResult) -> list[str]:
@@ -70,87 +63,123 @@ def failed_call_kinds(result: RunResult) -> list[str]:
     return lines
 
 
-def _terminal_extras(results: Sequence[RunResult]) -> list[str]:
-    """The comparison of targets and the baseline's outcome, a line each, after the table."""
-    lines: list[str] = []
-    comparison = compare_targets(results)
-    if comparison is not None:
-        lines.append("")
-        head = comparison.headline
-        if comparison.cheapest is not None and comparison.cheapest_cost:
-            head += f" ({comparison.cheapest_cost})"
-        lines.append(clean_text(head))
-        lines += [
-            "  " + clean_text(f"paying for {name}{f' ({cost})' if cost else ''} buys {buys}")
-            for name, cost, buys in comparison.buys
-        ]
-    several = len(results) > 1
-    for result in results:
-        check = result.baseline
-        if check is None:
-            continue
-        who = f" for {clean_text(result.display_name, 40)}" if several else ""
-        if check.status != "compared":
-            text = f"no baseline{who}: {clean_text(check.message)}; regressions not checked"
-        elif check.regressions:
-            text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
-        else:
-            limit = regression_limit_text(check)
-            text = f"baseline{who}: no number regressed beyond noise and the {limit} limit"
-        if not lines:
-            lines.append("")
-        lines.append(text)
-    return lines
+def render_terminal(
+    results: Sequence[RunResult], *, color: bool = False, verbose: bool = False, hint: str = ""
+) -> str:
+    """Plain text whose first screen says it all: the verdict, the numbers, the comparison.
 
-
-def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str:
-    """Plain text a person reads in two seconds: the verdict first, then a small table.
-
-    One target: number, value, budget, result (PASS, FAIL, or — when not gated). Several: a
-    column per target, each cell the value, its result and its budget.
+    One target: number, value, 95 % interval, budget, result (PASS, FAIL, or — when not
+    gated). Several: a column per target (cheapest first when every target states a price),
+    each cell the value, its result and its budget. A failing target's detail follows, every
+    target's with `verbose`; `hint` (e.g. VERBOSE_HINT) closes a report that left detail out.
     """
     if not results:
         raise ValueError("no results to report")
+    results = in_cost_order(results)
     views = [target_view(result, 0.0) for result in results]
+    names = [_one_line(view.result.display_name) for view in views]
+    several = len(views) > 1
+    lines = _verdict(views, names, color)
+    lines += ["", *_table(views, names, color)]
+    lines += _comparison(results)
+    lines += _baselines(results, names)
+    detailed = [verbose or not view.result.verdict.passed for view in views]
+    # The findings of a target whose detail is not shown: with several targets their titles (the
+    # evidence is detail), with one its evidence too (there is room on the screen).
+    found: list[str] = []
+    for view, name, shown in zip(views, names, detailed, strict=True):
+        for finding in [] if shown else view.result.findings:
+            found += _wrap(f"{name + ': ' if several else ''}{clean_text(finding.title)}", "  ")
+            if not several:
+                found += _wrap(clean_text(finding.evidence, 600), "    ")
+    if found:
+        lines += ["", "findings:", *found]
+    if verbose and several:
+        lines += terminal_chain(results, names)
+    for view, name, shown in zip(views, names, detailed, strict=True):
+        if shown:
+            lines += _detail(view, name if several else "", verbose=verbose)
+    if hint and not all(detailed):
+        lines += ["", hint]
+    return "\n".join(lines) + "\n"
+
+
+def _one_line_long(text: str) -> str:
+    return clean_text(text, 160)
+
+
+def _wrap(text: str, indent: str = "") -> list[str]:
+    """`text` in lines of at most WIDTH characters, each starting with `indent`, the continued
+    ones two spaces further in (words are never broken)."""
+    return textwrap.wrap(
+        text,
+        width=WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [indent.rstrip()]
+
+
+def _verdict(views: Sequence[TargetView], names: Sequence[str], color: bool) -> list[str]:
+    """The first lines: the verdict with what failed, the time to the verdict, what stayed
+    undecided, and an interrupted run said as such."""
     passed = all(view.result.verdict.passed for view in views)
     word = "PASS" if passed else "FAIL"
-    lines: list[str] = []
-    table: list[list[tuple[str, str]]] = []  # cells as (text, the word that colors it)
-    if len(views) > 1:
-        names = [clean_text(view.result.display_name, 40) for view in views]
+    several = len(views) > 1
+    if several:
         failed = sum(not view.result.verdict.passed for view in views)
         head = (
             f"{failed} of {len(views)} targets over budget"
             if failed
             else f"all {len(views)} targets within budget"
         )
-        lines.append(f"{_paint(word, word, color)}: {head}")
-        for name, view in zip(names, views, strict=True):
-            problems = [clean_text(r) for r in view.reasons] + [r.breach for r in view.breaches]
-            if problems:
-                lines.append(f"  {name}: " + "; ".join(problems))
-            lines += _terminal_notes(view, f"  {name}: ")
+        more: list[str] = []
+    else:
+        problems = [_one_line_long(p) for p in views[0].problems]
+        head = "; ".join(problems) or "every gated number within budget"
+        more = []
+        if len(word) + 2 + len(head) > WIDTH:  # then a problem a line
+            head, more = problems[0], problems[1:]
+    # Wrapped before painting: the escape codes take no room on screen.
+    first = _wrap(f"{word}: {head}")
+    first[0] = _paint(word, word, color) + first[0][len(word) :]
+    lines = first + [line for problem in more for line in _wrap(problem, "  ")]
+    lines.append(f"  {time_to_verdict(views)}.")
+    for view, name in zip(views, names, strict=True):
+        who = f"{name}: " if several else ""
+        if several and view.problems:
+            lines += _wrap(who + "; ".join(_one_line_long(p) for p in view.problems), "  ")
+        for item in view.result.verdict.undecided:
+            text = f"{who}undecided, without failing the run: {_one_line_long(item)}"
+            lines += _wrap(text, "  ")
+        if view.result.interrupted:
+            lines += _wrap(
+                f"{who}interrupted: the numbers cover only the {view.total_calls:,} calls "
+                "made before it stopped",
+                "  ",
+            )
+    return lines
+
+
+def _cell(row: Row | None) -> tuple[str, str]:
+    """A side-by-side cell: the value, and for a gated number its result and budget."""
+    if row is None:
+        return "—", ""
+    if row.passed is None:
+        return row.value_text, ""
+    return f"{row.value_text} {row.word} (≤ {row.limit_text})", row.word.split()[0]
+
+
+def _table(views: Sequence[TargetView], names: Sequence[str], color: bool) -> list[str]:
+    table: list[list[tuple[str, str]]] = []  # cells as (text, the word that colors it)
+    if len(views) > 1:
         table.append([("number", "")] + [(name, "") for name in names])
         by_number = [{row.number: row for row in view.rows} for view in views]
         for number in union_numbers(views):
             label = NUMBER_LABELS.get(number, number.replace("_", " "))
-            cells = [(label, "")]
-            for rows in by_number:
-                row = rows.get(number)
-                cells.append((_terminal_cell(row), row.word if row else ""))
-            table.append(cells)
-        counts = "; ".join(
-            f"{name}: {view.phase_counts}" for name, view in zip(names, views, strict=True)
-        )
+            table.append([(label, "")] + [_cell(rows.get(number)) for rows in by_number])
     else:
-        view = views[0]
-        reasons = [clean_text(reason) for reason in view.reasons]
-        breaches = [row.breach for row in view.breaches]
-        head = "; ".join(breaches or reasons) or "every gated number within budget"
-        lines.append(f"{_paint(word, word, color)}: {head}")
-        if breaches:
-            lines += [f"  {reason}" for reason in reasons]
-        lines += _terminal_notes(view, "  ")
         table.append(
             [("number", ""), ("value", ""), ("95 % interval", ""), ("budget", ""), ("result", "")]
         )
@@ -162,11 +191,10 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
                 (row.limit_text, ""),
                 (row.word, row.word.split()[0]),
             ]
-            for row in view.rows
+            for row in views[0].rows
         ]
-        counts = view.phase_counts
-    lines.append("")
     widths = [max(len(cells[i][0]) for cells in table) for i in range(len(table[0]))]
+    lines = []
     for cells in table:
         # Pad before painting: escape codes take no room on screen.
         padded = [
@@ -174,54 +202,90 @@ def render_terminal(results: Sequence[RunResult], *, color: bool = False) -> str
             for i, ((text, word), width) in enumerate(zip(cells, widths, strict=True))
         ]
         lines.append("  ".join(padded).rstrip())
-    lines += _terminal_extras(results)
-    terminal_names = [clean_text(view.result.display_name, 40) for view in views]
-    lines += terminal_chain(results, terminal_names)
-    lines += _findings(results, terminal_names)
-    lines.append("")
-    lines.append(f"n: {counts} calls. Percentiles: {views[0].result.percentile_method}.")
-    for view, name in zip(views, terminal_names, strict=True):
-        prefix = f"{name}: " if len(views) > 1 else ""
-        lines += [
-            f"{prefix}{clean_text(text, 400)}"
-            for text in (view.sampling_line, view.error_line)
-            if text
-        ]
-    lines += _terminal_floor(results, terminal_names)
-    return "\n".join(lines) + "\n"
-
-
-def _terminal_floor(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
-    """What the numbers can resolve: the gate's own floor and where its timestamps came from."""
-    lines = []
-    for result, name in zip(results, names, strict=True):
-        prefix = f"{name}: " if len(results) > 1 else ""
-        source = STAMP_SOURCES[result.stamp_source]
-        if result.ready_after is not None:
-            lines.append(
-                f"{prefix}waited {fmt_duration(result.ready_after)} for the endpoint to answer "
-                "before the cold call"
-            )
-        if result.floor is None:
-            lines.append(f"{prefix}measurement floor: not measured; timestamps: {source}")
-            continue
-        floor = result.floor
-        lines.append(
-            f"{prefix}measurement floor: {fmt_duration(floor.concurrent_p95)} at p95 under "
-            f"{floor.concurrency} concurrent calls, {fmt_duration(floor.sequential_p50)} at p50 "
-            f"one at a time; timestamps: {source}"
-        )
     return lines
 
 
-def _findings(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
-    """Each finding's title (with its target's name when there are several), evidence below it.
+def _comparison(results: Sequence[RunResult]) -> list[str]:
+    comparison = compare_targets(results)
+    if comparison is None:
+        return []
+    head = comparison.headline(_one_line, _one_line)
+    said = ([head] if head else []) + list(comparison.sentences(_one_line, _one_line))
+    return ["", *(line for sentence in said for line in _wrap(sentence))] if said else []
 
-    Evidence and titles are ours, built from numbers; still one line each.
-    """
+
+def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
+    """The baseline's outcome, a line per target that has one."""
     lines: list[str] = []
     for result, name in zip(results, names, strict=True):
-        who = f"{name}: " if len(results) > 1 else ""
-        for f in result.findings:
-            lines += [f"  {who}{f.title}", f"    {f.evidence}"]
-    return ["", "findings:", *lines] if lines else []
+        check = result.baseline
+        if check is None:
+            continue
+        who = f" for {name}" if len(results) > 1 else ""
+        if check.status != "compared":
+            text = f"no baseline{who}: {clean_text(check.message)}; regressions not checked"
+        elif check.regressions:
+            text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
+        else:
+            limit = regression_limit_text(check)
+            text = f"baseline{who}: no number regressed beyond noise and the {limit} limit"
+        lines.append(text)
+    return ["", *lines] if lines else []
+
+
+def _detail(view: TargetView, name: str, *, verbose: bool) -> list[str]:
+    """One target's detail: what the outcomes rule out (a failing check's, or every one with
+    `verbose`), where the time went, findings with evidence, counts, sampling, errors, the
+    floor. Under a heading with the target's name when there are several."""
+    result = view.result
+    pad = "  " if name else ""
+    lines = [""]
+    if name:
+        lines.append(f"{name} ({result.verdict.label}):")
+    for row in view.rows:
+        if row.meaning and (verbose or row.passed is False):
+            lines += _wrap(f"{row.label}: {_one_line_long(row.meaning)}", pad)
+    lines += terminal_chain([result], [name], indent=pad)[1:]  # its blank line is the one above
+    if result.findings:
+        lines += ["", f"{pad}findings:"]
+        for finding in result.findings:
+            lines += _wrap(clean_text(finding.title), pad + "  ")
+            lines += _wrap(clean_text(finding.evidence, 600), pad + "    ")
+    prose = [
+        f"n: {view.phase_counts} calls. Percentiles: {result.percentile_method}.",
+        *(clean_text(text, 400) for text in (view.sampling_line, view.error_line) if text),
+    ]
+    excluded = result.excluded_from_latency
+    if excluded:
+        prose.append(
+            f"{excluded:,} failed call{'s' if excluded != 1 else ''} left out of the percentiles"
+        )
+    if lines[-1]:
+        lines.append("")
+    for text in prose:
+        lines += _wrap(text, pad)
+    for text in failed_call_kinds(result):  # under the Errors line, which counts them
+        lines += _wrap(text, pad + "  ")
+    for text in _floor(result):
+        lines += _wrap(text, pad)
+    return lines
+
+
+def _floor(result: RunResult) -> list[str]:
+    """What the numbers can resolve: the gate's own floor and where its timestamps came from."""
+    lines = []
+    source = STAMP_SOURCES[result.stamp_source]
+    if result.ready_after is not None:
+        lines.append(
+            f"waited {fmt_duration(result.ready_after)} for the endpoint to answer "
+            "before the cold call"
+        )
+    if result.floor is None:
+        return [*lines, f"measurement floor: not measured; timestamps: {source}"]
+    floor = result.floor
+    lines.append(
+        f"measurement floor: {fmt_duration(floor.concurrent_p95)} at p95 under "
+        f"{floor.concurrency} concurrent calls, {fmt_duration(floor.sequential_p50)} at p50 "
+        f"one at a time; timestamps: {source}"
+    )
+    return lines

@@ -13,12 +13,7 @@ from datetime import UTC, datetime
 from latency_gate.assess.checks import budget_meaning
 from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
-from latency_gate.formatting import (
-    fmt_duration,
-    fmt_interval,
-    fmt_value,
-    fmt_value_beside,
-)
+from latency_gate.formatting import fmt_duration
 from latency_gate.models import (
     CallPhase,
     ErrorKind,
@@ -28,87 +23,22 @@ from latency_gate.models import (
     StampSource,
 )
 from latency_gate.report.chain import chart_lines
+from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of
 
-NUMBER_LABELS = {
-    "cold_start": "cold start",
-    "warm_p50": "warm p50",
-    "warm_p95": "warm p95",
-    "concurrent_p95": "concurrent p95",
-    "error_rate": "error rate",
-    "ttft_p95": "first-token p95",
-    # At most 15 characters, as wide as "first-token p95": the terminal's columns stay put.
-    "ttft_warm_p95": "warm ttft p95",
-    "ttft_concurrent_p95": "conc. ttft p95",
-    "itl_p95": "inter-token p95",
-    "longest_stall": "longest stall",
-}
-# Streamed runs only: shown when measured, never gated (yet).
-_TOKEN_TIMING = ("ttft_warm_p95", "ttft_concurrent_p95", "itl_p95", "longest_stall")
-_FIVE = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "error_rate")
+__all__ = [
+    "NUMBER_LABELS",
+    "STAMP_SOURCES",
+    "Row",
+    "TargetView",
+    "target_view",
+    "time_to_verdict",
+    "union_numbers",
+]
 
 STAMP_SOURCES = {
     StampSource.KERNEL: "the kernel's receive timestamps (SO_TIMESTAMPNS)",
     StampSource.READ_RETURN: "the moment each socket read returned (portable fallback)",
 }
-
-
-@dataclass(frozen=True)
-class Row:
-    """One number against its budget, as a report row."""
-
-    number: str
-    value: float | None
-    limit: float | None
-    passed: bool | None
-    note: str
-    n: int
-    interval: tuple[float | None, float | None] | None = None
-    by_policy: bool = False
-    decided: bool = True
-
-    @property
-    def label(self) -> str:
-        return NUMBER_LABELS.get(self.number, self.number.replace("_", " "))
-
-    @property
-    def value_text(self) -> str:
-        return fmt_value_beside(self.value, self.limit, self.number)
-
-    @property
-    def limit_text(self) -> str:
-        return fmt_value(self.limit, self.number)
-
-    @property
-    def interval_text(self) -> str:
-        """The 95 % interval: "50 ms to 65 ms", "≥ 72 ms" (one side bounded), or "—"."""
-        return fmt_interval(self.interval, self.number)
-
-    @property
-    def word(self) -> str:
-        """PASS, FAIL, or "—" for a number that is reported, not gated; "undecided" said."""
-        if self.passed is None and not self.decided:
-            return "undecided"
-        word = {True: "PASS", False: "FAIL", None: "—"}[self.passed]
-        return f"{word} (undecided)" if self.by_policy else word
-
-    @property
-    def mark(self) -> str:
-        if self.passed is None and not self.decided:
-            return "undecided (not needed)"
-        mark = {True: "✅ PASS", False: "❌ FAIL", None: "reported"}[self.passed]
-        return f"⚠️ undecided → {mark}" if self.by_policy else mark
-
-    @property
-    def breach(self) -> str:
-        """What went wrong, for a failed row: "warm p95 3.41 s, over its 3.00 s budget"."""
-        if self.value is None:
-            return f"{self.label}: no data"
-        if self.by_policy:
-            return (
-                f"{self.label} {self.value_text}: undecided against its {self.limit_text} "
-                "budget when sampling stopped, failed by policy"
-            )
-        return f"{self.label} {self.value_text}, over its {self.limit_text} budget"
 
 
 @dataclass(frozen=True)
@@ -122,13 +52,6 @@ class ErrorGroup:
 class BoundaryRow:
     label: str
     cells: tuple[PhaseStats | None, ...]
-
-
-def _humane(text: str) -> str:
-    """Number keys in a sentence as readers know them: warm_p95 -> warm p95."""
-    for key, label in NUMBER_LABELS.items():
-        text = text.replace(key, label)
-    return text
 
 
 @dataclass(frozen=True)
@@ -157,9 +80,65 @@ class TargetView:
         when a failed verdict has no breached row to explain it. Untrusted: escape them."""
         verdict = self.result.verdict
         no_data = tuple(r for r in verdict.reasons if r.startswith(("no data", "regression:")))
+        if self.no_success:
+            no_data = tuple(r for r in no_data if not r.startswith("no data"))
         if not verdict.passed and not no_data and not self.breaches:
             return verdict.reasons
         return no_data
+
+    @property
+    def successful(self) -> int:
+        return sum(s.ok for s in self.result.samples)
+
+    @property
+    def no_success(self) -> bool:
+        """No call succeeded (or none was made): every latency is missing for one reason."""
+        return self.successful == 0
+
+    @property
+    def no_success_line(self) -> str:
+        """ "no call succeeded: 6 of 6 failed (4 connection_refused, 2 read_timeout), so no
+        latency could be measured"; ours only (error kinds, counts)."""
+        total = self.total_calls
+        if not total:
+            return "no call was made, so no latency could be measured"
+        kinds = ", ".join(f"{group.count:,} {group.kind}" for group in self.errors)
+        return (
+            f"no call succeeded: {total:,} of {total:,} failed ({kinds}), "
+            "so no latency could be measured"
+        )
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        """What failed the run, a line each, for the verdict's first lines: with no successful
+        call that alone (every latency is missing for it); otherwise the verdict reasons a
+        reader needs (see `reasons`) and every breached row."""
+        if self.no_success:
+            regressions = tuple(r for r in self.result.verdict.reasons if r.startswith("regr"))
+            return (self.no_success_line, *regressions)
+        return (*self.reasons, *(row.breach for row in self.breaches))
+
+    @property
+    def failures(self) -> tuple[tuple[str, str], ...]:
+        """`problems`, each with what its outcome ruled out ("" when the check says nothing)."""
+        meaning = {row.breach: row.meaning for row in self.breaches}
+        return tuple((text, meaning.get(text, "")) for text in self.problems)
+
+    @property
+    def meanings(self) -> tuple[tuple[str, str], ...]:
+        """(number's label, what its outcome ruled out) for every row whose check says so."""
+        return tuple((row.label, row.meaning) for row in self.rows if row.meaning)
+
+    @property
+    def calls_against_cap(self) -> str:
+        """ "81 of at most 300 calls"; "31 calls (the first look's; cap 10)" when a cap below the
+        first look's calls let it finish; "81 calls" for a result without sampling."""
+        sampling = self.result.sampling
+        if sampling is None:
+            return f"{self.total_calls:,} call{'s' if self.total_calls != 1 else ''}"
+        if self.total_calls > sampling.max_calls:  # the first look is made whole, whatever the cap
+            return f"{self.total_calls:,} calls (the first look's; cap {sampling.max_calls:,})"
+        return f"{self.total_calls:,} of at most {sampling.max_calls:,} calls"
 
     @property
     def sampling_line(self) -> str:
@@ -174,14 +153,14 @@ class TargetView:
             text = f"Sampling: {total:,} calls in one look"
         else:
             why = (
-                _humane(sampling.reasons[0].removeprefix("undecided: ")) if sampling.reasons else ""
+                humane(sampling.reasons[0].removeprefix("undecided: ")) if sampling.reasons else ""
             )
             text = (
                 f"Sampling: {total:,} calls in {sampling.looks} looks (the first "
                 f"{sampling.first_look_calls:,}, then {sampling.extra_calls:,} more"
                 + (f" while {why} could not be decided)" if why else ")")
             )
-        stopped = _humane(sampling.stopped) if sampling.stopped else "the run ended"
+        stopped = humane(sampling.stopped) if sampling.stopped else "the run ended"
         return f"{text}; stopped: {stopped} (cap {sampling.max_calls:,} calls)."
 
     @property
@@ -216,52 +195,6 @@ class TargetView:
                     f"{ok:,} {phase.value}" if ok == calls else f"{ok:,} of {calls:,} {phase.value}"
                 )
         return ", ".join(parts) or "no calls"
-
-
-def _rows(result: RunResult) -> tuple[Row, ...]:
-    ok = [s for s in result.samples if s.ok]
-    n = {
-        "cold_start": sum(s.phase is CallPhase.COLD for s in ok),
-        "warm_p50": sum(s.phase is CallPhase.WARM for s in ok),
-        "warm_p95": sum(s.phase is CallPhase.WARM for s in ok),
-        "concurrent_p95": sum(s.phase is CallPhase.CONCURRENT for s in ok),
-        "error_rate": len(result.samples),
-        "ttft_p95": sum(
-            s.phase is not CallPhase.COLD and s.timings.first_token is not None for s in ok
-        ),
-    }
-    checks = {check.number: check for check in result.verdict.checks}
-    numbers = result.numbers.model_dump()
-    wanted = list(_FIVE)
-    if "ttft_p95" in checks or result.numbers.ttft_p95 is not None:
-        wanted.append("ttft_p95")
-    wanted += [number for number in _TOKEN_TIMING if numbers.get(number) is not None]
-    n["ttft_warm_p95"] = sum(
-        s.phase is CallPhase.WARM and s.timings.first_token is not None for s in ok
-    )
-    n["ttft_concurrent_p95"] = sum(
-        s.phase is CallPhase.CONCURRENT and s.timings.first_token is not None for s in ok
-    )
-    n["itl_p95"] = sum(s.phase is not CallPhase.COLD and s.token_gaps is not None for s in ok)
-    n["longest_stall"] = sum(s.token_gaps is not None for s in ok)
-    wanted += [number for number in checks if number not in wanted]
-    rows = []
-    for number in wanted:
-        check = checks.get(number)
-        rows.append(
-            Row(
-                number=number,
-                value=check.value if check else numbers.get(number),
-                limit=check.limit if check else None,
-                passed=check.passed if check else None,
-                note=check.note if check else "",
-                n=check.n if check and check.n is not None else n.get(number, len(ok)),
-                interval=check.interval if check else None,
-                by_policy=check.by_policy if check else False,
-                decided=check.decided if check else True,
-            )
-        )
-    return tuple(rows)
 
 
 def _errors(samples: Sequence[Sample]) -> tuple[ErrorGroup, ...]:
@@ -302,7 +235,7 @@ def _setting_text(value: object) -> str:
     return str(value)
 
 
-_DURATION_SETTINGS = frozenset({"timeout", "idle"})
+_DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
 
 
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
@@ -328,7 +261,7 @@ def target_view(result: RunResult, scale: float) -> TargetView:
     columns, boundary_rows = _phase_table(result)
     return TargetView(
         result=result,
-        rows=_rows(result),
+        rows=rows_of(result),
         calls=calls,
         retries=sum(s.retries for s in result.samples),
         errors=_errors(result.samples),
@@ -346,3 +279,25 @@ def union_numbers(views: Sequence[TargetView]) -> list[str]:
     for view in views:
         numbers += [row.number for row in view.rows if row.number not in numbers]
     return numbers
+
+
+def time_to_verdict(views: Sequence[TargetView]) -> str:
+    """How long the run took and how many calls it spent against the cap: "Verdict in 12.3 s,
+    after 81 of at most 300 calls"; with several targets, from the first start to the last
+    finish, the calls and caps summed; "Interrupted after …" for an interrupted run."""
+    started = min(view.result.started_at for view in views)
+    finished = max(view.result.finished_at for view in views)
+    took = fmt_duration(max(0.0, finished - started))
+    if len(views) == 1:
+        calls = views[0].calls_against_cap
+    else:
+        total = sum(view.total_calls for view in views)
+        caps = [view.result.sampling.max_calls for view in views if view.result.sampling]
+        calls = (
+            f"{total:,} of at most {sum(caps):,} calls"
+            if len(caps) == len(views)
+            else f"{total:,} calls"
+        )
+    if any(view.result.interrupted for view in views):
+        return f"Interrupted after {took} and {calls}"
+    return f"Verdict in {took}, after {calls}"

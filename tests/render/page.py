@@ -2,15 +2,19 @@
 
 - `markdown_to_html`: markdown-it-py (CommonMark with GitHub's tables and strikethrough) inside
   `<article class="markdown-body">`, styled with npm's github-markdown-css (light), inlined.
+- `github_html`: the same page from Debian's `cmark-gfm` with GitHub's own extensions (tables,
+  strikethrough, the extended autolink, the tag filter) and its alerts (`> [!NOTE]`), as
+  github.com renders a job summary or a comment.
 - `dump_dom` / `screenshot`: Debian's chromium with the flags from shared/TESTING.md.
 - `read_png`: a small PNG decoder (8-bit RGB/RGBA, not interlaced: what Chromium writes), so the
   test needs no imaging library.
 
-`setup.sh` beside this file installs chromium and the CSS.
+`setup.sh` beside this file installs chromium, cmark-gfm and the CSS.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import struct
 import subprocess
@@ -39,6 +43,44 @@ def find_chromium() -> str | None:
 def markdown_to_html(markdown: str, css: str, script: str = "") -> str:
     """A whole HTML page showing `markdown` the way github.com lays it out."""
     body = MarkdownIt("commonmark").enable(["table", "strikethrough"]).render(markdown)
+    return _page(body, css, script)
+
+
+CMARK_EXTENSIONS = ("table", "strikethrough", "autolink", "tagfilter")
+_ALERT = re.compile(
+    r"<blockquote>\n<p>\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\n?(.*?)</blockquote>", re.DOTALL
+)
+
+
+def find_cmark() -> str | None:
+    """The cmark-gfm executable on PATH, or None."""
+    return shutil.which("cmark-gfm")
+
+
+def github_html(cmark: str, markdown: str, css: str, script: str = "") -> str:
+    """A whole HTML page of `markdown` as github.com renders it: cmark-gfm with GitHub's
+    extensions (raw HTML kept, as GitHub keeps <details>), and `> [!NOTE]` as an alert."""
+    args = [cmark, "--unsafe"]
+    for extension in CMARK_EXTENSIONS:
+        args += ["-e", extension]
+    done = subprocess.run(
+        args, input=markdown.encode(), capture_output=True, timeout=BROWSER_TIMEOUT, check=True
+    )
+    return _page(_ALERT.sub(_alert, done.stdout.decode()), css, script)
+
+
+def _alert(match: re.Match[str]) -> str:
+    """GitHub's alert for a blockquote that opens with [!KIND] (its first paragraph's marker
+    taken out, or that paragraph dropped when the marker was all of it)."""
+    kind, rest = match.group(1), match.group(2)
+    body = rest.removeprefix("</p>\n") if rest.startswith("</p>") else f"<p>{rest}"
+    return (
+        f"<div class='markdown-alert markdown-alert-{kind.lower()}'>"
+        f"<p class='markdown-alert-title'>{kind.capitalize()}</p>\n{body}</div>"
+    )
+
+
+def _page(body: str, css: str, script: str) -> str:
     return (
         "<!doctype html>\n<html><head><meta charset='utf-8'>\n"
         f"<style>{css}\n.markdown-body {{ box-sizing: border-box; max-width: 980px; "

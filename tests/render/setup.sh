@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what tests/test_render_browser.py needs to see a report as a person would:
-# Debian's chromium (headless) with fonts that have the chart's block glyphs, and npm's
-# github-markdown-css (pinned by package-lock.json) into tests/render/node_modules.
+# Debian's chromium (headless) with fonts that have the chart's block glyphs and GitHub's
+# emoji (the verdict's ✅ and ❌), Debian's cmark-gfm
+# (GitHub's Markdown, with its extensions), and npm's github-markdown-css (pinned by
+# package-lock.json) into tests/render/node_modules.
 # Run as root on Debian 12; safe to run twice.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
-packages=(chromium fonts-liberation fonts-dejavu-core)
+packages=(chromium cmark-gfm fonts-liberation fonts-dejavu-core fonts-noto-color-emoji)
 # npm may come with a Node.js that is not Debian's: then it is there already.
 command -v npm >/dev/null || packages+=(npm)
 missing=()

@@ -1,0 +1,178 @@
+"""The report scenarios of the golden files (tests/test_report.py) and of the rendered reports
+(tests/test_render_browser.py): hand-made results, each a list of the runs of one report."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from result_factory import (
+    TOOL_VERSION,
+    failed_sample,
+    healthy_samples,
+    make_result,
+    make_target,
+    samples_for,
+)
+
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.assess.result import assess_run
+from latency_gate.config import Budget
+from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult, StampSource
+
+HOSTILE_DETAIL = "bad | gateway `rm -rf` <script>alert(1)</script>\n@octocat see #123 *now*"
+HOSTILE_NAME = "prod|<b>x</b> @team #7"
+FAKE_MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
+
+
+def scenario_pass() -> list[RunResult]:
+    return [make_result()]
+
+
+def scenario_fail() -> list[RunResult]:
+    return [make_result(passed=False)]
+
+
+def scenario_errors() -> list[RunResult]:
+    samples = [
+        *healthy_samples(),
+        failed_sample(
+            CallPhase.WARM, 20, ErrorKind.HTTP_5XX, "503 upstream connect error", status=503
+        ),
+        failed_sample(CallPhase.WARM, 21, ErrorKind.HTTP_5XX, "502 bad gateway", status=502),
+        failed_sample(CallPhase.CONCURRENT, 10, ErrorKind.HTTP_429, "429 slow down", status=429),
+        failed_sample(CallPhase.CONCURRENT, 11, ErrorKind.READ_TIMEOUT, None),
+    ]
+    finding = Finding(
+        code="rate_limited",
+        title="Rate limited",
+        evidence="1 of 35 calls got 429 with Retry-After: 2",
+        hint="raise the rate limit or lower the concurrency",
+    )
+    return [make_result(samples=samples, findings=[finding])]
+
+
+def scenario_hostile() -> list[RunResult]:
+    samples = [
+        *healthy_samples(),
+        failed_sample(CallPhase.WARM, 20, ErrorKind.HTTP_5XX, HOSTILE_DETAIL, status=500),
+        failed_sample(CallPhase.WARM, 21, ErrorKind.STREAM_ERROR, FAKE_MARKER, status=200),
+    ]
+    finding = Finding(
+        code="buffered_stream",
+        title="Buffered | stream <i>",
+        evidence=HOSTILE_DETAIL,
+        hint="ask @octocat about #123",
+    )
+    return [
+        make_result(
+            HOSTILE_NAME,
+            samples=samples,
+            url="http://127.0.0.1:8000/v1/<script>|`x`",
+            headers=[("User-Agent", "@octocat #123 | <!-- latency-gate:comment:x -->")],
+            findings=[finding],
+            warnings=[f"server said: {HOSTILE_DETAIL}"],
+            budget=Budget(max_error_rate=0.5),
+        )
+    ]
+
+
+def scenario_several() -> list[RunResult]:
+    return [
+        make_result("local", stream=True, budget=Budget(max_ttft_p95=1.0)),
+        make_result("free", passed=False),
+        make_result("paid", budget=Budget(max_cold_start=1.0, max_warm_p50=0.5)),
+    ]
+
+
+def scenario_interrupted() -> list[RunResult]:
+    samples = [
+        *samples_for(cold=0.42, warm=[0.1 + 0.01 * i for i in range(7)], concurrent=[]),
+        failed_sample(CallPhase.WARM, 7, ErrorKind.INTERRUPTED, "cancelled by SIGTERM"),
+    ]
+    return [make_result(samples=samples, interrupted=True, budget=Budget(max_error_rate=0.2))]
+
+
+def scenario_nodata() -> list[RunResult]:
+    samples = [
+        failed_sample(phase, i, ErrorKind.CONNECTION_REFUSED, "[Errno 111] Connection refused")
+        for phase, count in ((CallPhase.COLD, 1), (CallPhase.WARM, 3), (CallPhase.CONCURRENT, 2))
+        for i in range(count)
+    ]
+    return [make_result(samples=samples, floor=None)]
+
+
+def scenario_priced() -> list[RunResult]:
+    """Three streamed targets within budget, each with a cost note (the file lists the dearest
+    first: the reports order them by price), the buffered one with its finding."""
+    finding = Finding(
+        code="buffered_stream",
+        title="Buffered stream: the answer arrives all at once",
+        evidence="a stream was asked for, but all 24 tokens arrived in one burst",
+        hint="turn off response buffering in the proxy in front",
+    )
+    costs = {"paid": "$0.60 / 1M tokens", "local": "free, on our own GPU", "free": "free tier"}
+    slower = {"paid": 1.0, "local": 1.5, "free": 2.4}
+    results = []
+    for name, cost in costs.items():
+        samples = samples_for(
+            cold=0.42 * slower[name],
+            warm=[(0.100 + 0.005 * i) * slower[name] for i in range(40)],
+            concurrent=[(0.150 + 0.005 * i) * slower[name] for i in range(40)],
+            stream=True,
+        )
+        result = make_result(
+            name, samples=samples, stream=True, findings=[finding] if name == "paid" else []
+        )
+        results.append(result.model_copy(update={"config": {**result.config, "cost": cost}}))
+    return results
+
+
+def scenario_regressed() -> list[RunResult]:
+    """Twice slower than its baseline: within budget, failed on the regressions; the gate's
+    words (issue 18) set by hand: an undecided item and what each check ruled out."""
+    base = make_result()
+    head = make_result(
+        samples=samples_for(
+            cold=0.84,
+            warm=[(0.100 + 0.005 * i) * 2 for i in range(40)],
+            concurrent=[(0.150 + 0.005 * i) * 2 for i in range(40)],
+        )
+    )
+    judged = assess_run(
+        make_target(),
+        head.samples,
+        started_at=head.started_at,
+        finished_at=head.finished_at,
+        stamp_source=StampSource.KERNEL,
+        floor=head.floor,
+        baseline=BaselinePlan("main/result.json", DEFAULT_LIMIT, {"local": base}),
+    )
+    meanings = {
+        "warm_p95": "PASS rules out 12 % or more of calls over 3 s, after 40 calls",
+        "concurrent_p95": "PASS rules out 12 % or more of calls over 3 s, after 40 calls",
+    }
+    checks = tuple(
+        c.model_copy(update={"meaning": meanings.get(c.number, "")}) for c in judged.verdict.checks
+    )
+    verdict = judged.verdict.model_copy(
+        update={
+            "checks": checks,
+            "undecided": ("error rate regression undecided: 0 of 81 calls failed on both sides",),
+        }
+    )
+    return [judged.model_copy(update={"tool_version": TOOL_VERSION, "verdict": verdict})]
+
+
+SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
+    "pass": scenario_pass,
+    "fail": scenario_fail,
+    "errors": scenario_errors,
+    "hostile": scenario_hostile,
+    "several": scenario_several,
+    "interrupted": scenario_interrupted,
+    "nodata": scenario_nodata,
+    "priced": scenario_priced,
+    "regressed": scenario_regressed,
+}
+TERMINAL_SCENARIOS = ("pass", "fail", "several", "nodata", "interrupted", "priced", "regressed")
