@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import ssl
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from latency_gate.config.parsing import (
     parse_token_limit_field,
     parse_url,
     read_body,
+    shown,
 )
 from latency_gate.config.request import (
     check_credentials,
@@ -163,7 +165,7 @@ def build_target(
             if value.strip().lower() in _OFF:
                 budget[field] = None
             elif key == "max-error-rate":
-                budget[field] = parse_fraction(value)
+                budget[field] = _error_budget(value)
             else:
                 budget[field] = _positive_duration(value)
         except ValueError as exc:
@@ -196,6 +198,25 @@ def build_target(
                 for err in exc.errors(include_url=False)
             ]
         ) from None
+
+
+def _error_budget(text: str) -> float:
+    """An error-rate budget below 1: a budget of 100 % lets every call fail, so it gates
+    nothing; that is what `off` says, and a number that only reads as 1.0 (a double keeps about
+    16 digits: 0.99999999999999999) is said to be 1 rather than taken for less."""
+    value = parse_fraction(text)
+    if value >= 1:
+        stripped = text.strip()
+        try:
+            exact = Decimal(stripped[:-1]) / 100 if stripped.endswith("%") else Decimal(stripped)
+        except ArithmeticError:  # float() reads a few spellings Decimal does not
+            exact = Decimal(1)
+        rounded = "" if exact >= 1 else " (it reads as 1.0)"
+        raise ValueError(
+            f"{shown(text)}{rounded} lets every call fail, so it gates nothing: use off to turn "
+            "the error-rate budget off, or give a share below 1"
+        )
+    return value
 
 
 def _wait_duration(text: str) -> float:

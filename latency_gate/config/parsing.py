@@ -18,6 +18,7 @@ from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 
 from latency_gate.config.files import read_input_file
+from latency_gate.config.json_data import load_json
 
 REDACTED = "***"
 
@@ -195,8 +196,8 @@ def detect_format(url: str, body: str | None) -> Format:
         return Format.ANTHROPIC
     if body is not None and looks_like_json(body):
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = load_json(body)
+        except ValueError:  # not JSON, or JSON nested too deep to be a request: sent as text
             return Format.RAW
         if isinstance(data, dict):
             if "messages" in data:

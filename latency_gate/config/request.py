@@ -5,13 +5,13 @@ answer-length field, and the proxy the environment names.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import SecretStr
 
+from latency_gate.config.json_data import NotJSON, dump_json, load_json
 from latency_gate.config.parsing import (
     DEFAULT_MAX_TOKENS,
     TOKEN_LIMIT_FIELDS,
@@ -120,18 +120,21 @@ def resolve_request(
 
     if body is not None and fmt is not Format.RAW and looks_like_json(body):
         try:
-            data = json.loads(body)
-        except ValueError as exc:
+            data = load_json(body)
+        except NotJSON as exc:
             problems.append(
                 InputProblem(spelled("body"), f"the {fmt.value} format needs a JSON body: {exc}")
             )
+            return
+        except ValueError as exc:  # JSON, but not JSON a server can read back
+            problems.append(InputProblem(spelled("body"), str(exc)))
             return
         if isinstance(data, dict):
             if stream is None:
                 stream = bool(data.get("stream", False))
             elif data.get("stream") != stream:
                 data["stream"] = stream
-                body = json.dumps(data)
+                body = dump_json(data)
             if fields.get("max_tokens") is not None:
                 body = _limit_answer(data, fmt, url or "", fields)
     elif body is not None and fmt is not Format.RAW:
@@ -244,4 +247,4 @@ def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str,
     for other in TOKEN_LIMIT_FIELDS:
         data.pop(other, None)
     data[field] = fields["max_tokens"]
-    return json.dumps(data)
+    return dump_json(data)

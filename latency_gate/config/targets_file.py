@@ -27,7 +27,6 @@ beside the file (CLI options, action inputs), the file's `defaults`, the target'
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 from latency_gate.config.build import TARGET_KEYS, build_target
 from latency_gate.config.document import PathKey, decode, line_of
 from latency_gate.config.files import read_input_file
+from latency_gate.config.json_data import dump_json
 from latency_gate.config.target import Target
 from latency_gate.errors import ConfigError, InputProblem
 
@@ -240,7 +240,7 @@ def _raw_value(key: str, value: Any, environ: Mapping[str, str]) -> str | list[s
     if key == "body" and isinstance(value, dict | list):
         # Substituted inside the structure, then serialised: a value with a quote or a line
         # break stays one JSON string.
-        return json.dumps(_expand_all(value, environ))
+        return dump_json(_expand_all(value, environ))
     if key not in TARGET_KEYS:
         # build_target reports it as unknown, with its line; its value does not matter.
         return "" if isinstance(value, dict | list) else _scalar(value, environ)

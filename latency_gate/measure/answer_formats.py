@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from typing import Any
 
 MAX_DETAIL = 200
+MAX_USAGE_TOKENS = 10**9
+"""No answer has a billion tokens; a bigger usage count is the endpoint's mistake (or malice)."""
 """Most characters of untrusted detail kept: an outcome's detail, a quoted error object."""
 
 
@@ -55,8 +57,15 @@ class Tally:
         return 1 if chars else 0
 
     def usage(self, usage: object, key: str) -> None:
+        """Take a usage count: a whole number up to MAX_USAGE_TOKENS; anything else (a count of
+        10**400 that no float holds, a negative or fractional one) is not a count of this
+        answer's tokens and is left out (tokens are then counted from the deltas)."""
         value = usage.get(key) if isinstance(usage, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and 0 <= value <= MAX_USAGE_TOKENS
+        ):
             self.usage_tokens = value
 
     def error(self, message: str) -> None:

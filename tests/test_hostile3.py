@@ -1,0 +1,331 @@
+"""Hostile input, round three (issue 19): exit 3 from data, secrets in other shapes, files that
+lie, result files taken on trust, the wrong culprit named, curl's conventions, look-alike
+loopback, and semantics left over.
+
+Every case goes through the real CLI (click's CliRunner in process, or a subprocess where the
+process matters) or the real action entry point (`action.main` with an environ mapping), against
+loopback servers: the demo server, or a tiny asyncio server below that answers with fixed bytes,
+paced. docs/faults.md ("Hostile input, round three") has a row for each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import re
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from latency_gate import action, cli
+from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
+
+CHAT = "/v1/chat/completions"
+FAST = ["--no-floor", "--warm-calls", "2", "--concurrency", "1", "--max-calls", "4"]
+ONE_LOOK = {"warm-calls": "2", "concurrency": "1", "max-calls": "4", "on-undecided": "pass"}
+
+
+# --- the worlds the tests run against -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo() -> Iterator[DemoServer]:
+    """A healthy streaming chat endpoint; `records` says whether anything reached it."""
+    with serve_in_thread(EndpointSpec(latency=0.0, tokens=2, token_interval=0.0)) as (server,):
+        yield server
+
+
+def run_cli(*args: str, env: dict[str, str | None] | None = None) -> Result:
+    """`latency-gate ARGS` in process, without the environment's key, label or proxies."""
+    clean: dict[str, str | None] = {
+        name: None
+        for name in (
+            "LATENCY_GATE_API_KEY",
+            "LATENCY_GATE_LABEL",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "NO_PROXY",
+            "http_proxy",
+            "https_proxy",
+            "no_proxy",
+        )
+    }
+    return CliRunner().invoke(cli.main, list(args), env={**clean, **(env or {})})
+
+
+def one_error(result: Result) -> str:
+    """The one `Error:` line of a run that exited 2 without a traceback."""
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1, result.stderr
+    return errors[0]
+
+
+def judged(result: Result) -> Result:
+    """A run that was judged (exit 0 or 1), no bug, no traceback."""
+    assert result.exit_code in (0, 1), result.output
+    assert "Traceback" not in result.output
+    assert "this is a bug" not in result.output
+    return result
+
+
+@dataclass
+class Seen:
+    """What a paced server saw: each request's head and body."""
+
+    requests: list[bytes] = field(default_factory=list)
+
+
+Answer = Callable[[bytes], Sequence[bytes]]
+
+
+@contextlib.contextmanager
+def paced(answer: Answer, pause: float = 0.02) -> Iterator[tuple[str, Seen]]:
+    """A loopback server that answers each request (its head and body, as bytes) with the
+    pieces `answer` returns, `pause` seconds apart; yields its base URL and what it saw."""
+    seen = Seen()
+    loop = asyncio.new_event_loop()
+    holder: dict[str, asyncio.Server] = {}
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            for _ in range(10_000):  # requests on one connection, bounded
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = re.search(rb"(?i)content-length:\s*(\d+)", head)
+                body = await reader.readexactly(int(length[1])) if length else b""
+                seen.requests.append(head + body)
+                for index, piece in enumerate(answer(head + body)):
+                    if index:
+                        await asyncio.sleep(pause)
+                    writer.write(piece)
+                    await writer.drain()
+        writer.close()
+
+    async def start() -> None:
+        holder["server"] = await asyncio.start_server(handle, "127.0.0.1", 0)
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(start(), loop).result(5)
+    port = holder["server"].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}", seen
+    finally:
+        holder["server"].close()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+        loop.close()
+
+
+def http(
+    status: str, body: bytes, content_type: str = "application/json", extra: str = ""
+) -> bytes:
+    """A whole HTTP/1.1 answer with a Content-Length."""
+    head = f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+    return (head + extra + "\r\n").encode() + body
+
+
+def sse_pieces(events: Sequence[str]) -> list[bytes]:
+    """A chunked event stream, one chunk per event (each sent after a pause)."""
+    pieces = [
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ]
+    for event in events:
+        data = f"data: {event}\n\n".encode()
+        pieces.append(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+    pieces[-1] += b"0\r\n\r\n"
+    return pieces
+
+
+def chunk(delta: dict[str, str], finish: str | None = None) -> str:
+    return json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+
+
+@dataclass(frozen=True)
+class ActionRun:
+    code: int
+    log: str
+    summary: str
+    outputs: str
+
+
+def run_action(
+    tmp_path: Path, inputs: dict[str, str], raw_env: dict[str, str] | None = None
+) -> ActionRun:
+    """The action as the runner starts it, on a push event (no PR comment)."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir(exist_ok=True)
+    files = tmp_path / f"files{len(list(tmp_path.glob('files*')))}"
+    files.mkdir()
+    (files / "event.json").write_text('{"ref": "refs/heads/main"}', encoding="utf-8")
+    for name in ("summary.md", "output"):
+        (files / name).touch()
+    given = {"github-token": "ghs_hostile3token", "comment": "never", **inputs}
+    env = {
+        **{f"INPUT_{name.upper()}": value for name, value in given.items()},
+        "GITHUB_EVENT_NAME": "push",
+        "GITHUB_EVENT_PATH": str(files / "event.json"),
+        "GITHUB_REPOSITORY": "octo/repo",
+        "GITHUB_STEP_SUMMARY": str(files / "summary.md"),
+        "GITHUB_OUTPUT": str(files / "output"),
+        "GITHUB_WORKSPACE": str(workspace),
+        **(raw_env or {}),
+    }
+    out = io.StringIO()
+    code = action.main(env, out=out)
+    return ActionRun(
+        code=code,
+        log=out.getvalue(),
+        summary=(files / "summary.md").read_text(encoding="utf-8"),
+        outputs=(files / "output").read_text(encoding="utf-8"),
+    )
+
+
+def action_error(run: ActionRun) -> str:
+    """The one ::error of an action run that exited 2 before any call."""
+    assert run.code == 2, run.log
+    errors = [line for line in run.log.splitlines() if line.startswith("::error")]
+    assert len(errors) == 1, run.log
+    assert "Nothing was measured." in run.summary
+    assert "bug" not in run.log
+    return errors[0]
+
+
+# --- 1. exit 3 from ordinary-looking data -------------------------------------------------------
+
+DEEP = "[" * 5000 + "]" * 5000
+PROMPT = '{"messages": [{"role": "user", "content": "hi"}]'
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (PROMPT + ', "x": ' + DEEP + "}", "nested deeper than 100 levels"),
+        (PROMPT + ', "temperature": 1e400}', "holds the number 1e400, beyond the range"),
+        (PROMPT + ', "temperature": NaN}', "holds NaN, which is not a JSON value"),
+        (PROMPT + ', "top_p": -Infinity}', "holds -Infinity, which is not a JSON value"),
+        (PROMPT + ', "seed": ' + "9" * 5000 + "}", "a whole number of 5,000 digits"),
+    ],
+    ids=["deep", "1e400", "nan", "-infinity", "5000-digits"],
+)
+def test_body_json_a_server_cannot_read_is_exit_2(
+    demo: DemoServer, tmp_path: Path, body: str, said: str
+) -> None:
+    """A JSON body nested 5,000 deep, or holding NaN, Infinity, 1e400 or a 5,000-digit number,
+    is exit 2 naming the body (deep was exit 3; the rest were sent as `NaN`/`Infinity`)."""
+    before = len(demo.records)
+    (tmp_path / "body.json").write_text(body, encoding="utf-8")
+    for given in (body, f"@{tmp_path / 'body.json'}"):
+        line = one_error(run_cli("probe", demo.url, "-d", given, *FAST))
+        assert line.startswith("Error: invalid input -d/--body: ")
+        assert said in line
+    assert len(demo.records) == before
+
+
+def test_action_body_nested_deep_is_one_error_and_a_summary(tmp_path: Path) -> None:
+    """The action with a deep body: one ::error naming `body`, the summary says nothing was
+    measured (it was the bug annotation, exit 3)."""
+    body = PROMPT + ', "x": ' + DEEP + "}"
+    run = run_action(tmp_path, {"url": "http://127.0.0.1:9/v1/chat/completions", "body": body})
+    assert "invalid input body: nested deeper than 100 levels" in action_error(run)
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "said"),
+    [
+        (
+            "t.json",
+            '{"targets": [{"name": "a", "url": "http://127.0.0.1:9/", "warm-calls": '
+            + "9" * 5000
+            + "}]}",
+            "t.json: holds a number of more than 4,300 digits",
+        ),
+        (
+            "t.yml",
+            "targets:\n  - name: a\n    url: http://127.0.0.1:9/\n    warm-calls: "
+            + "9" * 5000
+            + "\n",
+            "t.yml: holds a number of more than 4,300 digits",
+        ),
+        (
+            "t.toml",
+            '[[targets]]\nname = "a"\nurl = "http://127.0.0.1:9/"\nwarm-calls = ' + "9" * 5000,
+            "t.toml: holds a number of more than 4,300 digits",
+        ),
+        (
+            "t.yml",
+            "targets:\n  - name: a\n    url: http://127.0.0.1:9/v1/chat/completions\n"
+            "    body: {messages: [{role: user, content: hi}], temperature: .nan}\n",
+            "t.yml:4: target 'a', body: holds NaN or an infinite number",
+        ),
+        (
+            "t.toml",
+            '[[targets]]\nname = "a"\nurl = "http://127.0.0.1:9/v1/chat/completions"\n'
+            'body = {messages = [{role = "user", content = "hi"}], top_p = inf}\n',
+            "t.toml:4: target 'a', body: holds NaN or an infinite number",
+        ),
+    ],
+    ids=["json-digits", "yaml-digits", "toml-digits", "yaml-nan-body", "toml-inf-body"],
+)
+def test_targets_file_numbers_no_parser_takes_are_exit_2(
+    tmp_path: Path, name: str, text: str, said: str
+) -> None:
+    """A targets file with a 5,000-digit number (JSON, YAML, TOML: exit 3 from Python's int()
+    limit) or a body holding .nan/inf (sent as NaN/Infinity) is exit 2 naming the file."""
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert said in one_error(run_cli("probe", "--targets", str(path), "--no-floor"))
+
+
+def test_quick_with_a_deep_raw_body_is_judged(demo: DemoServer, tmp_path: Path) -> None:
+    """`quick` with a deep JSON body at a raw URL (sent as text) runs; hiding its credential
+    fields used to recurse past Python's limit (exit 3)."""
+    (tmp_path / "deep.json").write_text('{"x": ' + DEEP + "}", encoding="utf-8")
+    result = judged(run_cli("quick", demo.base_url + "/raw", "-d", f"@{tmp_path / 'deep.json'}"))
+    assert "Repeat one by hand" in result.output
+
+
+def _huge_usage(_: bytes) -> list[bytes]:
+    usage = json.dumps({"choices": [], "usage": {"completion_tokens": 10**400}})
+    return sse_pieces(
+        [chunk({"content": "a"}), chunk({"content": "b"}), chunk({}, "stop"), usage, "[DONE]"]
+    )
+
+
+def test_usage_count_of_10_400_is_a_judged_run(tmp_path: Path) -> None:
+    """A stream whose usage says 10**400 tokens is judged; the count is left out and tokens come
+    from the deltas (tokens/s overflowed a float: exit 3)."""
+    with paced(_huge_usage) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "--stream", *FAST, "--json", str(json_path)]
+        judged(run_cli("probe", *args))
+    samples = json.loads(json_path.read_text())["samples"]
+    assert {(s["tokens"], s["tokens_source"]) for s in samples} == {(2, "deltas")}
+
+
+def test_usage_count_of_10_400_in_the_action_writes_summary_and_outputs(tmp_path: Path) -> None:
+    """The action against the same stream: summary, outputs and exit 0/1 (was exit 3 with
+    neither written)."""
+    with paced(_huge_usage) as (base, _):
+        inputs = {"url": base + CHAT, "prompt": "hi", "stream": "true", **ONE_LOOK}
+        run = run_action(tmp_path, inputs)
+    assert run.code in (0, 1), run.log
+    assert "latency-gate:" in run.summary
+    assert "verdict=" in run.outputs
+
+
+@pytest.mark.parametrize("value", ["1", "100%", "0.99999999999999999", "99.999999999999999999%"])
+def test_error_budget_of_everything_says_use_off(value: str) -> None:
+    """An error-rate budget of 1 (or one that reads as 1.0) gates nothing: exit 2, "use off"
+    (it was taken, and the run could not be decided)."""
+    line = one_error(run_cli("probe", "http://127.0.0.1:9/", "--max-error-rate", value))
+    assert line.startswith("Error: invalid input --max-error-rate: ")
+    assert "lets every call fail, so it gates nothing: use off" in line
+    assert ("reads as 1.0" in line) == ("9999" in value)
