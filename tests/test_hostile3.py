@@ -11,6 +11,7 @@ paced. docs/faults.md ("Hostile input, round three") has a row for each.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import io
 import json
@@ -19,11 +20,13 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner, Result
 
 from latency_gate import action, cli
+from latency_gate.config import scrub_secrets, secret_forms
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 
 CHAT = "/v1/chat/completions"
@@ -329,3 +332,114 @@ def test_error_budget_of_everything_says_use_off(value: str) -> None:
     assert line.startswith("Error: invalid input --max-error-rate: ")
     assert "lets every call fail, so it gates nothing: use off" in line
     assert ("reads as 1.0" in line) == ("9999" in value)
+
+
+# --- 2. secrets in other shapes -----------------------------------------------------------------
+
+KEY = "sk-h3/Key+ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+def _echoes(key: str) -> dict[str, str]:
+    """The key as servers have been seen to echo it, each shape by name."""
+    raw = key.encode()
+    return {
+        "percent-encoded twice": quote(quote(key, safe=""), safe=""),
+        "percent-encoded three times": quote(quote(quote(key, safe=""), safe=""), safe=""),
+        "hex": raw.hex(),
+        "HEX": raw.hex().upper(),
+        "base64 of base64": base64.b64encode(base64.b64encode(raw)).decode(),
+        "url-safe base64 of base64": base64.urlsafe_b64encode(base64.b64encode(raw)).decode(),
+        "first half": key[: len(key) // 2],
+        "first half in hex": raw[: len(raw) // 2].hex(),
+        "HTML entities": key.replace("+", "&#43;").replace("/", "&#x2F;"),
+        "JSON-escaped twice": json.dumps(key.replace("/", "\\/"))[1:-1],
+    }
+
+
+def test_key_echoed_in_other_shapes_reaches_no_output(tmp_path: Path) -> None:
+    """The API key echoed in a 401 percent-encoded twice or three times, in hex, as base64 of
+    base64, cut to its first half, as HTML entities or JSON-escaped twice is *** in the JSON,
+    the report and the terminal (each used to pass through); a four-character tail (what APIs
+    print on purpose) stays."""
+    shapes = [*_echoes(KEY).items(), ("tail", "…" + KEY[-4:])]
+    served = iter(shapes * 2)
+
+    def answer(_: bytes) -> list[bytes]:
+        name, text = next(served)
+        return [http("401 Unauthorized", f"{name}={text}".encode(), "text/plain")]
+
+    with paced(answer) as (base, _):
+        json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
+        args = [base + CHAT, "--api-key", KEY, "--prompt", "hi", "--no-floor", "--warm-calls"]
+        args += [str(len(shapes) - 2), "--concurrency", "1", "--max-calls", str(len(shapes))]
+        result = judged(
+            run_cli("probe", *args, "--json", str(json_path), "--markdown", str(md_path))
+        )
+    details = [s["error_detail"] for s in json.loads(json_path.read_text())["samples"]]
+    assert details == [f"HTTP 401: {name}=***" for name, _ in shapes[:-1]] + [
+        f"HTTP 401: tail=…{KEY[-4:]}"
+    ]
+    everything = result.output + json_path.read_text() + md_path.read_text()
+    for _, text in shapes[:-1]:
+        assert text not in everything
+
+
+def test_every_echo_shape_is_scrubbed_whole() -> None:
+    """Each shape of the key, alone in a text, is *** (the scrubber, without a 200-char cut)."""
+    forms = secret_forms([KEY])
+    for name, text in _echoes(KEY).items():
+        assert scrub_secrets(f"<{text}>", forms) == "<***>", name
+    assert scrub_secrets(f"<{KEY[:10]}>", forms) == f"<{KEY[:10]}>"  # a quarter is no secret
+
+
+def test_key_across_the_detail_cut_leaves_no_fragment(tmp_path: Path) -> None:
+    """A stream error quoting the key across the 200th character: the detail was cut first and
+    the key's first characters (less than half of it) stayed; now it is scrubbed, then cut."""
+    message = "x" * 190 + KEY + " y"
+    events = [chunk({"content": "a"}), json.dumps({"error": {"message": message}})]
+    with paced(lambda _: sse_pieces(events)) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--api-key", KEY, "--prompt", "hi", "--stream", *FAST]
+        judged(run_cli("probe", *args, "--json", str(json_path)))
+    detail = json.loads(json_path.read_text())["samples"][0]["error_detail"]
+    assert detail == "x" * 190 + "*** y"
+
+
+BODY_KEY = "sk-body-field-0123456789abcdef"
+
+
+def _echo_body_field(request: bytes) -> list[bytes]:
+    """A 401 that quotes the body's api_key field back."""
+    found = re.search(rb'"api_key": "([^"]+)"', request)
+    quoted = found[1] if found else b"none"
+    return [http("401 Unauthorized", b"invalid api_key " + quoted, "text/plain")]
+
+
+def test_body_field_named_like_a_credential_is_a_secret(tmp_path: Path) -> None:
+    """A credential in a JSON body field (`api_key`) echoed in a 401 is *** in every output of
+    the CLI (it was printed: only the whole body was a secret)."""
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "api_key": BODY_KEY})
+    with paced(_echo_body_field) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "-d", body, *FAST, "--json", str(json_path)]
+        result = judged(run_cli("probe", *args))
+    detail = json.loads(json_path.read_text())["samples"][0]["error_detail"]
+    assert detail == "HTTP 401: invalid api_key ***"
+    assert BODY_KEY not in result.output + json_path.read_text()
+
+
+def test_body_field_credential_is_masked_in_the_action(tmp_path: Path) -> None:
+    """In the action, inline and as a body file: `::add-mask::` for the field's value before any
+    other line, and neither log nor summary holds it."""
+    body = json.dumps({"messages": [{"role": "user", "content": "hi"}], "api_key": BODY_KEY})
+    (tmp_path / "workspace").mkdir()
+    (tmp_path / "workspace" / "body.json").write_text(body, encoding="utf-8")
+    with paced(_echo_body_field) as (base, _):
+        for given in (body, "@body.json"):
+            run = run_action(tmp_path, {"url": base + CHAT, "body": given, **ONE_LOOK})
+            assert run.code == 1, run.log
+            lines = run.log.splitlines()
+            assert f"::add-mask::{BODY_KEY}" in lines
+            unmasked = [line for line in lines if not line.startswith("::add-mask::")]
+            assert BODY_KEY not in "\n".join(unmasked) + run.summary + run.outputs
+            assert "invalid api_key ***" in run.log

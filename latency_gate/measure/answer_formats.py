@@ -14,7 +14,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-MAX_DETAIL = 200
+MAX_DETAIL = 2048
+"""Characters of a failure's detail kept here; calls.py scrubs secrets from the whole of it and
+only then cuts it to 200 (a cut first could leave the start of a key behind)."""
 MAX_USAGE_TOKENS = 10**9
 """No answer has a billion tokens; a bigger usage count is the endpoint's mistake (or malice)."""
 """Most characters of untrusted detail kept: an outcome's detail, a quoted error object."""
