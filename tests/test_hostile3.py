@@ -15,8 +15,12 @@ import base64
 import contextlib
 import io
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +28,7 @@ from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner, Result
+from conftest import REPO_ROOT
 
 from latency_gate import action, cli
 from latency_gate.config import scrub_secrets, secret_forms
@@ -151,6 +156,9 @@ def chunk(delta: dict[str, str], finish: str | None = None) -> str:
     return json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
 
 
+ACTION_TIMEOUT = 60.0
+
+
 @dataclass(frozen=True)
 class ActionRun:
     code: int
@@ -182,9 +190,15 @@ def run_action(
         **(raw_env or {}),
     }
     out = io.StringIO()
-    code = action.main(env, out=out)
+    codes: list[int] = []
+    # In a thread, so that an action blocked (on a FIFO, say) fails the test instead of the suite.
+    worker = threading.Thread(target=lambda: codes.append(action.main(env, out=out)), daemon=True)
+    worker.start()
+    worker.join(ACTION_TIMEOUT)
+    if not codes:
+        pytest.fail(f"the action did not finish within {ACTION_TIMEOUT:.0f} s", pytrace=False)
     return ActionRun(
-        code=code,
+        code=codes[0],
         log=out.getvalue(),
         summary=(files / "summary.md").read_text(encoding="utf-8"),
         outputs=(files / "output").read_text(encoding="utf-8"),
@@ -443,3 +457,130 @@ def test_body_field_credential_is_masked_in_the_action(tmp_path: Path) -> None:
             unmasked = [line for line in lines if not line.startswith("::add-mask::")]
             assert BODY_KEY not in "\n".join(unmasked) + run.summary + run.outputs
             assert "invalid api_key ***" in run.log
+
+
+# --- 3. files the action reads ------------------------------------------------------------------
+
+
+def _cli_process(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python -m latency_gate ARGS` in a process of its own, killed after 30 s (a FIFO used to
+    block it forever)."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("LATENCY_GATE_")}
+    environ["PYTHONPATH"] = str(REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "latency_gate", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["merge", "fifo"], "merge: cannot read 'fifo': is a FIFO (named pipe)"),
+        (["probe", "{url}", "--baseline", "fifo"], "--baseline: cannot read 'fifo': is a FIFO"),
+        (["probe", "{url}", "--json", "fifo"], "--json: cannot write 'fifo': it is a FIFO"),
+        (["probe", "{url}", "--markdown", "fifo"], "--markdown: cannot write 'fifo': it is a FIFO"),
+        (["probe", "{url}", "-d", "@fifo"], "-d/--body: cannot read body file '{cwd}/fifo': is a"),
+        (["probe", "--targets", "fifo"], "targets: cannot read 'fifo': is a FIFO"),
+        (
+            ["probe", "{url}", "-d", "@/proc/self/environ"],
+            "cannot read body file '/proc/self/environ': is a file of the kernel",
+        ),
+    ],
+    ids=["merge", "baseline", "json", "markdown", "body", "targets", "proc-environ"],
+)
+def test_special_files_are_refused_without_blocking(
+    demo: DemoServer, tmp_path: Path, args: list[str], said: str
+) -> None:
+    """A FIFO given to merge, --baseline, --json, --markdown, -d @ or --targets is exit 2 at
+    once (each blocked forever), and /proc/self/environ is no body (the environment, tokens
+    included, was sent to the endpoint)."""
+    os.mkfifo(tmp_path / "fifo")
+    before = len(demo.records)
+    given = [a.format(url=demo.url, cwd=tmp_path) for a in args]
+    started = time.monotonic()
+    done = _cli_process(
+        *given, "--no-floor" if given[0] == "probe" else "--json=r.json", cwd=tmp_path
+    )
+    assert time.monotonic() - started < 20
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert said.format(cwd=tmp_path) in done.stderr
+    assert "Traceback" not in done.stderr
+    assert len(demo.records) == before
+
+
+def test_body_file_past_16_mib_is_refused(tmp_path: Path) -> None:
+    """A regular body file over 16 MiB (a sparse file) is still refused by its size."""
+    with (tmp_path / "big.json").open("wb") as file:
+        file.truncate(17 * 1024 * 1024)
+    line = one_error(run_cli("probe", "http://127.0.0.1:9/", "-d", f"@{tmp_path / 'big.json'}"))
+    assert "larger than 16 MiB: is it the file you meant?" in line
+
+
+def _workspace_with_traps(tmp_path: Path) -> Path:
+    """A workspace holding a FIFO, links out of it, and a targets file whose body leaves it."""
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (tmp_path / "outside.json").write_text('{"messages": []}', encoding="utf-8")
+    os.mkfifo(workspace / "fifo")
+    (workspace / "environ").symlink_to("/proc/self/environ")
+    (workspace / "out.json").symlink_to(tmp_path / "outside.json")
+    (workspace / "t.yml").write_text(
+        "targets:\n  - name: a\n    url: http://127.0.0.1:9/v1/chat/completions\n"
+        "    body: '@../outside.json'\n",
+        encoding="utf-8",
+    )
+    return workspace
+
+
+OUTSIDE = "is outside the workspace ({workspace}), once links are followed"
+
+
+@pytest.mark.parametrize(
+    ("inputs", "said"),
+    [
+        ({"body": "@/proc/self/environ"}, "body: '/proc/self/environ' " + OUTSIDE),
+        ({"body": "@environ"}, "body: '{workspace}/environ' " + OUTSIDE),
+        ({"body": "@out.json"}, "body: '{workspace}/out.json' " + OUTSIDE),
+        ({"body": "@../outside.json"}, "body: '{workspace}/../outside.json' " + OUTSIDE),
+        ({"body": "@fifo"}, "body: cannot read body file '{workspace}/fifo': is a FIFO"),
+        ({"ca-bundle": "/etc/ssl/certs/ca-certificates.crt"}, "ca-bundle: '/etc/ssl/certs/"),
+        ({"baseline": "../outside.json"}, "baseline: '{workspace}/../outside.json' " + OUTSIDE),
+        ({"baseline": "fifo"}, "baseline: cannot read '{workspace}/fifo': is a FIFO"),
+        ({"json-path": "fifo"}, "json-path: 'fifo' is not a regular file (a FIFO or a device?)"),
+        ({"targets": "t.yml", "url": ""}, "t.yml:4: target 'a', body: '{workspace}/../outside"),
+        ({"targets": "fifo", "url": ""}, "targets: cannot read '{workspace}/fifo': is a FIFO"),
+    ],
+    ids=[
+        "proc",
+        "link-to-proc",
+        "link-out",
+        "dot-dot",
+        "fifo-body",
+        "ca-bundle",
+        "baseline-out",
+        "baseline-fifo",
+        "json-path-fifo",
+        "targets-body",
+        "targets-fifo",
+    ],
+)
+def test_action_reads_only_regular_files_in_the_workspace(
+    demo: DemoServer, tmp_path: Path, inputs: dict[str, str], said: str
+) -> None:
+    """Every path the action reads is held to the workspace after links are followed, and a
+    FIFO is refused at once: exit 2, one ::error, nothing sent (`body: @/proc/self/environ`
+    sent the runner's environment to the endpoint; a FIFO blocked the job)."""
+    workspace = _workspace_with_traps(tmp_path)
+    before = len(demo.records)
+    given = {"url": demo.url, **ONE_LOOK, **inputs}
+    started = time.monotonic()
+    run = run_action(tmp_path, {k: v for k, v in given.items() if v})
+    assert time.monotonic() - started < 10
+    assert said.format(workspace=workspace.resolve()) in action_error(run)
+    assert len(demo.records) == before

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from latency_gate.config import Target
+from latency_gate.config.files import open_output
 from latency_gate.errors import (
     BUG_MESSAGE,
     MACHINE_ERRNOS,
@@ -208,7 +209,7 @@ def _cannot_append(path: Path) -> str | None:
     """Why `path` cannot be opened for writing (too long a name, a directory, read-only, ...)."""
     try:
         existed = path.exists()
-        with path.open("a", encoding="utf-8"):
+        with open_output(path, append=True):  # a FIFO nothing reads is refused, never waited on
             pass
         if not existed:
             path.unlink()
@@ -235,7 +236,8 @@ def write_reports(
         if path is None:
             continue
         try:
-            Path(path).write_text(render(), encoding="utf-8")
+            with open_output(Path(path)) as file:
+                file.write(render())
         except OSError as exc:
             # Checked before the run, so this is the disk or the file system failing now; the
             # other file is still written.

@@ -93,12 +93,15 @@ def build_target(
     spelled: Callable[[str], str] = lambda key: key,
     base_dir: Path | None = None,
     defaults: Mapping[str, str | list[str] | None] | None = None,
+    *,
+    root: Path | None = None,
 ) -> Target:
     """Build a Target from raw strings keyed by canonical kebab-case name.
 
     `headers` is a list of "Name: value" strings; every other value is a string or None (not
     given). `spelled` maps a key to the name the user wrote (`--max-warm-p95`, `max-warm-p95`).
-    `defaults` fills keys that `raw` leaves out (a targets file's shared settings).
+    `defaults` fills keys that `raw` leaves out (a targets file's shared settings). `root`,
+    when given (the action's workspace), is where every file a setting names must lie.
 
     Raises ConfigError naming every bad input at once.
     """
@@ -135,7 +138,7 @@ def build_target(
         fields.pop("url", None)
     take("name", lambda s: _nonempty(s, "a name"))
     take("method", _parse_method)
-    take("body", lambda s: read_body(s, base_dir))
+    take("body", lambda s: read_body(s, base_dir, root))
     take("api-key", parse_api_key)
     take("model", lambda s: s or None)
     take("prompt", lambda s: s or None)
@@ -149,7 +152,7 @@ def build_target(
     take("on-undecided", _parse_on_undecided)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
-    take("ca-bundle", lambda s: _ca_bundle(s, base_dir))
+    take("ca-bundle", lambda s: _ca_bundle(s, base_dir, root))
     take("insecure", parse_bool)
     take("max-tokens", parse_count)
     take("token-limit-field", parse_token_limit_field)
@@ -264,9 +267,9 @@ def _parse_format(text: str) -> Format:
         raise ValueError(f"expected one of {choices}; got {text!r}") from None
 
 
-def _ca_bundle(text: str, base_dir: Path | None) -> str:
+def _ca_bundle(text: str, base_dir: Path | None, root: Path | None) -> str:
     """A readable PEM file that holds at least one CA certificate."""
-    path = input_file(text, base_dir)
+    path = input_file(text, base_dir, root=root)
     try:
         ssl.create_default_context(cafile=path)
     except (ssl.SSLError, OSError, ValueError) as exc:

@@ -170,14 +170,14 @@ def proxy_from_environment(url: str, environ: Mapping[str, str]) -> str | None:
     return proxy
 
 
-def read_body(text: str, base_dir: Path | None = None) -> str:
-    """A body as given, or the contents of a file for `@path`."""
+def read_body(text: str, base_dir: Path | None = None, root: Path | None = None) -> str:
+    """A body as given, or the contents of a file for `@path` (inside `root` when given)."""
     if not text.startswith("@"):
         return text
     path = Path(text[1:]).expanduser()
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
-    return read_input_file(path, "body file ")
+    return read_input_file(path, "body file ", root=root)
 
 
 def looks_like_json(text: str) -> bool:
