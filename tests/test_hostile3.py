@@ -584,3 +584,163 @@ def test_action_reads_only_regular_files_in_the_workspace(
     assert time.monotonic() - started < 10
     assert said.format(workspace=workspace.resolve()) in action_error(run)
     assert len(demo.records) == before
+
+
+# --- 4. result files are data, not verdicts -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def honest(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A real result file of the demo endpoint, as `probe --json` wrote it (one look)."""
+    path = tmp_path_factory.mktemp("honest") / "r.json"
+    judged(run_cli("probe", demo.url, *FAST, "--on-undecided", "pass", "--json", str(path)))
+    document: dict[str, object] = json.loads(path.read_text())
+    return document
+
+
+def _file(tmp_path: Path, document: object, name: str = "r.json") -> str:
+    path = tmp_path / name
+    path.write_text(document if isinstance(document, str) else json.dumps(document))
+    return str(path)
+
+
+def _every_call(document: dict[str, object], **changes: object) -> dict[str, object]:
+    """A copy of the document with these fields set on every successful call."""
+    copy = json.loads(json.dumps(document))
+    for sample in copy["samples"]:
+        if sample["ok"]:
+            sample.update(changes)
+    return copy
+
+
+def test_honest_files_merge_to_their_own_verdicts(
+    honest: dict[str, object], decided: dict[str, object], tmp_path: Path
+) -> None:
+    """Files as probe wrote them (one look, and several) merge to the verdicts they hold, with
+    no warning."""
+    for document in (honest, decided):
+        result = judged(run_cli("merge", _file(tmp_path, document)))
+        assert result.exit_code == 0
+        assert "warning" not in result.stderr
+
+
+@pytest.fixture(scope="module")
+def decided(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+    """A real result file with the default counts and sampling: every check decided PASS."""
+    path = tmp_path_factory.mktemp("decided") / "r.json"
+    judged(run_cli("probe", demo.url, "--no-floor", "--json", str(path)))
+    document: dict[str, object] = json.loads(path.read_text())
+    assert document["verdict"]["passed"] is True  # type: ignore[index]
+    return document
+
+
+def test_merge_judges_a_file_from_its_calls(decided: dict[str, object], tmp_path: Path) -> None:
+    """A file whose every call took 10 s against a 3 s budget, marked passed, merges to FAIL
+    (it merged to PASS: `passed` was taken on trust), and a warning says the file said PASS."""
+    forged = _every_call(decided, latency=10.0)
+    for sample in forged["samples"]:
+        sample["timings"] = {"last_byte": 10.0} if sample["ok"] else sample["timings"]
+    result = run_cli("merge", _file(tmp_path, forged))
+    assert result.exit_code == 1, result.output
+    assert result.stdout.startswith("FAIL: warm p95 10.0 s, over its 3.00 s budget")
+    assert (
+        "warning: endpoint: the file says PASS, but its calls held against its own budget say "
+        "FAIL; FAIL counts" in result.stderr
+    )
+
+
+INFINITE = '"latency": Infinity'
+
+
+@pytest.mark.parametrize(
+    ("change", "said"),
+    [
+        (lambda d: json.dumps(d).replace('"latency": 0', INFINITE, 1), "holds Infinity"),
+        (lambda d: json.dumps(d).replace('"latency": 0', '"latency": 1e400', 1), "1e400"),
+        (lambda d: json.dumps(d).replace('"latency": 0', '"latency": NaN', 1), "holds NaN"),
+        (lambda d: _every_call(d, latency=1e308), "latency 1e+308 s is not a duration of a call"),
+        (lambda d: _every_call(d, latency=-0.05), "latency -0.05 s is not a duration of a call"),
+        (lambda d: _every_call(d, latency=None), "marked ok, but it has no latency"),
+        (lambda d: _every_call(d, tokens=10**400), "a whole number of 401 digits"),
+        (lambda d: {**d, "started_at": 1e300}, "started_at 1e+300 is not a time"),
+        (lambda d: {**d, "config": {**d["config"], "budget": None}}, "its budget cannot be read"),
+        (lambda d: '{"runs": ' + "[" * 3000 + "]" * 3000 + "}", "nested deeper than 100 levels"),
+    ],
+    ids=[
+        "infinity",
+        "1e400",
+        "nan",
+        "1e308",
+        "negative",
+        "ok-without-latency",
+        "huge-count",
+        "no-date",
+        "no-budget",
+        "deep",
+    ],
+)
+def test_result_file_that_cannot_be_judged_is_exit_2(
+    demo: DemoServer,
+    honest: dict[str, object],
+    tmp_path: Path,
+    change: Callable[[dict[str, object]], object],
+    said: str,
+) -> None:
+    """merge and --baseline refuse, naming the file, a result file of infinite, NaN, 1e308 or
+    negative samples, calls that contradict themselves, a count of 401 digits, a time that is no
+    date, no budget, or nesting 3,000 deep (each was exit 3, or read as a regression or none)."""
+    path = _file(tmp_path, change(honest))
+    line = one_error(run_cli("merge", path))
+    assert line.startswith(f"Error: invalid input merge {path}: ")
+    assert said in line
+    line = one_error(run_cli("probe", demo.url, *FAST, "--baseline", path))
+    assert line.startswith(f"Error: invalid input --baseline {path}: ")
+    assert said in line
+
+
+def test_baseline_without_calls_is_refused(
+    demo: DemoServer, honest: dict[str, object], tmp_path: Path
+) -> None:
+    """A baseline whose samples are empty compared as "no regression"; it is refused now."""
+    path = _file(tmp_path, {**honest, "samples": []})
+    line = one_error(run_cli("probe", demo.url, *FAST, "--baseline", path))
+    assert "cannot be judged: it holds no calls, so there is nothing to compare with" in line
+
+
+LEAKS = ("hunter2secret", "sk-querysecret123", "proxypass999", "hdrsecret-4567", "bodykey-42")
+
+
+def _leaky(document: dict[str, object]) -> dict[str, object]:
+    """A file whose settings were never redacted (by hand, or an old version) and whose error
+    detail quotes those secrets back."""
+    copy = json.loads(json.dumps(document))
+    copy["config"] |= {
+        "url": copy["config"]["url"].replace("http://", "http://alice:hunter2secret@")
+        + "?key=sk-querysecret123",
+        "proxy": "http://bob:proxypass999@10.0.0.1:3128",
+        "headers": ["X-Api-Key: hdrsecret-4567"],
+        "body": '{"messages": [], "api_key": "bodykey-42"}',
+    }
+    sample = copy["samples"][-1]
+    sample |= {"ok": False, "latency": None, "error": "http_4xx"}
+    sample["error_detail"] = (
+        "HTTP 401: " + " ".join(LEAKS) + " " + base64.b64encode(b"alice:hunter2secret").decode()
+    )
+    return copy
+
+
+def test_secrets_in_an_incoming_file_reach_no_output(
+    demo: DemoServer, honest: dict[str, object], tmp_path: Path
+) -> None:
+    """merge and a refused baseline re-printed a file's URL userinfo, query key, proxy password,
+    header and body credential; now the file's settings are redacted and its text scrubbed."""
+    path = _file(tmp_path, _leaky(honest))
+    out_json, out_md = tmp_path / "m.json", tmp_path / "m.md"
+    merged = judged(run_cli("merge", path, "--json", str(out_json), "--markdown", str(out_md)))
+    refused = run_cli("probe", demo.url, *FAST, "--baseline", path)
+    assert "measured a different configuration" in one_error(refused)
+    everything = merged.output + out_json.read_text() + out_md.read_text() + refused.output
+    for leak in LEAKS:
+        assert leak not in everything
+    assert base64.b64encode(b"alice:hunter2secret").decode() not in everything
+    assert "http://***@" in refused.stderr

@@ -8,6 +8,7 @@ the settings that decide whether two runs measured the same thing.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -31,6 +32,7 @@ __all__ = [
     "Target",
     "comparable_settings",
     "find_secrets",
+    "redact_settings",
     "scrub_secrets",
     "secret_forms",
     "url_secrets",
@@ -190,6 +192,49 @@ def comparable_settings(config: Mapping[str, object]) -> dict[str, object]:
         if key in data and data[key] == earlier:
             del data[key]
     return data
+
+
+def redact_settings(
+    config: Mapping[str, object],
+) -> tuple[dict[str, object], list[str], list[str]]:
+    """A result file's settings as `Target.redacted` would have written them, with the secrets
+    they still held (a file written by hand, or by an older version): (settings, secrets, and
+    the URL's `user:password` pair), so the rest of the file can be scrubbed of them too."""
+    data = dict(config)
+    secrets: list[str] = []
+    pairs: list[str] = []
+    for key in ("url", "proxy"):
+        url = data.get(key)
+        if isinstance(url, str):
+            secrets += url_secrets(url)
+            pairs += [pair] if (pair := url_userinfo(url)) and REDACTED not in pair else []
+            try:
+                data[key] = redact_url(url)
+            except ValueError:  # not a URL at all: nothing of it is worth showing
+                data[key] = REDACTED
+    headers = data.get("headers")
+    if isinstance(headers, list):
+        shown: list[object] = []
+        for line in headers:
+            name, sep, value = line.partition(":") if isinstance(line, str) else ("", "", "")
+            if not sep or name.strip().lower() in HARMLESS_HEADERS:
+                shown.append(line)
+                continue
+            secrets.append(value.strip())
+            shown.append(f"{name}: {REDACTED}")
+        data["headers"] = shown
+    api_key = data.get("api_key")
+    if api_key is not None:
+        secrets += [api_key] if isinstance(api_key, str) else []
+        data["api_key"] = REDACTED
+    body = data.get("body")
+    if isinstance(body, str) and not _FINGERPRINT.fullmatch(body):
+        secrets += find_secrets(body=body)
+        data["body"] = _body_fingerprint(SecretStr(body))
+    return data, find_secrets(others=secrets), pairs
+
+
+_FINGERPRINT = re.compile(re.escape(REDACTED) + r" \(sha256 [0-9a-f]{12}\)")
 
 
 def _body_fingerprint(body: SecretStr) -> str:
