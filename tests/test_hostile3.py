@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -590,11 +591,11 @@ def test_action_reads_only_regular_files_in_the_workspace(
 
 
 @pytest.fixture(scope="module")
-def honest(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def honest(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real result file of the demo endpoint, as `probe --json` wrote it (one look)."""
     path = tmp_path_factory.mktemp("honest") / "r.json"
     judged(run_cli("probe", demo.url, *FAST, "--on-undecided", "pass", "--json", str(path)))
-    document: dict[str, object] = json.loads(path.read_text())
+    document: dict[str, Any] = json.loads(path.read_text())
     return document
 
 
@@ -604,9 +605,9 @@ def _file(tmp_path: Path, document: object, name: str = "r.json") -> str:
     return str(path)
 
 
-def _every_call(document: dict[str, object], **changes: object) -> dict[str, object]:
+def _every_call(document: dict[str, Any], **changes: object) -> dict[str, Any]:
     """A copy of the document with these fields set on every successful call."""
-    copy = json.loads(json.dumps(document))
+    copy: dict[str, Any] = json.loads(json.dumps(document))
     for sample in copy["samples"]:
         if sample["ok"]:
             sample.update(changes)
@@ -614,7 +615,7 @@ def _every_call(document: dict[str, object], **changes: object) -> dict[str, obj
 
 
 def test_honest_files_merge_to_their_own_verdicts(
-    honest: dict[str, object], decided: dict[str, object], tmp_path: Path
+    honest: dict[str, Any], decided: dict[str, Any], tmp_path: Path
 ) -> None:
     """Files as probe wrote them (one look, and several) merge to the verdicts they hold, with
     no warning."""
@@ -625,16 +626,16 @@ def test_honest_files_merge_to_their_own_verdicts(
 
 
 @pytest.fixture(scope="module")
-def decided(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
+def decided(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real result file with the default counts and sampling: every check decided PASS."""
     path = tmp_path_factory.mktemp("decided") / "r.json"
     judged(run_cli("probe", demo.url, "--no-floor", "--json", str(path)))
-    document: dict[str, object] = json.loads(path.read_text())
-    assert document["verdict"]["passed"] is True  # type: ignore[index]
+    document: dict[str, Any] = json.loads(path.read_text())
+    assert document["verdict"]["passed"] is True
     return document
 
 
-def test_merge_judges_a_file_from_its_calls(decided: dict[str, object], tmp_path: Path) -> None:
+def test_merge_judges_a_file_from_its_calls(decided: dict[str, Any], tmp_path: Path) -> None:
     """A file whose every call took 10 s against a 3 s budget, marked passed, merges to FAIL
     (it merged to PASS: `passed` was taken on trust), and a warning says the file said PASS."""
     forged = _every_call(decided, latency=10.0)
@@ -681,9 +682,9 @@ INFINITE = '"latency": Infinity'
 )
 def test_result_file_that_cannot_be_judged_is_exit_2(
     demo: DemoServer,
-    honest: dict[str, object],
+    honest: dict[str, Any],
     tmp_path: Path,
-    change: Callable[[dict[str, object]], object],
+    change: Callable[[dict[str, Any]], object],
     said: str,
 ) -> None:
     """merge and --baseline refuse, naming the file, a result file of infinite, NaN, 1e308 or
@@ -699,7 +700,7 @@ def test_result_file_that_cannot_be_judged_is_exit_2(
 
 
 def test_baseline_without_calls_is_refused(
-    demo: DemoServer, honest: dict[str, object], tmp_path: Path
+    demo: DemoServer, honest: dict[str, Any], tmp_path: Path
 ) -> None:
     """A baseline whose samples are empty compared as "no regression"; it is refused now."""
     path = _file(tmp_path, {**honest, "samples": []})
@@ -710,10 +711,10 @@ def test_baseline_without_calls_is_refused(
 LEAKS = ("hunter2secret", "sk-querysecret123", "proxypass999", "hdrsecret-4567", "bodykey-42")
 
 
-def _leaky(document: dict[str, object]) -> dict[str, object]:
+def _leaky(document: dict[str, Any]) -> dict[str, Any]:
     """A file whose settings were never redacted (by hand, or an old version) and whose error
     detail quotes those secrets back."""
-    copy = json.loads(json.dumps(document))
+    copy: dict[str, Any] = json.loads(json.dumps(document))
     copy["config"] |= {
         "url": copy["config"]["url"].replace("http://", "http://alice:hunter2secret@")
         + "?key=sk-querysecret123",
@@ -730,7 +731,7 @@ def _leaky(document: dict[str, object]) -> dict[str, object]:
 
 
 def test_secrets_in_an_incoming_file_reach_no_output(
-    demo: DemoServer, honest: dict[str, object], tmp_path: Path
+    demo: DemoServer, honest: dict[str, Any], tmp_path: Path
 ) -> None:
     """merge and a refused baseline re-printed a file's URL userinfo, query key, proxy password,
     header and body credential; now the file's settings are redacted and its text scrubbed."""
