@@ -29,7 +29,7 @@ from urllib.parse import quote
 
 import pytest
 from click.testing import CliRunner, Result
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, free_port
 
 from latency_gate import action, cli
 from latency_gate.config import scrub_secrets, secret_forms
@@ -745,3 +745,128 @@ def test_secrets_in_an_incoming_file_reach_no_output(
         assert leak not in everything
     assert base64.b64encode(b"alice:hunter2secret").decode() not in everything
     assert "http://***@" in refused.stderr
+
+
+# --- 5. the wrong culprit named -----------------------------------------------------------------
+
+
+def _samples(path: Path) -> list[dict[str, Any]]:
+    samples: list[dict[str, Any]] = json.loads(path.read_text())["samples"]
+    return samples
+
+
+def test_dead_proxy_is_named_not_the_endpoint(demo: DemoServer, tmp_path: Path) -> None:
+    """Nothing listening at the proxy: each call says it could not reach the proxy, and the
+    early stop says the endpoint was never asked (both said the endpoint was not reachable)."""
+    proxy = f"http://127.0.0.1:{free_port()}"
+    json_path = tmp_path / "r.json"
+    result = judged(run_cli("probe", demo.url, "--proxy", proxy, *FAST, "--json", str(json_path)))
+    assert {s["error_detail"] for s in _samples(json_path)} == {
+        f"could not reach the proxy {proxy}: connection refused (check --proxy or "
+        "HTTP(S)_PROXY; NO_PROXY or --proxy off goes direct)"
+    }
+    assert (
+        "warning: stopped after the first 3 calls: all failed to connect (connection_refused) "
+        f"to the proxy {proxy}, so the endpoint was never asked" in result.stderr
+    )
+    assert "not reachable" not in result.output
+
+
+def _proxy_refusing(status: str, header: str) -> Answer:
+    """A proxy that answers every request (a forwarded GET or a CONNECT) with `status`."""
+    return lambda _: [http(status, b"proxy says no", "text/plain", header)]
+
+
+@pytest.mark.parametrize(
+    ("status", "header", "scheme"),
+    [
+        ("407 Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="p"\r\n', "http"),
+        ("407 Proxy Authentication Required", 'Proxy-Authenticate: Basic realm="p"\r\n', "https"),
+        ("401 Unauthorized", 'Proxy-Authenticate: Basic realm="p"\r\n', "http"),
+    ],
+    ids=["407-forwarded", "407-connect", "401-proxy-authenticate"],
+)
+def test_proxy_asking_for_credentials_is_named(
+    tmp_path: Path, status: str, header: str, scheme: str
+) -> None:
+    """A proxy's 407 (forwarded http, or refusing CONNECT for https) or a 401 carrying
+    Proxy-Authenticate names the proxy and where its credentials go (it read as the endpoint's
+    `http_4xx`, or `ProxyError: 407 ...`)."""
+    with paced(_proxy_refusing(status, header)) as (proxy, _):
+        json_path = tmp_path / "r.json"
+        url = f"{scheme}://api.example.invalid/v1/chat/completions"
+        args = [url, "--prompt", "hi", "--proxy", proxy + "/", *FAST, "--json", str(json_path)]
+        judged(run_cli("probe", *args))
+    details = {s["error_detail"] for s in _samples(json_path)}
+    assert len(details) == 1
+    [detail] = details
+    assert detail.startswith(
+        f"the proxy {proxy}/ wants credentials (in its URL, http://user:password@host:port, in "
+        f"--proxy or HTTP(S)_PROXY); it answered HTTP {status[:3]}"
+    )
+
+
+def test_read_timeouts_are_not_called_unreachable(tmp_path: Path) -> None:
+    """A server that takes the request and never answers: the early stop says the calls timed
+    out waiting and which --timeout to raise, not that the endpoint is not reachable."""
+    with paced(lambda _: []) as (base, _):
+        result = judged(run_cli("probe", base + "/", "--timeout", "0.3s", *FAST))
+    assert (
+        "warning: stopped after the first 3 calls: all timed out waiting for the answer "
+        "(read_timeout); the endpoint took the request but answered none within the 0.3 s "
+        "--timeout: raise it if the endpoint is that slow" in result.stderr
+    )
+    assert "not reachable" not in result.output
+
+
+def test_http2_against_an_http1_server_says_drop_http2(demo: DemoServer, tmp_path: Path) -> None:
+    """--http2 on an http:// URL of an HTTP/1.1 server: each call says why and to drop --http2
+    (it said "Server disconnected" or "Broken pipe")."""
+    json_path = tmp_path / "r.json"
+    judged(run_cli("probe", demo.url, "--http2", *FAST, "--json", str(json_path)))
+    for sample in _samples(json_path):
+        assert sample["error_detail"].endswith(
+            "(--http2 speaks HTTP/2 from the first byte on an http:// URL, which a server of "
+            "HTTP/1.1 only cannot read: drop --http2)"
+        )
+
+
+# An HTTP/2 server's first bytes, whatever it was sent: its SETTINGS frame (RFC 9113, 3.4), then
+# a GOAWAY for a preface that never came, as nginx's h2c-only port answers HTTP/1.1.
+H2_ONLY = bytes.fromhex("000000040000000000" + "0000080700000000000000000000000001")
+
+
+def test_http1_against_an_http2_only_server_says_try_http2(tmp_path: Path) -> None:
+    """HTTP/1.1 to a server of HTTP/2 only: each call says its answer is not HTTP/1.1 and to try
+    --http2 (it said "illegal request line")."""
+    with paced(lambda _: [H2_ONLY]) as (base, _):
+        json_path = tmp_path / "r.json"
+        judged(run_cli("probe", base + CHAT, "--prompt", "hi", *FAST, "--json", str(json_path)))
+    assert {s["error_detail"] for s in _samples(json_path)} == {
+        "illegal request line (the answer does not start like HTTP/1.1: a server of HTTP/2 only? "
+        "try --http2)"
+    }
+
+
+def test_wait_ready_uses_the_real_method_when_get_is_not_served(tmp_path: Path) -> None:
+    """GET answers 405 at once while the POST gets 503 for 0.6 s: the wait goes on with POST
+    until it is served, so the cold call succeeds (GET's 405 was taken for ready, and every
+    call then got 503)."""
+    started = time.monotonic()
+    stream = sse_pieces([chunk({"content": "hi"}), chunk({}, "stop"), "[DONE]"])
+
+    def answer(request: bytes) -> list[bytes]:
+        if request.startswith(b"GET "):
+            return [http("405 Method Not Allowed", b"{}")]
+        if time.monotonic() - started < 0.6:
+            return [http("503 Service Unavailable", b'{"error": "loading"}')]
+        return stream
+
+    with paced(answer) as (base, seen):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "--wait-ready", "10s", *FAST, "--on-undecided"]
+        judged(run_cli("probe", *args, "pass", "--json", str(json_path)))
+    samples = _samples(json_path)
+    assert [s["ok"] for s in samples] == [True] * len(samples)
+    assert json.loads(json_path.read_text())["ready_after"] >= 0.5
+    assert sum(r.startswith(b"POST ") for r in seen.requests) > len(samples)
