@@ -21,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +32,7 @@ from click.testing import CliRunner, Result
 from conftest import REPO_ROOT, free_port
 
 from latency_gate import action, cli
-from latency_gate.config import scrub_secrets, secret_forms
+from latency_gate.config import proxy_from_environment, scrub_secrets, secret_forms
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 
 CHAT = "/v1/chat/completions"
@@ -50,7 +50,7 @@ def demo() -> Iterator[DemoServer]:
         yield server
 
 
-def run_cli(*args: str, env: dict[str, str | None] | None = None) -> Result:
+def run_cli(*args: str, env: Mapping[str, str | None] | None = None) -> Result:
     """`latency-gate ARGS` in process, without the environment's key, label or proxies."""
     clean: dict[str, str | None] = {
         name: None
@@ -127,7 +127,8 @@ def paced(answer: Answer, pause: float = 0.02) -> Iterator[tuple[str, Seen]]:
     try:
         yield f"http://127.0.0.1:{port}", seen
     finally:
-        holder["server"].close()
+        # Closed on its own loop's thread: Server.close is not thread-safe.
+        loop.call_soon_threadsafe(holder["server"].close)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(5)
         loop.close()
@@ -870,3 +871,109 @@ def test_wait_ready_uses_the_real_method_when_get_is_not_served(tmp_path: Path) 
     assert [s["ok"] for s in samples] == [True] * len(samples)
     assert json.loads(json_path.read_text())["ready_after"] >= 0.5
     assert sum(r.startswith(b"POST ") for r in seen.requests) > len(samples)
+
+
+# --- 6. conventions users bring from curl -------------------------------------------------------
+
+DEAD_PROXY_ENV = {"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9"}
+
+
+@pytest.mark.parametrize(
+    "no_proxy", ["127.0.0.0/8", "10.0.0.0/8,127.0.0.1/32", "::1/128 127.0.0.0/8"]
+)
+def test_no_proxy_cidr_goes_direct(demo: DemoServer, tmp_path: Path, no_proxy: str) -> None:
+    """NO_PROXY in CIDR notation (curl 7.86+), comma- or space-separated, covers 127.0.0.1: the
+    calls go direct (the entry was ignored and every call went to the dead proxy)."""
+    json_path = tmp_path / "r.json"
+    args = [demo.url, *FAST, "--on-undecided", "pass", "--json", str(json_path)]
+    judged(run_cli("probe", *args, env={**DEAD_PROXY_ENV, "NO_PROXY": no_proxy}))
+    assert all(s["ok"] for s in _samples(json_path))
+    assert json.loads(json_path.read_text())["config"]["proxy"] is None
+
+
+@pytest.mark.parametrize(
+    ("url", "environ", "expected"),
+    [
+        ("http://[::1]:8080/", {"NO_PROXY": "::1/128"}, None),
+        ("http://[::1]:8080/", {"NO_PROXY": "[::1]"}, None),
+        ("http://[::2]:8080/", {"NO_PROXY": "::1/128"}, "http://p:1"),
+        ("http://10.9.8.7/", {"NO_PROXY": "10.0.0.0/8"}, None),
+        ("http://11.9.8.7/", {"NO_PROXY": "10.0.0.0/8"}, "http://p:1"),
+        ("http://api.example.com./", {"NO_PROXY": "example.com"}, None),
+        ("http://api.example.com/", {"NO_PROXY": "other.org example.com"}, None),
+        (
+            "https://api.example.com/",
+            {"HTTPS_PROXY": "", "ALL_PROXY": "http://all:2"},
+            "http://all:2",
+        ),
+    ],
+    ids=[
+        "ipv6-cidr",
+        "ipv6-brackets",
+        "ipv6-other",
+        "ipv4-cidr",
+        "ipv4-outside",
+        "trailing-dot",
+        "space-separated",
+        "all-proxy",
+    ],
+)
+def test_environment_proxy_as_curl_reads_it(
+    url: str, environ: dict[str, str], expected: str | None
+) -> None:
+    """NO_PROXY's CIDR networks (IPv4, IPv6 with or without brackets), a host's trailing dot,
+    entries separated by spaces, and ALL_PROXY when the scheme's variable is not set."""
+    given = {"HTTP_PROXY": "http://p:1", "HTTPS_PROXY": "http://p:1", **environ}
+    assert proxy_from_environment(url, given) == expected
+
+
+def test_proxy_without_a_scheme_is_http_as_curl_takes_it(tmp_path: Path) -> None:
+    """HTTP_PROXY=host:port (and --proxy host:port) is an http:// proxy, as curl assumes (it
+    was refused: "expected an http:// or https:// URL")."""
+    with paced(_proxy_refusing("407 Proxy Authentication Required", "")) as (proxy, _):
+        bare = proxy.removeprefix("http://")
+        url = "http://api.example.invalid/v1/chat/completions"
+        for env, extra in (({"HTTP_PROXY": bare}, []), ({}, ["--proxy", bare])):
+            json_path = tmp_path / "r.json"
+            args = [url, "--prompt", "hi", *extra, *FAST, "--json", str(json_path)]
+            judged(run_cli("probe", *args, env=env))
+            [detail] = {s["error_detail"] for s in _samples(json_path)}
+            assert detail.startswith(f"the proxy http://{bare} wants credentials")
+
+
+def test_socks_proxy_is_refused_by_name() -> None:
+    """A socks5:// proxy (which curl speaks and latency-gate does not) is named as such."""
+    line = one_error(run_cli("probe", "http://127.0.0.1:9/", "--proxy", "socks5://u:pw99@p:1"))
+    assert line == (
+        "Error: invalid input --proxy: socks5:// proxies are not supported; give an http:// or "
+        "https:// proxy, got 'socks5://***@p:1'"
+    )
+
+
+def test_targets_file_proxy_off_goes_direct(demo: DemoServer, tmp_path: Path) -> None:
+    """A targets file's bare `proxy: off` (YAML reads false) goes direct, even with HTTP_PROXY
+    set (it was refused as "expected an http:// or https:// URL, got 'false'")."""
+    path = tmp_path / "t.yml"
+    path.write_text(
+        f"targets:\n  - name: a\n    url: {demo.url}\n    proxy: off\n    warm-calls: 2\n"
+        "    concurrency: 1\n    max-calls: 4\n    on-undecided: pass\n",
+        encoding="utf-8",
+    )
+    json_path = tmp_path / "r.json"
+    args = ["--targets", str(path), "--no-floor", "--json", str(json_path)]
+    judged(run_cli("probe", *args, env=DEAD_PROXY_ENV))
+    assert all(s["ok"] for s in _samples(json_path))
+
+
+def test_quick_curl_line_carries_http2_and_the_proxy(demo: DemoServer) -> None:
+    """quick's curl line says --http2-prior-knowledge (http://) and --proxy with its password
+    masked, and --noproxy '*' for --proxy off, as the calls were made (it said neither)."""
+    with paced(_proxy_refusing("407 Proxy Authentication Required", "")) as (proxy, _):
+        with_proxy = proxy.replace("http://", "http://user:pw-curl-99@")
+        result = run_cli("quick", demo.url, "--http2", "--proxy", with_proxy)
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("curl "))
+    assert " --http2-prior-knowledge " in line
+    assert f" --proxy 'http://***@{proxy.removeprefix('http://')}' " in line
+    assert "pw-curl-99" not in result.output
+    direct = run_cli("quick", demo.url, "--proxy", "off", env=DEAD_PROXY_ENV)
+    assert " --noproxy '*' " in direct.stdout

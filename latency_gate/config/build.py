@@ -159,6 +159,8 @@ def build_target(
     take("vary-prompt", parse_bool)
     take("wait-ready", _wait_duration)
     take("proxy", parse_proxy)
+    if "proxy" in fields and fields["proxy"] is None:
+        fields["direct"] = True  # said off: the environment's proxy is not used either
     take("http2", parse_bool)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)

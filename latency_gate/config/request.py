@@ -78,11 +78,12 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
 
 def with_environment_proxy(target: Target, environ: Mapping[str, str]) -> Target:
     """The target with the proxy the environment names for its URL (HTTPS_PROXY, HTTP_PROXY,
-    NO_PROXY, as curl reads them), when it has none of its own. The edges pass os.environ.
+    NO_PROXY, as curl reads them), when it has none of its own and was not told to go direct
+    (`--proxy off`, a targets file's `proxy: off`). The edges pass os.environ.
 
     Raises ConfigError naming the variable when its value is not a proxy URL.
     """
-    if target.proxy is not None:
+    if target.proxy is not None or target.direct:
         return target
     found = proxy_from_environment(target.url, environ)
     if found is None:

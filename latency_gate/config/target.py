@@ -102,6 +102,9 @@ class Target(_Frozen):
     vary_prompt: bool = True
     wait_ready: float = Field(default=0.0, ge=0)
     proxy: str | None = Field(default=None, description="forward proxy URL; None: direct")
+    # `--proxy off` (a targets file's `proxy: off`): direct, whatever the environment names.
+    # Not a setting of what was measured (a direct call is a direct call): not in results.
+    direct: bool = Field(default=False, exclude=True)
     http2: bool = False
     budget: Budget = Budget()
     cost: str | None = Field(default=None, description="a note on its price, from a targets file")

@@ -49,6 +49,13 @@ def curl_command(target: Target) -> str:
         parts += ["--cacert", target.ca_bundle]
     if target.follow_redirects:
         parts.append("--location")
+    if target.http2:  # as the probe spoke it: prior knowledge on http://, offered over TLS
+        plain = target.url.lower().startswith("http:")
+        parts.append("--http2-prior-knowledge" if plain else "--http2")
+    if target.proxy is not None:
+        parts += ["--proxy", display_url(target.proxy)]  # its password as ***, like the key's
+    elif target.direct:
+        parts += ["--noproxy", "*"]  # --proxy off: curl would take the environment's
     parts += ["--max-time", f"{target.timeout:g}", display_url(target.url)]
     return " ".join(shlex.quote(part) for part in parts)
 
