@@ -977,3 +977,51 @@ def test_quick_curl_line_carries_http2_and_the_proxy(demo: DemoServer) -> None:
     assert "pw-curl-99" not in result.output
     direct = run_cli("quick", demo.url, "--proxy", "off", env=DEAD_PROXY_ENV)
     assert " --noproxy '*' " in direct.stdout
+
+
+# --- 7. look-alike loopback in the action's container ---------------------------------------------
+
+IN_CONTAINER = {"LATENCY_GATE_IN_CONTAINER": "1"}
+
+
+@pytest.mark.parametrize(
+    ("host", "seen_as"),
+    [
+        ("127\u30020\u30020\u30021", "127.0.0.1"),  # ideographic full stops
+        ("127\uff0e0\uff0e0\uff0e1", "127.0.0.1"),  # full-width full stops
+        ("127\uff610\uff610\uff611", "127.0.0.1"),  # half-width ideographic full stops
+        ("LOCALHOST\uff61", "localhost."),
+        ("127.0.0.1\u3002", "127.0.0.1."),
+        ("api.example\\@127.0.0.1", "127.0.0.1"),  # httpx ends the authority at the backslash
+        ("[::ffff:7f00:1]", "::ffff:7f00:1"),
+        ("0x7f.1", "0x7f.1"),
+        ("2130706433", "2130706433"),
+    ],
+    ids=[
+        "ideographic-dots",
+        "full-width-dots",
+        "half-width-dots",
+        "localhost-dot",
+        "trailing-ideographic-dot",
+        "backslash",
+        "ipv4-mapped-hex",
+        "hex-short",
+        "decimal",
+    ],
+)
+def test_look_alike_loopback_is_refused_in_the_container(
+    tmp_path: Path, host: str, seen_as: str
+) -> None:
+    """In the Docker action, a URL whose host the client turns into loopback (IDNA maps
+    full-width and other dots to ".") is refused like 127.0.0.1 (the full-width spellings
+    reached the container's own loopback)."""
+    url = f"http://{host}:8080/v1/chat/completions"
+    run = run_action(tmp_path, {"url": url, **ONE_LOOK}, IN_CONTAINER)
+    assert f" points at {seen_as}, the machine the call starts on;" in action_error(run)
+
+
+def test_look_alike_loopback_proxy_is_refused_in_the_container(tmp_path: Path) -> None:
+    """The same for the proxy: `proxy: http://127。0。0。1:3128` is the container's loopback."""
+    inputs = {"url": "http://api.example.com/", "proxy": "http://127\u30020\u30020\u30021:3128"}
+    run = run_action(tmp_path, {**inputs, **ONE_LOOK}, IN_CONTAINER)
+    assert "invalid input proxy: " in action_error(run)
