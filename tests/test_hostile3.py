@@ -30,10 +30,12 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO_ROOT, free_port
+from fake_github import PERSONAL_USER, FakeGitHub
 
 from latency_gate import action, cli
 from latency_gate.config import proxy_from_environment, scrub_secrets, secret_forms
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
+from latency_gate.github import GitHubClient, comment_marker
 
 CHAT = "/v1/chat/completions"
 FAST = ["--no-floor", "--warm-calls", "2", "--concurrency", "1", "--max-calls", "4"]
@@ -1025,3 +1027,153 @@ def test_look_alike_loopback_proxy_is_refused_in_the_container(tmp_path: Path) -
     inputs = {"url": "http://api.example.com/", "proxy": "http://127\u30020\u30020\u30021:3128"}
     run = run_action(tmp_path, {**inputs, **ONE_LOOK}, IN_CONTAINER)
     assert "invalid input proxy: " in action_error(run)
+
+
+# --- 8. semantics left over ---------------------------------------------------------------------
+
+
+def _reasoning_only(_: bytes) -> list[bytes]:
+    """A reasoning model cut by its token limit: reasoning deltas, no answer text."""
+    thoughts = [chunk({"reasoning_content": f"step {i} "}) for i in range(3)]
+    return sse_pieces([*thoughts, chunk({}, "length"), "[DONE]"])
+
+
+def test_reasoning_only_answers_have_a_first_token(tmp_path: Path) -> None:
+    """Answers of reasoning only (every call ok) pass a first-token budget on their first
+    reasoning delta, which is what the user saw arrive (they failed it with "no data")."""
+    with paced(_reasoning_only) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "--stream", "--max-ttft-p95", "5s", *FAST]
+        result = judged(run_cli("probe", *args, "--on-undecided", "pass", "--json", str(json_path)))
+    assert "no data" not in result.output
+    for sample in _samples(json_path):
+        assert sample["ok"]
+        assert sample["timings"]["first_token"] == sample["timings"]["first_event"] is not None
+    ttft = next(
+        c
+        for c in json.loads(json_path.read_text())["verdict"]["checks"]
+        if c["number"] == "ttft_p95"
+    )
+    assert ttft["value"] is not None
+    assert ttft["passed"] is True
+
+
+def _anthropic_redacted(_: bytes) -> list[bytes]:
+    """An Anthropic stream whose thinking is all redacted, then stopped by its limit."""
+    events = [
+        ("message_start", {"type": "message_start", "message": {"usage": {"output_tokens": 1}}}),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {
+                    "type": "redacted_thinking",
+                    "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDF",
+                },
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "max_tokens"},
+                "usage": {"output_tokens": 64},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    pieces = [
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    ]
+    for name, data in events:
+        event = f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+        pieces.append(f"{len(event):x}\r\n".encode() + event + b"\r\n")
+    pieces[-1] += b"0\r\n\r\n"
+    return pieces
+
+
+def test_anthropic_redacted_thinking_is_an_answer(tmp_path: Path) -> None:
+    """Anthropic's redacted_thinking (encrypted, no deltas) is reasoning the user saw arrive,
+    not an empty answer (every call was `empty_answer`)."""
+    with paced(_anthropic_redacted) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [base + "/v1/messages", "--prompt", "hi", "--stream", *FAST, "--on-undecided"]
+        judged(run_cli("probe", *args, "pass", "--json", str(json_path)))
+    for sample in _samples(json_path):
+        assert (sample["ok"], sample["error"]) == (True, None)
+        assert sample["reasoning_events"] == 1
+        assert sample["timings"]["first_token"] is not None
+
+
+def test_cold_call_that_timed_out_is_a_finding(tmp_path: Path) -> None:
+    """The cold call times out, the later calls answer: a finding says cold start was not
+    measured and why (it was a PASS with cold start "—" and nothing said)."""
+    answered = http(
+        "200 OK", b'{"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}]}'
+    )
+
+    def answer(_: bytes) -> list[bytes]:
+        first = len(seen.requests) == 1
+        return [] if first else [answered]  # the first request is never answered
+
+    with paced(answer) as (base, seen):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "--timeout", "0.5s", *FAST, "--on-undecided"]
+        judged(run_cli("probe", *args, "pass", "--max-error-rate", "off", "--json", str(json_path)))
+    document = json.loads(json_path.read_text())
+    assert document["numbers"]["cold_start"] is None
+    [finding] = [f for f in document["findings"] if f["code"] == "cold-call-failed"]
+    assert finding["title"] == "Cold start not measured: the cold call failed"
+    assert finding["evidence"].startswith(
+        "the cold call (the first, on a new connection) failed (read_timeout: no answer within "
+        "the 0.5 s timeout), while 3 of 3 later calls were answered"
+    )
+    assert finding["hint"].startswith("a cold start longer than the timeout fails like this")
+
+
+def test_a_personal_tokens_owner_keeps_a_comment_quoting_the_marker() -> None:
+    """A comment by the token's own user that merely holds the marker (a note quoting it) is
+    theirs: a new report comment is created beside it (it was adopted and overwritten)."""
+    marker = comment_marker("ci", "gate", ["api"])
+    note = f"Note to self: the report below carries {marker}, keep it."
+    with FakeGitHub(tokens={"ghp_personal_h3": PERSONAL_USER}) as fake:
+        fake.seed_comments(7, 1, body=note, user=PERSONAL_USER)
+        with GitHubClient(
+            api_url=fake.url, token="ghp_personal_h3", repository=fake.repository
+        ) as client:
+            outcome = client.upsert_comment(7, marker, f"{marker}\nPASS")
+        assert fake.violations == []
+    assert outcome.action == "created"
+    assert [c["body"] for c in fake.comments[7]] == [note, f"{marker}\nPASS"]
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["--format", "raw", "-d", "hello", "--max-tokens", "5"],
+            "--max-tokens 5 was not sent (the raw format sends the body as written)",
+        ),
+        (
+            ["--stream"],
+            "--stream was not sent in the body (the request has no body); only its Accept: "
+            "text/event-stream header was",
+        ),
+        (
+            ["-d", '{"messages": []}', "--model", "m-1"],
+            "--model was not sent (the body you gave holds no such field)",
+        ),
+    ],
+    ids=["max-tokens-raw", "stream-without-body", "model-beside-a-body"],
+)
+def test_settings_the_request_cannot_carry_are_warned(
+    demo: DemoServer, tmp_path: Path, args: list[str], said: str
+) -> None:
+    """--max-tokens with a raw body, --stream without a body, --model beside a body that does
+    not hold it: a warning on stderr and in the result (each was dropped in silence)."""
+    json_path = tmp_path / "r.json"
+    result = judged(run_cli("probe", demo.url, *args, *FAST, "--json", str(json_path)))
+    assert f"warning: {said}\n" in result.stderr
+    assert said in json.loads(json_path.read_text())["warnings"]

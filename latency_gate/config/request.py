@@ -35,6 +35,7 @@ __all__ = [
     "parse_api_key",
     "parse_header",
     "resolve_request",
+    "unsent_settings",
     "with_environment_proxy",
 ]
 
@@ -249,3 +250,38 @@ def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str,
         data.pop(other, None)
     data[field] = fields["max_tokens"]
     return dump_json(data)
+
+
+def unsent_settings(target: Target) -> list[str]:
+    """The request settings given that the request does not carry, each said rather than
+    dropped in silence: --max-tokens, --stream, --model or --token-limit-field when the body (a
+    raw one, one given as written, or none) holds no such field."""
+    text = None if target.body is None else target.body.get_secret_value()
+    try:
+        body = load_json(text) if text is not None and looks_like_json(text) else None
+    except ValueError:
+        body = None
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    why = (
+        "the request has no body"
+        if text is None
+        else "the raw format sends the body as written"
+        if target.format is Format.RAW
+        else "the body is not a JSON object"
+        if not isinstance(body, dict)
+        else "the body you gave holds no such field"
+    )
+    field = token_limit_field(target.format, target.url, target.token_limit_field)
+    unsent = []
+    if target.max_tokens is not None and fields.get(field) != target.max_tokens:
+        unsent.append(f"--max-tokens {target.max_tokens} was not sent ({why})")
+    if target.token_limit_field is not None and target.token_limit_field not in fields:
+        unsent.append(f"--token-limit-field {target.token_limit_field} was not used ({why})")
+    if target.stream and fields.get("stream") is not True:
+        unsent.append(
+            f"--stream was not sent in the body ({why}); only its Accept: text/event-stream "
+            "header was"
+        )
+    if target.model is not None and fields.get("model") != target.model:
+        unsent.append(f"--model was not sent ({why})")
+    return unsent

@@ -186,6 +186,10 @@ def anthropic_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
                 found = tally.tool(block.get("name"), None)
             elif block.get("type") == "thinking":
                 tally.reasoning(block.get("thinking"))
+            elif block.get("type") == "redacted_thinking":
+                # Encrypted thinking, sent whole in this block with no deltas: the model did
+                # reason, and the user sees that it did.
+                tally.reasoning(block.get("data") or block.get("type"))
             else:
                 found = tally.text(block.get("text"))
     elif kind == "message_delta":

@@ -123,7 +123,7 @@ class _Attempt:
             headers=since(self.headers_ns),
             first_byte=since(self.first_byte_ns),
             first_event=since(self.first_event_ns),
-            first_token=since(self.first_token_ns),
+            first_token=since(self._first_token_ns()),
             second_token=since(self.visible.second_ns),
             last_token=since(self.last_token_ns),
             last_byte=since(self.last_byte_ns),
@@ -161,6 +161,14 @@ class _Attempt:
             retries=retries,
             stamp_source=stamps.source,
         )
+
+    def _first_token_ns(self) -> int | None:
+        """The first answer delta; for an answer that held only reasoning (a reasoning model
+        cut by its token limit, or whose thinking was all redacted), the first reasoning delta:
+        that answer is what the user saw arrive, so its first token is there."""
+        if self.first_token_ns is not None or self.error is not None or self.token_events:
+            return self.first_token_ns
+        return self.first_event_ns if self.reasoning_events else None
 
     def _gaps(self, t0: int) -> TokenGaps | None:
         summary = self.visible.summary()

@@ -1,7 +1,7 @@
 """Waiting for a starting server (--wait-ready): GET the URL until it answers anything but
-502, 503 or 504, within a deadline. Costs no tokens and warms no cache. A URL that does not
-serve GET (404, 405, 501) says nothing about readiness that way: the wait goes on with the
-target's own request (its method and body), of which only the status is read."""
+502, 503 or 504, within a deadline. Costs no tokens and warms no cache. A URL that refuses
+GET (405, 501) says nothing about readiness that way: the wait goes on with the target's own
+request (its method and body), of which only the status is read."""
 
 from __future__ import annotations
 
@@ -22,8 +22,10 @@ __all__ = ["wait_ready"]
 # Statuses a starting server or a gateway in front of one answers until it is ready.
 _NOT_READY = frozenset({502, 503, 504})
 # A GET answered so says only that this URL takes no GET (an LLM's POST-only route), not that
-# the model behind it is ready: a server still loading answers GET 405 and POST 503.
-_NO_GET = frozenset({404, 405, 501})
+# the model behind it is ready: a server still loading answers GET 405 and POST 503. A 404
+# still counts as ready: many servers answer a GET on a POST-only path with 404 once they are
+# up, and polling those with the real request would spend an answer before every cold call.
+_NO_GET = frozenset({405, 501})
 
 
 _READY_POLL = 0.25
@@ -40,8 +42,9 @@ async def wait_ready(
 
     GET costs no tokens and warms no cache: the cold call stays the first real call. A starting
     llama.cpp refuses connections, then answers 503 while it loads the model. When GET gets
-    404, 405 or 501 (and the target's method is not GET) the polls send the target's own
-    request instead and read only its status: a ready server may then start one answer.
+    405 or 501 (and the target's method is not GET) the polls send the target's own request
+    instead and read only its status: a ready server may then start one answer, so the cold
+    call may find the model's first inference done.
     """
     began = time.monotonic()
     deadline = began + target.wait_ready
