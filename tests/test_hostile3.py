@@ -1177,3 +1177,88 @@ def test_settings_the_request_cannot_carry_are_warned(
     result = judged(run_cli("probe", demo.url, *args, *FAST, "--json", str(json_path)))
     assert f"warning: {said}\n" in result.stderr
     assert said in json.loads(json_path.read_text())["warnings"]
+
+
+# --- more of each class, found by trying ---------------------------------------------------------
+
+HEADER_TOKEN = "hdr-token-0123456789abcdefXYZ"
+BASIC_PASSWORD = "basic-pw-9876543210"
+PROXY_PASSWORD = "proxy-pw-1357924680"
+
+
+def _echo_credentials(request: bytes) -> list[bytes]:
+    """A 401 quoting back, each alone: the bearer token without its scheme, the password a
+    Basic header encodes, the Proxy-Authorization pair, and the token shouted."""
+    auth = re.search(rb"(?i)proxy-authorization: basic (\S+)", request)
+    proxy_pair = auth[1] if auth else b"-"
+    body = (
+        f"token {HEADER_TOKEN} pw {BASIC_PASSWORD} shouted {HEADER_TOKEN.upper()} "
+        f"proxy-auth {proxy_pair.decode()}"
+    )
+    return [http("401 Unauthorized", body.encode(), "text/plain")]
+
+
+def test_credentials_inside_header_values_are_secrets(tmp_path: Path) -> None:
+    """`Authorization: Bearer T` echoed as T alone, a `Basic` header's password alone, the token
+    upper-cased, and a proxy's Basic pair (from its URL) echoed back are all *** (only the whole
+    header value, and the endpoint URL's pair, were secrets)."""
+    basic = base64.b64encode(f"carol:{BASIC_PASSWORD}".encode()).decode()
+    with paced(_echo_credentials) as (base, _):
+        proxy = base.replace("http://", f"http://dave:{PROXY_PASSWORD}@")
+        json_path = tmp_path / "r.json"
+        args = ["http://api.example.invalid/x", "-H", f"Authorization: Bearer {HEADER_TOKEN}"]
+        args += ["-H", f"X-Basic: Basic {basic}", "--proxy", proxy, *FAST, "--json", str(json_path)]
+        result = judged(run_cli("probe", *args))
+    detail = _samples(json_path)[0]["error_detail"]
+    assert detail == "HTTP 401: token *** pw *** shouted *** proxy-auth ***"
+    everything = result.output + json_path.read_text()
+    for secret in (HEADER_TOKEN, BASIC_PASSWORD, PROXY_PASSWORD, HEADER_TOKEN.upper()):
+        assert secret not in everything
+
+
+def test_max_regression_of_400_digits_is_exit_2(
+    demo: DemoServer, decided: dict[str, Any], tmp_path: Path
+) -> None:
+    """--max-regression 999…9% (read as an infinity) is refused by its size (the permutation
+    test raised "math domain error": exit 3)."""
+    path = _file(tmp_path, decided)
+    line = one_error(
+        run_cli(
+            "probe", demo.url, "--no-floor", "--baseline", path, "--max-regression", "9" * 400 + "%"
+        )
+    )
+    assert "--max-regression: expected a share of at most 10,000%" in line
+
+
+def test_curls_json_option_is_not_taken_for_a_file_name(
+    demo: DemoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--json '{...}'` (curl's way to send a JSON body) names our result file: refused, pointing
+    at -d/--body (a file named `{"messages": []}` was written)."""
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("probe", demo.url, *FAST, "--json", '{"messages": []}')
+    assert "the request body is -d/--body (curl's --json)" in one_error(result)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_curls_short_options_work(demo: DemoServer) -> None:
+    """curl's -x (proxy), -k (insecure) and -L (follow redirects) are taken as curl takes them."""
+    dead = f"http://127.0.0.1:{free_port()}"
+    result = judged(run_cli("probe", demo.url, "-x", dead, "-k", "-L", *FAST))
+    assert f"to the proxy {dead}, so the endpoint was never asked" in result.stderr
+    assert "TLS certificate checks were turned off (--insecure)" in result.stderr
+
+
+def test_action_output_file_that_is_a_fifo_is_refused_before_any_call(
+    demo: DemoServer, tmp_path: Path
+) -> None:
+    """GITHUB_OUTPUT naming a FIFO is exit 2 before the first call (the run blocked at its end)."""
+    os.mkfifo(tmp_path / "out-fifo")
+    before = len(demo.records)
+    run = run_action(
+        tmp_path, {"url": demo.url, **ONE_LOOK}, {"GITHUB_OUTPUT": str(tmp_path / "out-fifo")}
+    )
+    assert run.code == 2, run.log
+    assert "GITHUB_OUTPUT: cannot write" in run.log
+    assert "it is a FIFO (named pipe), which could block the run" in run.log
+    assert len(demo.records) == before

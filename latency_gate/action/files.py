@@ -84,6 +84,8 @@ def _unwritable_file(path: Path) -> str | None:
 def _unwritable_reason(path: Path) -> str | None:
     if path.is_dir():
         return "it is a directory"
+    if path.is_fifo():  # written at the end of the run: a FIFO nothing reads would block it
+        return "it is a FIFO (named pipe), which could block the run"
     if path.exists():
         return None if os.access(path, os.W_OK) else "permission denied"
     folder = path.parent

@@ -151,14 +151,17 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Speak HTTP/2 (ALPN over TLS; prior knowledge for http://).",
         ),
         click.option(
+            "-x",
             "--proxy",
             help="Forward proxy URL, or off [default: HTTPS_PROXY / HTTP_PROXY unless NO_PROXY].",
         ),
         click.option("--timeout", help="Per-call timeout, e.g. 30s [default: 30s]."),
         click.option("--ca-bundle", help="PEM file of CA certificates to trust."),
-        click.option("--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."),
         click.option(
-            "--follow-redirects", is_flag=True, default=None, help="Follow 3xx redirects."
+            "-k", "--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."
+        ),
+        click.option(
+            "-L", "--follow-redirects", is_flag=True, default=None, help="Follow 3xx redirects."
         ),
     ]
     for option in reversed(options):
@@ -184,6 +187,16 @@ def check_writable(paths: Mapping[str, str | None]) -> None:
     seen: dict[Path, str] = {}
     for option, path in paths.items():
         if path is None:
+            continue
+        if path.lstrip()[:1] in ("{", "["):
+            # curl's --json sends a body; here it names the result file: never a file named so.
+            problems.append(
+                (
+                    option,
+                    f"names the file to write the result to; the request body is -d/--body "
+                    f"(curl's --json), got {path[:40]!r}",
+                )
+            )
             continue
         try:
             resolved = Path(path).expanduser().resolve()

@@ -29,6 +29,7 @@ __all__ = [
     "credential_field",
     "find_secrets",
     "fragment_length",
+    "header_credentials",
     "scrub_secrets",
     "secret_forms",
     "url_secrets",
@@ -95,11 +96,36 @@ def find_secrets(
     `body`, and `others` (a token, an inline body, a proxy's credentials); values shorter than
     MIN_SECRET_LENGTH (after trimming) are left out."""
     values = [api_key or ""]
-    values += [value for name, value in headers if name.strip().lower() not in HARMLESS_HEADERS]
+    for name, value in headers:
+        if name.strip().lower() not in HARMLESS_HEADERS:
+            values += header_credentials(value)
     values += url_secrets(url)
     values += body_secrets(body) if body else []
     values += others
     return list(dict.fromkeys(v for v in values if len(v.strip()) >= MIN_SECRET_LENGTH))
+
+
+def header_credentials(value: str) -> list[str]:
+    """A header value and the credentials inside it, each a secret on its own (a server echoes
+    the token without its scheme): what follows an auth scheme (`Bearer TOKEN`), the
+    `user:password` and password a `Basic` value encodes, and each cookie-like `name=value`
+    part at least MIN_FRAGMENT long."""
+    found = [value]
+    scheme, _, rest = value.strip().partition(" ")
+    rest = rest.strip()
+    if rest and " " not in rest and re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*", scheme):
+        found.append(rest)
+        if scheme.lower() == "basic":
+            try:
+                pair = base64.b64decode(rest, validate=True).decode("utf-8")
+            except ValueError:
+                pair = ""
+            found += [pair, pair.partition(":")[2]] if ":" in pair else []
+    for piece in re.split(r"[;,\s]+", value):
+        part = piece.partition("=")[2]
+        if len(part) >= MIN_FRAGMENT:
+            found.append(part)
+    return found
 
 
 def url_secrets(url: str) -> list[str]:
@@ -163,13 +189,14 @@ def body_secrets(body: str) -> list[str]:
 
 
 def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]:
-    """Every form a secret can take in an endpoint's text, longest first: as given; its bytes in
-    hex (either case); base64 (standard and URL-safe alphabets, at any of the three byte
-    alignments it can have inside a longer encoded text); and base64 of its base64 (a token
-    wrapped twice). `pairs` are texts such as `user:password` that are sent only encoded (Basic
-    auth) and are scrubbed in the same forms. `scrub_secrets` also finds each form with any of its
-    characters escaped (percent-encoded, once or more, `+` for a space, JSON's `\\/` and
-    `\\u00XX`, HTML's `&#NN;`) and its first part alone (see MIN_FRAGMENT).
+    """Every form a secret can take in an endpoint's text, longest first: as given, upper- and
+    lower-cased; its bytes in hex (either case); base64 (standard and URL-safe alphabets, at
+    any of the three byte alignments it can have inside a longer encoded text); and base64 of
+    its base64 (a token wrapped twice). `pairs` are texts such as `user:password` that are sent
+    only encoded (Basic auth) and are scrubbed in the same forms. `scrub_secrets` also finds
+    each form with any of its characters escaped (percent-encoded, once or more, `+` for a
+    space, JSON's `\\/` and `\\u00XX`, HTML's `&#NN;`) and its first part alone (see
+    MIN_FRAGMENT).
 
     A form shorter than MIN_SECRET_LENGTH is left out: it would garble ordinary text.
     """
@@ -178,7 +205,8 @@ def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]
         if len(secret.strip()) < MIN_SECRET_LENGTH:
             continue
         data = secret.encode("utf-8")
-        forms |= {secret, data.hex(), data.hex().upper()}
+        # As given, and shouted or lowered (some error pages change a quoted value's case).
+        forms |= {secret, secret.upper(), secret.lower(), data.hex(), data.hex().upper()}
         forms |= set(_base64_cores(data))
         for wrapped in {base64.b64encode(data), base64.urlsafe_b64encode(data)}:
             forms |= set(_base64_cores(wrapped)) | set(_base64_cores(wrapped.rstrip(b"=")))

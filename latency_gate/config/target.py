@@ -152,8 +152,9 @@ class Target(_Frozen):
 
     def secret_forms(self) -> list[str]:
         """Every form the secrets can take in an endpoint's answer (see `secret_forms`)."""
-        pair = url_userinfo(self.url)
-        return secret_forms(self.secrets(), [pair] if pair else [])
+        # Userinfo is sent as Basic auth: to the endpoint, and to the proxy (Proxy-Authorization).
+        pairs = [url_userinfo(url) for url in (self.url, self.proxy) if url]
+        return secret_forms(self.secrets(), [pair for pair in pairs if pair])
 
     def redacted(self) -> dict[str, object]:
         """The settings as a JSON-ready mapping with every secret replaced by ***."""
