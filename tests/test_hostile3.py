@@ -342,6 +342,21 @@ def test_usage_count_of_10_400_in_the_action_writes_summary_and_outputs(tmp_path
     assert "verdict=" in run.outputs
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["document", "stream"])
+def test_answer_nested_deep_is_a_malformed_call(tmp_path: Path, streamed: bool) -> None:
+    """An endpoint's answer of valid JSON nested 50,000 deep (a document, or one event of a
+    stream) is a `malformed` call of a judged run (kept: it was already)."""
+    deep = '{"choices": [], "x": ' + "[" * 50_000 + "]" * 50_000 + "}"
+    pieces = (
+        sse_pieces([chunk({"content": "a"}), deep]) if streamed else [http("200 OK", deep.encode())]
+    )
+    with paced(lambda _: pieces) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "--stream" if streamed else "--no-stream", *FAST]
+        judged(run_cli("probe", *args, "--json", str(json_path)))
+    assert {s["error"] for s in _samples(json_path)} == {"malformed"}
+
+
 @pytest.mark.parametrize("value", ["1", "100%", "0.99999999999999999", "99.999999999999999999%"])
 def test_error_budget_of_everything_says_use_off(value: str) -> None:
     """An error-rate budget of 1 (or one that reads as 1.0) gates nothing: exit 2, "use off"
@@ -952,12 +967,14 @@ def test_socks_proxy_is_refused_by_name() -> None:
     )
 
 
-def test_targets_file_proxy_off_goes_direct(demo: DemoServer, tmp_path: Path) -> None:
-    """A targets file's bare `proxy: off` (YAML reads false) goes direct, even with HTTP_PROXY
-    set (it was refused as "expected an http:// or https:// URL, got 'false'")."""
+@pytest.mark.parametrize("off", ["off", '"off"'], ids=["bare", "quoted"])
+def test_targets_file_proxy_off_goes_direct(demo: DemoServer, tmp_path: Path, off: str) -> None:
+    """A targets file's `proxy: off` goes direct even with HTTP_PROXY set: bare (YAML reads
+    false) it was refused as "expected an http:// or https:// URL, got 'false'"; quoted, the
+    environment's proxy was used all the same."""
     path = tmp_path / "t.yml"
     path.write_text(
-        f"targets:\n  - name: a\n    url: {demo.url}\n    proxy: off\n    warm-calls: 2\n"
+        f"targets:\n  - name: a\n    url: {demo.url}\n    proxy: {off}\n    warm-calls: 2\n"
         "    concurrency: 1\n    max-calls: 4\n    on-undecided: pass\n",
         encoding="utf-8",
     )
@@ -1262,3 +1279,20 @@ def test_action_output_file_that_is_a_fifo_is_refused_before_any_call(
     assert "GITHUB_OUTPUT: cannot write" in run.log
     assert "it is a FIFO (named pipe), which could block the run" in run.log
     assert len(demo.records) == before
+
+
+def test_runner_files_that_are_fifos_never_block_the_action(
+    demo: DemoServer, tmp_path: Path
+) -> None:
+    """GITHUB_EVENT_PATH and GITHUB_STEP_SUMMARY naming FIFOs nothing writes or reads: the run
+    ends, the event is read as no event and the summary is a warning (each blocked for ever)."""
+    os.mkfifo(tmp_path / "event-fifo")
+    os.mkfifo(tmp_path / "summary-fifo")
+    fifos = {
+        "GITHUB_EVENT_PATH": str(tmp_path / "event-fifo"),
+        "GITHUB_STEP_SUMMARY": str(tmp_path / "summary-fifo"),
+    }
+    run = run_action(tmp_path, {"url": demo.url, "comment": "auto", **ONE_LOOK}, fifos)
+    assert run.code == 0, run.log
+    assert "latency-gate: not a pull request event (push): no PR comment" in run.log
+    assert "::warning::could not write the job summary" in run.log
