@@ -342,6 +342,26 @@ def test_usage_count_of_10_400_in_the_action_writes_summary_and_outputs(tmp_path
     assert "verdict=" in run.outputs
 
 
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("--max-warm-p95", "nan"),
+        ("--max-warm-p95", "inf"),
+        ("--max-error-rate", "nan"),
+        ("--max-error-rate", "-inf"),
+        ("--timeout", "inf"),
+        ("--wait-ready", "nan"),
+        ("--max-regression", "nan%"),
+    ],
+)
+def test_nan_and_infinity_in_numeric_options_are_exit_2(option: str, value: str) -> None:
+    """NaN and infinity are no budget, duration or share: exit 2 naming the option (kept)."""
+    args = ["probe", "http://127.0.0.1:9/", option, value]
+    if option == "--max-regression":
+        args += ["--baseline", "absent.json"]
+    assert one_error(run_cli(*args)).startswith(f"Error: invalid input {option}: ")
+
+
 @pytest.mark.parametrize("streamed", [False, True], ids=["document", "stream"])
 def test_answer_nested_deep_is_a_malformed_call(tmp_path: Path, streamed: bool) -> None:
     """An endpoint's answer of valid JSON nested 50,000 deep (a document, or one event of a
