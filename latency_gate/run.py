@@ -248,14 +248,15 @@ def exit_code(results: Sequence[RunResult], *, fail_on_breach: bool = True) -> E
     return ExitCode.PASS if passed or not fail_on_breach else ExitCode.BREACH
 
 
-def load_runs(path: Path, option: str) -> list[RunResult]:
-    """The runs of a result file; a file that cannot be read is a ConfigError naming `option`."""
+def load_runs(path: Path, option: str, *, baseline: bool = False) -> list[RunResult]:
+    """The runs of a result file, each judged again from its calls; a file that cannot be read
+    or judged (as a `baseline`: a run without calls too) is a ConfigError naming `option`."""
     try:
         text = read_bounded(path, MAX_RESULT_BYTES).decode("utf-8")
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise ConfigError.single(option, f"cannot read {str(path)!r}: {reason}") from None
-    return parse_runs(text, f"{option} {path}")
+    return parse_runs(text, f"{option} {path}", baseline=baseline)
 
 
 def plan_baseline(
@@ -267,5 +268,5 @@ def plan_baseline(
 
     if not path.exists():
         return BaselinePlan(str(path), limit, None)
-    runs = load_runs(path, option)
+    runs = load_runs(path, option, baseline=True)
     return BaselinePlan(str(path), limit, match_baseline(targets, runs, option))

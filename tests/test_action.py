@@ -710,7 +710,9 @@ def test_loopback_proxy_is_refused_in_the_container(run: Runner) -> None:
         f"http://***@127.0.0.1:3128 points at 127.0.0.1, the machine the call starts on; "
         f"{LOOPBACK_HELP}"
     ]
-    assert "pw-1234" not in result.log
+    # Masked for the runner before anything else, and nowhere else in the log.
+    assert "::add-mask::pw-1234" in result.lines
+    assert "pw-1234" not in "\n".join(result.lines).replace("::add-mask::pw-1234", "")
     assert run.github.requests == []
 
 

@@ -310,7 +310,8 @@ def _run_action(world: World, tmp_path: Path, inputs: dict[str, str]) -> tuple[i
         "GITHUB_API_URL": world.github.url,
         "GITHUB_STEP_SUMMARY": str(summary),
         "GITHUB_OUTPUT": str(output),
-        "GITHUB_WORKSPACE": str(tmp_path),
+        # The files the inputs name are in the workspace: the action reads no other.
+        "GITHUB_WORKSPACE": str(world.files),
     }
     out = io.StringIO()
     code = action.main(env, out=out)

@@ -32,12 +32,11 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO_ROOT, free_port
-from result_factory import make_result
+from result_factory import make_result, samples_for
 
 from latency_gate import action, cli
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, serve_in_thread
 from latency_gate.measure.engine import Progress
-from latency_gate.models import Check
 from latency_gate.report.progress import ProgressLog
 from latency_gate.report.result_file import dump_runs
 
@@ -410,8 +409,9 @@ EXIT_2_CASES: list[tuple[str, list[str], str]] = [
     (
         "body-dev-zero",
         ["-d", "@/dev/zero"],
-        "-d/--body: cannot read body file '/dev/zero': larger than 16 MiB: is it the file you "
-        "meant?",
+        # A device is refused before a byte is read (issue 19); the 16 MiB bound on regular
+        # files is tested in tests/test_hostile3.py.
+        "-d/--body: cannot read body file '/dev/zero': is a device, not a file",
     ),
 ]
 
@@ -641,7 +641,7 @@ def _errors(log: str) -> list[str]:
             {"INPUT_TIMEOUT": HUGE},
             f"timeout: expected a duration of at most 24 hours, got '{'9' * 40}…'",
         ),
-        ({"INPUT_BODY": "@/dev/zero"}, "body: cannot read body file '/dev/zero': larger than"),
+        ({"INPUT_BODY": "@/dev/zero"}, "body: '/dev/zero' is outside the workspace"),
         ({"INPUT_LABEL": "eu\udcff"}, "label: is not valid UTF-8 text"),
         (
             {"INPUT_GITHUB-TOKEN": "ghs_é"},
@@ -863,8 +863,8 @@ def test_probe_says_why_calls_failed_and_stops_early_when_nothing_connects(
     assert "  3 connection_refused: connection refused\n" in result.stdout
     assert "n: 0 of 1 cold, 0 of 2 warm calls." in result.stdout
     assert result.stderr.endswith(
-        "warning: stopped after the first 3 calls: all failed to connect or timed out "
-        "(connection_refused), so the endpoint is not reachable from here\n"
+        "warning: stopped after the first 3 calls: all failed to connect "
+        "(connection_refused): the endpoint is not reachable from here\n"
     )
     assert len(json.loads(json_path.read_text())["samples"]) == 3
 
@@ -969,18 +969,14 @@ def test_no_color_and_term_dumb_print_no_escape_sequence(
 
 
 def test_a_value_over_its_budget_never_prints_equal_to_it(tmp_path: Path) -> None:
-    """warm p95 3.004 s against 3 s: shown as 3.004 s, not "3.00 s FAIL (budget 3.00 s)"."""
-    result = make_result("api")
-    checks = tuple(
-        Check(number="warm_p95", value=3.004, limit=3.0, passed=False)
-        if c.number == "warm_p95"
-        else c
-        for c in result.verdict.checks
+    """warm p95 3.004 s against 3 s: shown as 3.004 s, not "3.00 s FAIL (budget 3.00 s)".
+
+    The calls themselves took 3.004 s: `merge` judges a file from its calls (issue 19).
+    """
+    samples = samples_for(
+        cold=0.42, warm=[3.004] * 40, concurrent=[0.150 + 0.005 * i for i in range(40)]
     )
-    numbers = result.numbers.model_copy(update={"warm_p95": 3.004})
-    verdict = result.verdict.model_copy(update={"passed": False, "checks": checks})
-    breached = result.model_copy(update={"numbers": numbers, "verdict": verdict})
-    (tmp_path / "r.json").write_text(dump_runs([breached]))
+    (tmp_path / "r.json").write_text(dump_runs([make_result("api", samples=samples)]))
     done = CliRunner().invoke(cli.main, ["merge", str(tmp_path / "r.json")])
     assert done.exit_code == 1, done.output
     assert done.stdout.splitlines()[0] == "FAIL: warm p95 3.004 s, over its 3.00 s budget"

@@ -80,7 +80,8 @@ def _bug(exc: BaseException, env: Mapping[str, str], stream: TextIO) -> int:
 
 def _main(env: Mapping[str, str], out: TextIO) -> int:
     inputs = read_inputs(env)
-    for secret in secrets_in_inputs(inputs):
+    masked = secrets_in_inputs(inputs)
+    for secret in masked:
         print(github.add_mask(secret), file=out)
     workspace = Path(env.get("GITHUB_WORKSPACE") or Path.cwd())
     summary_path = _optional_path(env.get("GITHUB_STEP_SUMMARY"))
@@ -112,10 +113,13 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
             )
         return ExitCode.BAD_INPUT
 
-    # A targets file may hold keys of its own (${NAME} references): mask them before any print.
-    for target in settings.targets:
+    # A targets file may hold keys of its own (${NAME} references), a body file credential
+    # fields, the environment a proxy's password: mask them before any print.
+    for target in settings.all_targets:
         for secret in target.secrets():
-            print(github.add_mask(secret), file=out)
+            if secret not in masked:
+                masked.append(secret)
+                print(github.add_mask(secret), file=out)
 
     log = ProgressLog(out)
 

@@ -13,6 +13,7 @@ from typing import TextIO
 
 from latency_gate import github
 from latency_gate.action.outputs import in_workspace
+from latency_gate.config.files import open_output
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
 from latency_gate.report.markdown import render_markdown
@@ -49,6 +50,11 @@ def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem
         )
     if target.is_dir():
         return InputProblem(name, f"{str(path)!r} is a directory; name the file to write")
+    if target.exists() and not target.is_file():
+        # A FIFO would block the run at its end, a device swallow the result.
+        return InputProblem(
+            name, f"{str(path)!r} is not a regular file (a FIFO or a device?); name a file"
+        )
     return None
 
 
@@ -78,6 +84,8 @@ def _unwritable_file(path: Path) -> str | None:
 def _unwritable_reason(path: Path) -> str | None:
     if path.is_dir():
         return "it is a directory"
+    if path.is_fifo():  # written at the end of the run: a FIFO nothing reads would block it
+        return "it is a FIFO (named pipe), which could block the run"
     if path.exists():
         return None if os.access(path, os.W_OK) else "permission denied"
     folder = path.parent
@@ -108,7 +116,8 @@ def write_reports(
     for path, render in files:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(render(), encoding="utf-8")
+            with open_output(path) as file:
+                file.write(render())
             written.append(path)
         except OSError as exc:
             unwritten.append(_unwritten("json-path", path, exc, out))
@@ -140,8 +149,9 @@ def _unwritten(name: str, path: Path, exc: OSError, out: TextIO) -> str:
 
 
 def _append(path: Path, text: str) -> None:
-    """Append to a file the runner reads back (outputs, summary), with Unix line ends."""
-    with path.open("a", encoding="utf-8", newline="\n") as file:
+    """Append to a file the runner reads back (outputs, summary), with Unix line ends, never
+    waiting on a FIFO that nothing reads."""
+    with open_output(path, append=True) as file:
         file.write(text)
 
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from latency_gate.config import find_secrets, scrub_secrets, secret_forms, url_userinfo
+from latency_gate.config import (
+    find_secrets,
+    scrub_secrets,
+    secret_forms,
+    url_secrets,
+    url_userinfo,
+)
 
 
 def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
@@ -38,12 +44,13 @@ def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
         )
         if sep
     ]
-    body = inputs.get("body", "")
+    body = "" if inputs.get("body", "").startswith("@") else inputs.get("body", "")
     return find_secrets(
         api_key=inputs.get("api-key"),
         headers=headers,
         url=inputs.get("url", ""),
-        others=[inputs.get("github-token", ""), "" if body.startswith("@") else body],
+        body=body,  # its credential-named fields: a server may echo one alone
+        others=[inputs.get("github-token", ""), body, *url_secrets(inputs.get("proxy", ""))],
     )
 
 

@@ -9,6 +9,8 @@ import re
 import socket
 from urllib.parse import urlsplit
 
+import httpx
+
 from latency_gate.config import Target, redact_url
 
 # Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
@@ -19,6 +21,8 @@ HOST_ACTION = "latency-gate/latency-gate/host@v0"
 # Debian's /etc/hosts names for ::1, which Docker writes into every container.
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})
 _LEGACY_IPV4 = re.compile(r"(?:0x[0-9a-f]*|[0-9]+)(?:\.(?:0x[0-9a-f]*|[0-9]+)){0,3}")
+# The dots IDNA (UTS 46) maps to "." in a host name: ideographic, full-width and half-width.
+_DOTS = str.maketrans({"\u3002": ".", "\uff0e": ".", "\uff61": "."})
 
 
 def is_loopback_host(host: str) -> bool:
@@ -26,9 +30,10 @@ def is_loopback_host(host: str) -> bool:
 
     localhost and its aliases, 127.0.0.0/8, ::1, the unspecified 0.0.0.0 and :: (a connection
     to them reaches this machine), IPv4-mapped forms of those, and the short or numeric IPv4
-    spellings the system resolver also accepts (127.1, 2130706433, 0x7f.0.0.1).
+    spellings the system resolver also accepts (127.1, 2130706433, 0x7f.0.0.1). Unicode dots
+    count as the dots IDNA makes of them (`127。0。0。1`).
     """
-    name = host.lower().rstrip(".")
+    name = host.translate(_DOTS).lower().rstrip(".")
     if name in LOOPBACK_NAMES or name.endswith(".localhost"):
         return True
     address: ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -53,10 +58,20 @@ def loopback_problems(target: Target) -> list[tuple[str, str]]:
     instead; an empty list when neither is loopback."""
     problems = []
     for field, url in (("url", target.url), ("proxy", target.proxy)):
-        host = urlsplit(url).hostname if url else None
+        host = connected_host(url) if url else None
         if url and host and is_loopback_host(host):
             problems.append((field, _message(redact_url(url), host)))
     return problems
+
+
+def connected_host(url: str) -> str | None:
+    """The host the HTTP client connects to for `url`, as httpx reads it: IDNA maps full-width
+    and other Unicode dots to ".", a backslash ends the authority, upper case is lowered.
+    urlsplit reads some of these otherwise, and the check must see what the client will do."""
+    try:
+        return httpx.URL(url).host or None
+    except httpx.InvalidURL:  # not a URL the client would call at all
+        return urlsplit(url).hostname
 
 
 def _message(shown: str, host: str) -> str:

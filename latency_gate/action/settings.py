@@ -21,6 +21,7 @@ from latency_gate.config import (
     parse_label,
     with_environment_proxy,
 )
+from latency_gate.config.files import confined
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
@@ -105,9 +106,10 @@ def parse_settings(
                 workspace / inputs["targets"],
                 given=given,
                 environ=os.environ if environ is None else environ,
+                root=workspace,
             )
         else:
-            targets = [build_target(raw, base_dir=workspace)]
+            targets = [build_target(raw, base_dir=workspace, root=workspace)]
         if "proxy" not in inputs:
             env = os.environ if environ is None else environ
             targets = [with_environment_proxy(t, env) for t in targets]
@@ -128,10 +130,13 @@ def parse_settings(
             limit = DEFAULT_LIMIT
             if "max-regression" in inputs:
                 limit = parse_max_regression(inputs["max-regression"])
+            baseline_path = workspace / inputs["baseline"]
+            try:  # the baseline is read only inside the workspace, like every other file
+                confined(baseline_path, workspace)
+            except ValueError as exc:
+                raise ConfigError.single("baseline", str(exc)) from None
             if targets:
-                plan = plan_baseline(
-                    targets, workspace / inputs["baseline"], limit, option="baseline"
-                )
+                plan = plan_baseline(targets, baseline_path, limit, option="baseline")
         except ValueError as exc:
             problems.append(InputProblem("max-regression", str(exc)))
         except ConfigError as exc:

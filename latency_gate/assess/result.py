@@ -13,7 +13,7 @@ from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
-from latency_gate.config import Target
+from latency_gate.config import Target, unsent_settings
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.models import (
     BaselineCheck,
@@ -80,6 +80,7 @@ def assess_run(
         warnings.append("the run was interrupted; the numbers cover the calls finished")
     if target.insecure:
         warnings.append("TLS certificate checks were turned off (--insecure)")
+    warnings += unsent_settings(target)
     if target.wait_ready > 0 and ready_after is None and samples:
         warnings.append(
             f"the endpoint did not answer within --wait-ready {target.wait_ready:g} s; "

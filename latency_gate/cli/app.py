@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from latency_gate.config import Target
+from latency_gate.config.files import open_output
 from latency_gate.errors import (
     BUG_MESSAGE,
     MACHINE_ERRNOS,
@@ -150,14 +151,17 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="Speak HTTP/2 (ALPN over TLS; prior knowledge for http://).",
         ),
         click.option(
+            "-x",
             "--proxy",
             help="Forward proxy URL, or off [default: HTTPS_PROXY / HTTP_PROXY unless NO_PROXY].",
         ),
         click.option("--timeout", help="Per-call timeout, e.g. 30s [default: 30s]."),
         click.option("--ca-bundle", help="PEM file of CA certificates to trust."),
-        click.option("--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."),
         click.option(
-            "--follow-redirects", is_flag=True, default=None, help="Follow 3xx redirects."
+            "-k", "--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."
+        ),
+        click.option(
+            "-L", "--follow-redirects", is_flag=True, default=None, help="Follow 3xx redirects."
         ),
     ]
     for option in reversed(options):
@@ -184,6 +188,16 @@ def check_writable(paths: Mapping[str, str | None]) -> None:
     for option, path in paths.items():
         if path is None:
             continue
+        if path.lstrip()[:1] in ("{", "["):
+            # curl's --json sends a body; here it names the result file: never a file named so.
+            problems.append(
+                (
+                    option,
+                    f"names the file to write the result to; the request body is -d/--body "
+                    f"(curl's --json), got {path[:40]!r}",
+                )
+            )
+            continue
         try:
             resolved = Path(path).expanduser().resolve()
         except (OSError, ValueError) as exc:  # a working directory that is gone, a NUL byte
@@ -208,7 +222,7 @@ def _cannot_append(path: Path) -> str | None:
     """Why `path` cannot be opened for writing (too long a name, a directory, read-only, ...)."""
     try:
         existed = path.exists()
-        with path.open("a", encoding="utf-8"):
+        with open_output(path, append=True):  # a FIFO nothing reads is refused, never waited on
             pass
         if not existed:
             path.unlink()
@@ -235,7 +249,8 @@ def write_reports(
         if path is None:
             continue
         try:
-            Path(path).write_text(render(), encoding="utf-8")
+            with open_output(Path(path)) as file:
+                file.write(render())
         except OSError as exc:
             # Checked before the run, so this is the disk or the file system failing now; the
             # other file is still written.

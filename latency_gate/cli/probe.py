@@ -24,6 +24,7 @@ from latency_gate.cli.app import (
 from latency_gate.config import Target, build_target, parse_label, with_environment_proxy
 from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
 from latency_gate.errors import ConfigError, ExitCode
+from latency_gate.formatting import clean_text
 from latency_gate.measure.limits import check_open_files
 from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
@@ -211,6 +212,9 @@ def merge_command(
 
     results = label_runs(loaded)
     echo_report(results, verbose=verbose)
+    for result in results:  # each file's own, and where its verdict was judged otherwise
+        for warning in result.warnings:
+            click.echo(f"warning: {clean_text(warning)}", err=True)
     write_reports(results, json_path, markdown_path)
     sys.exit(exit_code(results))
 

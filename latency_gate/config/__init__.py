@@ -20,7 +20,12 @@ from latency_gate.config.parsing import (
     read_body,
     redact_url,
 )
-from latency_gate.config.request import header_text_problem, parse_header, with_environment_proxy
+from latency_gate.config.request import (
+    header_text_problem,
+    parse_header,
+    unsent_settings,
+    with_environment_proxy,
+)
 from latency_gate.config.target import (
     HARMLESS_HEADERS,
     NOT_COMPARED,
@@ -61,6 +66,7 @@ __all__ = [
     "redact_url",
     "scrub_secrets",
     "secret_forms",
+    "unsent_settings",
     "url_secrets",
     "url_userinfo",
     "with_environment_proxy",

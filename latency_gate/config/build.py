@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import ssl
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,7 @@ from latency_gate.config.parsing import (
     parse_token_limit_field,
     parse_url,
     read_body,
+    shown,
 )
 from latency_gate.config.plan import plan_problems
 from latency_gate.config.request import (
@@ -93,12 +95,15 @@ def build_target(
     spelled: Callable[[str], str] = lambda key: key,
     base_dir: Path | None = None,
     defaults: Mapping[str, str | list[str] | None] | None = None,
+    *,
+    root: Path | None = None,
 ) -> Target:
     """Build a Target from raw strings keyed by canonical kebab-case name.
 
     `headers` is a list of "Name: value" strings; every other value is a string or None (not
     given). `spelled` maps a key to the name the user wrote (`--max-warm-p95`, `max-warm-p95`).
-    `defaults` fills keys that `raw` leaves out (a targets file's shared settings).
+    `defaults` fills keys that `raw` leaves out (a targets file's shared settings). `root`,
+    when given (the action's workspace), is where every file a setting names must lie.
 
     Raises ConfigError naming every bad input at once.
     """
@@ -135,7 +140,7 @@ def build_target(
         fields.pop("url", None)
     take("name", lambda s: _nonempty(s, "a name"))
     take("method", _parse_method)
-    take("body", lambda s: read_body(s, base_dir))
+    take("body", lambda s: read_body(s, base_dir, root))
     take("api-key", parse_api_key)
     take("model", lambda s: s or None)
     take("prompt", lambda s: s or None)
@@ -150,13 +155,15 @@ def build_target(
     take("on-undecided-regression", _parse_on_undecided_regression)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
-    take("ca-bundle", lambda s: _ca_bundle(s, base_dir))
+    take("ca-bundle", lambda s: _ca_bundle(s, base_dir, root))
     take("insecure", parse_bool)
     take("max-tokens", parse_count)
     take("token-limit-field", parse_token_limit_field)
     take("vary-prompt", parse_bool)
     take("wait-ready", _wait_duration)
     take("proxy", parse_proxy)
+    if "proxy" in fields and fields["proxy"] is None:
+        fields["direct"] = True  # said off: the environment's proxy is not used either
     take("http2", parse_bool)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
@@ -166,7 +173,7 @@ def build_target(
             if value.strip().lower() in _OFF:
                 budget[field] = None
             elif key == "max-error-rate":
-                budget[field] = parse_fraction(value)
+                budget[field] = _error_budget(value)
             else:
                 budget[field] = _positive_duration(value)
         except ValueError as exc:
@@ -204,6 +211,25 @@ def build_target(
     if undecidable:
         raise ConfigError(undecidable)
     return target
+
+
+def _error_budget(text: str) -> float:
+    """An error-rate budget below 1: a budget of 100 % lets every call fail, so it gates
+    nothing; that is what `off` says, and a number that only reads as 1.0 (a double keeps about
+    16 digits: 0.99999999999999999) is said to be 1 rather than taken for less."""
+    value = parse_fraction(text)
+    if value >= 1:
+        stripped = text.strip()
+        try:
+            exact = Decimal(stripped[:-1]) / 100 if stripped.endswith("%") else Decimal(stripped)
+        except ArithmeticError:  # float() reads a few spellings Decimal does not
+            exact = Decimal(1)
+        rounded = "" if exact >= 1 else " (it reads as 1.0)"
+        raise ValueError(
+            f"{shown(text)}{rounded} lets every call fail, so it gates nothing: use off to turn "
+            "the error-rate budget off, or give a share below 1"
+        )
+    return value
 
 
 def _wait_duration(text: str) -> float:
@@ -263,9 +289,9 @@ def _parse_format(text: str) -> Format:
         raise ValueError(f"expected one of {choices}; got {text!r}") from None
 
 
-def _ca_bundle(text: str, base_dir: Path | None) -> str:
+def _ca_bundle(text: str, base_dir: Path | None, root: Path | None) -> str:
     """A readable PEM file that holds at least one CA certificate."""
-    path = input_file(text, base_dir)
+    path = input_file(text, base_dir, root=root)
     try:
         ssl.create_default_context(cafile=path)
     except (ssl.SSLError, OSError, ValueError) as exc:

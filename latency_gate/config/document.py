@@ -59,17 +59,27 @@ def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
         raise ConfigError.single(f"{name}:{exc.lineno}", f"not valid JSON: {exc.msg}") from None
     except RecursionError:
         raise ConfigError.single(name, _TOO_DEEP) from None
+    except ValueError as exc:  # int() of a number past Python's 4,300 digits, in any parser
+        raise ConfigError.single(name, _value_problem(exc)) from None
     # JSON is (nearly always) valid YAML too, and YAML's nodes carry line marks.
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         if node is not None:
             _bound(node, name)
-    except (yaml.YAMLError, RecursionError, ConfigError):
+    except (yaml.YAMLError, RecursionError, ConfigError, ValueError):
         return data, {}
     return data, _yaml_lines(node) if node is not None else {}
 
 
 _TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels; a targets file needs a few"
+
+
+def _value_problem(exc: ValueError) -> str:
+    """A parser's ValueError in the user's terms (Python's own message about int() digits
+    names sys.set_int_max_str_digits, which means nothing to the user)."""
+    if "digits" in str(exc):
+        return "holds a number of more than 4,300 digits; no setting needs one"
+    return f"cannot be read: {exc}"
 
 
 def _flow_depth(text: str) -> int:

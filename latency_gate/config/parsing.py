@@ -7,6 +7,7 @@ names the input each came from, and builds the models. Nothing here imports the 
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
@@ -18,6 +19,7 @@ from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
 import httpx
 
 from latency_gate.config.files import read_input_file
+from latency_gate.config.json_data import load_json
 
 REDACTED = "***"
 
@@ -131,19 +133,37 @@ def parse_url(text: str) -> str:
     return stripped
 
 
+PROXY_OFF = frozenset({"", "off", "none", "false", "no"})
+"""How a user says "no proxy": `off` (a YAML targets file reads a bare `off` or `no` as false)."""
+
+
 def parse_proxy(text: str) -> str | None:
-    """A forward proxy's http:// or https:// URL; empty, `off` or `none` for a direct path."""
-    if text.strip().lower() in {"", "off", "none"}:
+    """A forward proxy's http:// or https:// URL; empty, `off`, `none` (or `false`, as YAML
+    reads `proxy: off`) for a direct path. `host:port` without a scheme is an http:// proxy, as
+    curl takes it."""
+    stripped = text.strip()
+    if stripped.lower() in PROXY_OFF:
         return None
-    return parse_url(text)
+    if "://" not in stripped:
+        stripped = "http://" + stripped
+    scheme = stripped.split("://", 1)[0].lower()
+    if scheme not in {"http", "https"}:
+        raise ValueError(
+            f"{scheme}:// proxies are not supported; give an http:// or https:// proxy, "
+            f"got {redact_url(stripped)!r}"
+        )
+    return parse_url(stripped)
 
 
 def proxy_from_environment(url: str, environ: Mapping[str, str]) -> str | None:
     """The proxy the environment names for `url`, as curl reads it: HTTPS_PROXY for https,
-    HTTP_PROXY for http (lower-case names first), none when NO_PROXY covers the host.
+    HTTP_PROXY for http, ALL_PROXY for either when that one is not set (lower-case names
+    first), none when NO_PROXY covers the host.
 
-    NO_PROXY holds host names, domain suffixes (`.example.com` or `example.com`), `*`, and
-    host:port entries; the edges pass os.environ, nothing below them reads it.
+    NO_PROXY holds host names and domain suffixes (`.example.com` or `example.com`), IP
+    addresses and networks in CIDR notation (`127.0.0.0/8`, `::1/128`, IPv6 with or without
+    brackets), `*`, and host:port entries, separated by commas or spaces; the edges pass
+    os.environ, nothing below them reads it.
     """
 
     def get(name: str) -> str:
@@ -151,32 +171,49 @@ def proxy_from_environment(url: str, environ: Mapping[str, str]) -> str | None:
 
     parts = urlsplit(url)
     proxy = get("https_proxy") if parts.scheme == "https" else get("http_proxy")
+    proxy = proxy or get("all_proxy")
     if not proxy:
         return None
-    host = (parts.hostname or "").lower()
-    for raw_entry in get("no_proxy").split(","):
-        entry = raw_entry.strip().lower()
-        if not entry:
-            continue
-        if entry == "*":
-            return None
-        name, _, port = entry.partition(":") if entry.count(":") == 1 else (entry, "", "")
-        if port and parts.port is not None and port != str(parts.port):
-            continue
-        name = name.lstrip(".")
-        if host == name or host.endswith("." + name):
+    host = (parts.hostname or "").lower().rstrip(".")
+    for raw_entry in re.split(r"[,\s]+", get("no_proxy")):
+        if _no_proxy_covers(raw_entry.strip().lower(), host, parts.port):
             return None
     return proxy
 
 
-def read_body(text: str, base_dir: Path | None = None) -> str:
-    """A body as given, or the contents of a file for `@path`."""
+def _no_proxy_covers(entry: str, host: str, port: int | None) -> bool:
+    """Whether one NO_PROXY entry covers this host (and port), as curl matches it: an IP host
+    against an address or a CIDR network, a name against a name or a domain suffix."""
+    if not entry:
+        return False
+    if entry == "*":
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        address = None
+    if address is not None:
+        try:  # an address or a network, IPv6 with or without its brackets
+            network = ipaddress.ip_network(entry.strip("[]"), strict=False)
+        except ValueError:
+            pass
+        else:
+            return address.version == network.version and address in network
+    name, _, entry_port = entry.partition(":") if entry.count(":") == 1 else (entry, "", "")
+    if entry_port and port is not None and entry_port != str(port):
+        return False
+    name = name.lstrip(".").rstrip(".")
+    return bool(name) and (host == name or host.endswith("." + name))
+
+
+def read_body(text: str, base_dir: Path | None = None, root: Path | None = None) -> str:
+    """A body as given, or the contents of a file for `@path` (inside `root` when given)."""
     if not text.startswith("@"):
         return text
     path = Path(text[1:]).expanduser()
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
-    return read_input_file(path, "body file ")
+    return read_input_file(path, "body file ", root=root)
 
 
 def looks_like_json(text: str) -> bool:
@@ -195,8 +232,8 @@ def detect_format(url: str, body: str | None) -> Format:
         return Format.ANTHROPIC
     if body is not None and looks_like_json(body):
         try:
-            data = json.loads(body)
-        except ValueError:
+            data = load_json(body)
+        except ValueError:  # not JSON, or JSON nested too deep to be a request: sent as text
             return Format.RAW
         if isinstance(data, dict):
             if "messages" in data:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from latency_gate.config.parsing import parse_duration
+from latency_gate.config.parsing import parse_duration, shown
 
 __all__ = ["DEFAULT_LIMIT", "RegressionLimit", "parse_max_regression"]
 
@@ -27,6 +27,9 @@ class RegressionLimit:
 
 
 DEFAULT_LIMIT = RegressionLimit(relative=0.10)
+# A hundred times worse than the base: a wider limit tests nothing (and 400 digits of percent
+# read as an infinity, which no test takes).
+MAX_RELATIVE = 100.0
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*%\s*$")
 
 
@@ -43,6 +46,10 @@ def parse_max_regression(text: str) -> RegressionLimit:
             if relative is not None:
                 raise ValueError(f"two relative limits in {text!r}")
             relative = float(match[1]) / 100
+            if not relative <= MAX_RELATIVE:
+                raise ValueError(
+                    f"expected a share of at most {MAX_RELATIVE * 100:,.0f}%, got {shown(part)}"
+                )
             continue
         try:
             seconds = parse_duration(part)

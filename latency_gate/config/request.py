@@ -5,13 +5,13 @@ answer-length field, and the proxy the environment names.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from pydantic import SecretStr
 
+from latency_gate.config.json_data import NotJSON, dump_json, load_json
 from latency_gate.config.parsing import (
     DEFAULT_MAX_TOKENS,
     TOKEN_LIMIT_FIELDS,
@@ -35,6 +35,7 @@ __all__ = [
     "parse_api_key",
     "parse_header",
     "resolve_request",
+    "unsent_settings",
     "with_environment_proxy",
 ]
 
@@ -78,11 +79,12 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
 
 def with_environment_proxy(target: Target, environ: Mapping[str, str]) -> Target:
     """The target with the proxy the environment names for its URL (HTTPS_PROXY, HTTP_PROXY,
-    NO_PROXY, as curl reads them), when it has none of its own. The edges pass os.environ.
+    NO_PROXY, as curl reads them), when it has none of its own and was not told to go direct
+    (`--proxy off`, a targets file's `proxy: off`). The edges pass os.environ.
 
     Raises ConfigError naming the variable when its value is not a proxy URL.
     """
-    if target.proxy is not None:
+    if target.proxy is not None or target.direct:
         return target
     found = proxy_from_environment(target.url, environ)
     if found is None:
@@ -120,18 +122,21 @@ def resolve_request(
 
     if body is not None and fmt is not Format.RAW and looks_like_json(body):
         try:
-            data = json.loads(body)
-        except ValueError as exc:
+            data = load_json(body)
+        except NotJSON as exc:
             problems.append(
                 InputProblem(spelled("body"), f"the {fmt.value} format needs a JSON body: {exc}")
             )
+            return
+        except ValueError as exc:  # JSON, but not JSON a server can read back
+            problems.append(InputProblem(spelled("body"), str(exc)))
             return
         if isinstance(data, dict):
             if stream is None:
                 stream = bool(data.get("stream", False))
             elif data.get("stream") != stream:
                 data["stream"] = stream
-                body = json.dumps(data)
+                body = dump_json(data)
             if fields.get("max_tokens") is not None:
                 body = _limit_answer(data, fmt, url or "", fields)
     elif body is not None and fmt is not Format.RAW:
@@ -244,4 +249,39 @@ def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str,
     for other in TOKEN_LIMIT_FIELDS:
         data.pop(other, None)
     data[field] = fields["max_tokens"]
-    return json.dumps(data)
+    return dump_json(data)
+
+
+def unsent_settings(target: Target) -> list[str]:
+    """The request settings given that the request does not carry, each said rather than
+    dropped in silence: --max-tokens, --stream, --model or --token-limit-field when the body (a
+    raw one, one given as written, or none) holds no such field."""
+    text = None if target.body is None else target.body.get_secret_value()
+    try:
+        body = load_json(text) if text is not None and looks_like_json(text) else None
+    except ValueError:
+        body = None
+    fields: dict[str, Any] = body if isinstance(body, dict) else {}
+    why = (
+        "the request has no body"
+        if text is None
+        else "the raw format sends the body as written"
+        if target.format is Format.RAW
+        else "the body is not a JSON object"
+        if not isinstance(body, dict)
+        else "the body you gave holds no such field"
+    )
+    field = token_limit_field(target.format, target.url, target.token_limit_field)
+    unsent = []
+    if target.max_tokens is not None and fields.get(field) != target.max_tokens:
+        unsent.append(f"--max-tokens {target.max_tokens} was not sent ({why})")
+    if target.token_limit_field is not None and target.token_limit_field not in fields:
+        unsent.append(f"--token-limit-field {target.token_limit_field} was not used ({why})")
+    if target.stream and fields.get("stream") is not True:
+        unsent.append(
+            f"--stream was not sent in the body ({why}); only its Accept: text/event-stream "
+            "header was"
+        )
+    if target.model is not None and fields.get("model") != target.model:
+        unsent.append(f"--model was not sent ({why})")
+    return unsent

@@ -7,17 +7,22 @@ the settings that decide whether two runs measured the same thing.
 
 from __future__ import annotations
 
-import base64
-import functools
 import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
-from urllib.parse import parse_qsl, unquote, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from latency_gate.config.parsing import REDACTED, Format, looks_like_json, redact_url
+from latency_gate.config.secrets import (
+    HARMLESS_HEADERS,
+    find_secrets,
+    scrub_secrets,
+    secret_forms,
+    url_secrets,
+    url_userinfo,
+)
 
 __all__ = [
     "HARMLESS_HEADERS",
@@ -27,25 +32,12 @@ __all__ = [
     "Target",
     "comparable_settings",
     "find_secrets",
+    "redact_settings",
     "scrub_secrets",
     "secret_forms",
     "url_secrets",
+    "url_userinfo",
 ]
-
-# Header values that carry no secret and help a reader of the report; every other value is masked.
-HARMLESS_HEADERS = frozenset(
-    {
-        "accept",
-        "accept-encoding",
-        "accept-language",
-        "anthropic-version",
-        "anthropic-beta",
-        "cache-control",
-        "content-type",
-        "openai-beta",
-        "user-agent",
-    }
-)
 
 
 class _Frozen(BaseModel):
@@ -73,143 +65,6 @@ class Header(_Frozen):
     @property
     def harmless(self) -> bool:
         return self.name.lower() in HARMLESS_HEADERS
-
-
-# A value shorter than this is not masked: masking "a" or "123" would garble every log line.
-MIN_SECRET_LENGTH = 4
-
-
-def find_secrets(
-    *,
-    api_key: str | None = None,
-    headers: Iterable[tuple[str, str]] = (),
-    url: str = "",
-    others: Iterable[str] = (),
-) -> list[str]:
-    """Every secret among these values, by one rule: the API key, each header value that is not
-    plainly harmless, the URL's password and query values, and `others` (a token, an inline
-    body); values shorter than MIN_SECRET_LENGTH (after trimming) are left out."""
-    values = [api_key or ""]
-    values += [value for name, value in headers if name.strip().lower() not in HARMLESS_HEADERS]
-    values += url_secrets(url)
-    values += others
-    return [v for v in values if len(v.strip()) >= MIN_SECRET_LENGTH]
-
-
-def url_secrets(url: str) -> list[str]:
-    """The parts of a URL that may hold a secret: the userinfo password (or the user name when
-    there is no password: `https://TOKEN@host/` carries a token there) and every query value.
-
-    Works on a URL not yet validated (the action masks secrets before it validates anything).
-    """
-    try:
-        parts = urlsplit(url)
-        username, password = parts.username, parts.password
-    except ValueError:
-        return []
-    credential = password or username
-    # As typed, and as sent (percent-decoded): a server echoes the decoded one back.
-    values = [credential, unquote(credential)] if credential else []
-    return values + [v for _, v in parse_qsl(parts.query) if v]
-
-
-def url_userinfo(url: str) -> str | None:
-    """`user:password` as sent in Basic auth for a URL with userinfo, else None."""
-    try:
-        parts = urlsplit(url)
-        username, password = parts.username, parts.password
-    except ValueError:
-        return None
-    if not username and not password:
-        return None
-    return f"{unquote(username or '')}:{unquote(password or '')}"
-
-
-def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]:
-    """Every form a secret can take in an endpoint's text, longest first: as given, and base64
-    (standard and URL-safe alphabets, at any of the three byte alignments it can have inside a
-    longer encoded text). `pairs` are texts such as `user:password` that are sent only encoded
-    (Basic auth) and are scrubbed in the same forms. `scrub_secrets` also finds each form with
-    any of its characters escaped (percent-encoded, `+` for a space, JSON's `\\/` and `\\u00XX`).
-
-    A form shorter than MIN_SECRET_LENGTH is left out: it would garble ordinary text.
-    """
-    forms: set[str] = set()
-    for secret in [*secrets, *pairs]:
-        if len(secret.strip()) < MIN_SECRET_LENGTH:
-            continue
-        forms.add(secret)
-        forms |= set(_base64_cores(secret.encode("utf-8")))
-    return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=lambda f: (-len(f), f))
-
-
-def _base64_cores(data: bytes) -> list[str]:
-    """The base64 characters that depend on `data` alone, wherever it starts in a longer text.
-
-    Data starting at byte k of an encoded text: character i (6 bits from bit 6i) is fixed by
-    the data when 8k <= 6i and 6i + 6 <= 8(k + n). Padded whole encodings are kept too.
-    """
-    cores = [base64.b64encode(data).decode(), base64.urlsafe_b64encode(data).decode()]
-    n = len(data)
-    for k in range(3):
-        encoded = base64.b64encode(bytes(k) + data).decode().rstrip("=")
-        first = -(-8 * k // 6)
-        last = (8 * (k + n) - 6) // 6
-        core = encoded[first : last + 1]
-        cores += [core, core.replace("+", "-").replace("/", "_")]
-    return cores
-
-
-def scrub_secrets(text: str, forms: Iterable[str]) -> str:
-    """`text` with every form (from `secret_forms`) replaced by ***, however much of it is
-    escaped: a server echoes a key percent-encoded in full (`quote(key, safe="")`), in part
-    (`quote(key)` keeps `/`), with lower-case hex digits, or JSON-escaped (`\\/`)."""
-    ordered = tuple(sorted(set(forms), key=lambda f: (-len(f), f)))
-    if not ordered:
-        return text
-    if not any(mark in text for mark in _ESCAPE_MARKS):
-        # Nothing escaped: plain replacing is the same, and far quicker on a long body.
-        for form in ordered:
-            text = text.replace(form, REDACTED)
-        return text
-    return _forms_pattern(ordered).sub(REDACTED, text)
-
-
-# A text holding none of these has no escaped spelling of anything.
-_ESCAPE_MARKS = ("%", "\\", "+")
-
-
-@functools.lru_cache(maxsize=64)
-def _forms_pattern(ordered: tuple[str, ...]) -> re.Pattern[str]:
-    """One pattern for all the forms, longest first (the longest match at a place wins).
-
-    The lookahead for a form's first character or an escape lets the engine skip quickly over
-    text that cannot start a match.
-    """
-    starts = {form[0] for form in ordered} | set(_ESCAPE_MARKS)
-    first = "(?=[" + "".join(re.escape(c) for c in sorted(starts)) + "])"
-    return re.compile(
-        first + "(?:" + "|".join("".join(map(_char_pattern, f)) for f in ordered) + ")"
-    )
-
-
-def _char_pattern(char: str) -> str:
-    """A character as it is, or as any escaping that decodes to it."""
-    spellings = [re.escape(char)]
-    hex_digits = "".join(f"%{byte:02X}" for byte in char.encode("utf-8"))
-    spellings.append("".join(f"[{c}{c.lower()}]" if c.isalpha() else c for c in hex_digits))
-    if char == " ":
-        spellings.append(r"\+")
-    if char == "/":
-        spellings.append(r"\\/")
-    units = char.encode("utf-16-be")
-    json_escape = "".join(
-        rf"\\u{int.from_bytes(units[i : i + 2], 'big'):04x}" for i in range(0, len(units), 2)
-    )
-    spellings.append(
-        "".join(f"[{c}{c.upper()}]" if c.isalpha() and c != "u" else c for c in json_escape)
-    )
-    return "(?:" + "|".join(spellings) + ")"
 
 
 class Target(_Frozen):
@@ -249,6 +104,9 @@ class Target(_Frozen):
     vary_prompt: bool = True
     wait_ready: float = Field(default=0.0, ge=0)
     proxy: str | None = Field(default=None, description="forward proxy URL; None: direct")
+    # `--proxy off` (a targets file's `proxy: off`): direct, whatever the environment names.
+    # Not a setting of what was measured (a direct call is a direct call): not in results.
+    direct: bool = Field(default=False, exclude=True)
     http2: bool = False
     budget: Budget = Budget()
     cost: str | None = Field(default=None, description="a note on its price, from a targets file")
@@ -290,13 +148,15 @@ class Target(_Frozen):
             api_key=None if self.api_key is None else self.api_key.get_secret_value(),
             headers=[(h.name, h.value.get_secret_value()) for h in self.headers],
             url=self.url,
+            body=None if self.body is None else self.body.get_secret_value(),
             others=url_secrets(self.proxy) if self.proxy else (),
         )
 
     def secret_forms(self) -> list[str]:
         """Every form the secrets can take in an endpoint's answer (see `secret_forms`)."""
-        pair = url_userinfo(self.url)
-        return secret_forms(self.secrets(), [pair] if pair else [])
+        # Userinfo is sent as Basic auth: to the endpoint, and to the proxy (Proxy-Authorization).
+        pairs = [url_userinfo(url) for url in (self.url, self.proxy) if url]
+        return secret_forms(self.secrets(), [pair for pair in pairs if pair])
 
     def redacted(self) -> dict[str, object]:
         """The settings as a JSON-ready mapping with every secret replaced by ***."""
@@ -347,6 +207,49 @@ def comparable_settings(config: Mapping[str, object]) -> dict[str, object]:
         if key in data and data[key] == earlier:
             del data[key]
     return data
+
+
+def redact_settings(
+    config: Mapping[str, object],
+) -> tuple[dict[str, object], list[str], list[str]]:
+    """A result file's settings as `Target.redacted` would have written them, with the secrets
+    they still held (a file written by hand, or by an older version): (settings, secrets, and
+    the URL's `user:password` pair), so the rest of the file can be scrubbed of them too."""
+    data = dict(config)
+    secrets: list[str] = []
+    pairs: list[str] = []
+    for key in ("url", "proxy"):
+        url = data.get(key)
+        if isinstance(url, str):
+            secrets += url_secrets(url)
+            pairs += [pair] if (pair := url_userinfo(url)) and REDACTED not in pair else []
+            try:
+                data[key] = redact_url(url)
+            except ValueError:  # not a URL at all: nothing of it is worth showing
+                data[key] = REDACTED
+    headers = data.get("headers")
+    if isinstance(headers, list):
+        shown: list[object] = []
+        for line in headers:
+            name, sep, value = line.partition(":") if isinstance(line, str) else ("", "", "")
+            if not sep or name.strip().lower() in HARMLESS_HEADERS:
+                shown.append(line)
+                continue
+            secrets.append(value.strip())
+            shown.append(f"{name}: {REDACTED}")
+        data["headers"] = shown
+    api_key = data.get("api_key")
+    if api_key is not None:
+        secrets += [api_key] if isinstance(api_key, str) else []
+        data["api_key"] = REDACTED
+    body = data.get("body")
+    if isinstance(body, str) and not _FINGERPRINT.fullmatch(body):
+        secrets += find_secrets(body=body)
+        data["body"] = _body_fingerprint(SecretStr(body))
+    return data, find_secrets(others=secrets), pairs
+
+
+_FINGERPRINT = re.compile(re.escape(REDACTED) + r" \(sha256 [0-9a-f]{12}\)")
 
 
 def _body_fingerprint(body: SecretStr) -> str:

@@ -27,7 +27,6 @@ beside the file (CLI options, action inputs), the file's `defaults`, the target'
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 from latency_gate.config.build import TARGET_KEYS, build_target
 from latency_gate.config.document import PathKey, decode, line_of
 from latency_gate.config.files import read_input_file
+from latency_gate.config.json_data import dump_json
 from latency_gate.config.target import Target
 from latency_gate.errors import ConfigError, InputProblem
 
@@ -57,15 +57,17 @@ def load_targets(
     *,
     given: Mapping[str, str | list[str] | None] | None = None,
     environ: Mapping[str, str],
+    root: Path | None = None,
 ) -> list[Target]:
     """Read and validate a targets file; the targets in the file's order (cheapest first).
 
     `given` holds settings from beside the file (CLI options, action inputs), used where the
-    file says nothing; `environ` fills `${NAME}` references (the edge passes the environment).
-    Raises ConfigError naming the file and line of every bad setting.
+    file says nothing; `environ` fills `${NAME}` references (the edge passes the environment);
+    `root`, when given (the action's workspace), is where the file and every file it names must
+    lie. Raises ConfigError naming the file and line of every bad setting.
     """
     try:
-        text = read_input_file(path, max_bytes=MAX_FILE_BYTES)
+        text = read_input_file(path, max_bytes=MAX_FILE_BYTES, root=root)
     except ValueError as exc:
         raise ConfigError.single("targets", str(exc)) from None
     return parse_targets(
@@ -75,6 +77,7 @@ def load_targets(
         base_dir=path.parent,
         given=given,
         environ=environ,
+        root=root,
     )
 
 
@@ -86,6 +89,7 @@ def parse_targets(
     base_dir: Path | None = None,
     given: Mapping[str, str | list[str] | None] | None = None,
     environ: Mapping[str, str] | None = None,
+    root: Path | None = None,
 ) -> list[Target]:
     """`load_targets` on text already read; `name` is the file's name for messages."""
     kind = _SUFFIXES.get(suffix)
@@ -101,6 +105,7 @@ def parse_targets(
         base_dir=base_dir,
         given=dict(given or {}),
         environ=environ or {},
+        root=root,
     )
 
 
@@ -115,6 +120,7 @@ def _build(
     base_dir: Path | None,
     given: Raw,
     environ: Mapping[str, str],
+    root: Path | None,
 ) -> list[Target]:
     def where(path: PathKey) -> str:
         line = line_of(lines, path)
@@ -193,7 +199,9 @@ def _build(
 
         try:
             merged_defaults = {**given, **defaults}
-            target = build_target(raw, spelled, base_dir=base_dir, defaults=merged_defaults)
+            target = build_target(
+                raw, spelled, base_dir=base_dir, defaults=merged_defaults, root=root
+            )
         except ConfigError as exc:
             entry_problems += exc.problems
         else:
@@ -240,7 +248,7 @@ def _raw_value(key: str, value: Any, environ: Mapping[str, str]) -> str | list[s
     if key == "body" and isinstance(value, dict | list):
         # Substituted inside the structure, then serialised: a value with a quote or a line
         # break stays one JSON string.
-        return json.dumps(_expand_all(value, environ))
+        return dump_json(_expand_all(value, environ))
     if key not in TARGET_KEYS:
         # build_target reports it as unknown, with its line; its value does not matter.
         return "" if isinstance(value, dict | list) else _scalar(value, environ)

@@ -194,12 +194,11 @@ class GitHubClient:
         return self._author
 
     def _find_comment(self, repo: str, pr_number: int, marker: str, author: Author) -> int | None:
-        """The id of `author`'s comment holding the marker; one starting with it is preferred.
+        """The id of `author`'s comment that starts with the marker, or None.
 
         Anyone can type the marker: a comment by someone else is never ours to edit.
         """
         url: str | None = f"{self._api_url}/repos/{repo}/issues/{pr_number}/comments?per_page=100"
-        found: int | None = None
         pages = 0
         while url is not None:
             pages += 1
@@ -216,10 +215,10 @@ class GitHubClient:
                     continue
                 if not author.wrote(comment):
                     continue
+                # Ours start with the marker; a comment that only quotes it somewhere (a
+                # person's note about the report) is that person's, even with their token.
                 if text.startswith(marker):
                     return comment_id
-                if marker in text and found is None:
-                    found = comment_id
             next_url = response.links.get("next", {}).get("url")
             if next_url is not None:
                 next_url = urljoin(url, next_url)
@@ -229,7 +228,7 @@ class GitHubClient:
                         f"{self._api.origin}; refused to send the token there."
                     )
             url = next_url
-        return found
+        return None
 
 
 def _fail_unreadable(response: httpx.Response) -> NoReturn:

@@ -14,7 +14,11 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-MAX_DETAIL = 200
+MAX_DETAIL = 2048
+"""Characters of a failure's detail kept here; calls.py scrubs secrets from the whole of it and
+only then cuts it to 200 (a cut first could leave the start of a key behind)."""
+MAX_USAGE_TOKENS = 10**9
+"""No answer has a billion tokens; a bigger usage count is the endpoint's mistake (or malice)."""
 """Most characters of untrusted detail kept: an outcome's detail, a quoted error object."""
 
 
@@ -55,8 +59,15 @@ class Tally:
         return 1 if chars else 0
 
     def usage(self, usage: object, key: str) -> None:
+        """Take a usage count: a whole number up to MAX_USAGE_TOKENS; anything else (a count of
+        10**400 that no float holds, a negative or fractional one) is not a count of this
+        answer's tokens and is left out (tokens are then counted from the deltas)."""
         value = usage.get(key) if isinstance(usage, dict) else None
-        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and 0 <= value <= MAX_USAGE_TOKENS
+        ):
             self.usage_tokens = value
 
     def error(self, message: str) -> None:
@@ -175,6 +186,10 @@ def anthropic_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
                 found = tally.tool(block.get("name"), None)
             elif block.get("type") == "thinking":
                 tally.reasoning(block.get("thinking"))
+            elif block.get("type") == "redacted_thinking":
+                # Encrypted thinking, sent whole in this block with no deltas: the model did
+                # reason, and the user sees that it did.
+                tally.reasoning(block.get("data") or block.get("type"))
             else:
                 found = tally.text(block.get("text"))
     elif kind == "message_delta":

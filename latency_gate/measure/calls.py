@@ -20,6 +20,7 @@ import httpx
 from latency_gate.config import Target, redact_url, scrub_secrets
 from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
+from latency_gate.measure.culprit import name_the_part
 from latency_gate.measure.streams import StreamParser
 from latency_gate.measure.token_timing import GapRecorder
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample, TokenGaps
@@ -92,6 +93,7 @@ class _Attempt:
     token_events: int = 0
     token_reads: int = 0
     began_ns: int = field(default_factory=transport.now_ns)
+    from_proxy: bool = False  # the answer was the proxy's own (a 407, a refused CONNECT)
 
     def sample(
         self,
@@ -121,7 +123,7 @@ class _Attempt:
             headers=since(self.headers_ns),
             first_byte=since(self.first_byte_ns),
             first_event=since(self.first_event_ns),
-            first_token=since(self.first_token_ns),
+            first_token=since(self._first_token_ns()),
             second_token=since(self.visible.second_ns),
             last_token=since(self.last_token_ns),
             last_byte=since(self.last_byte_ns),
@@ -134,7 +136,16 @@ class _Attempt:
             latency=since(self.last_byte_ns) if ok else None,
             status=self.status,
             error=self.error,
-            error_detail=_scrub(self.detail, target),
+            error_detail=_scrub(
+                name_the_part(
+                    self.error,
+                    self.detail,
+                    target=target,
+                    status=self.status,
+                    from_proxy=self.from_proxy,
+                ),
+                target,
+            ),
             retry_after=_scrub(self.retry_after, target),
             timings=timings,
             bytes_received=self.bytes_received,
@@ -150,6 +161,14 @@ class _Attempt:
             retries=retries,
             stamp_source=stamps.source,
         )
+
+    def _first_token_ns(self) -> int | None:
+        """The first answer delta; for an answer that held only reasoning (a reasoning model
+        cut by its token limit, or whose thinking was all redacted), the first reasoning delta:
+        that answer is what the user saw arrive, so its first token is there."""
+        if self.first_token_ns is not None or self.error is not None or self.token_events:
+            return self.first_token_ns
+        return self.first_event_ns if self.reasoning_events else None
 
     def _gaps(self, t0: int) -> TokenGaps | None:
         summary = self.visible.summary()
@@ -187,9 +206,23 @@ async def _attempt(
             await _exchange(client, target, stamps, attempt, body)
     except TimeoutError:
         attempt.error, attempt.detail = _timed_out(attempt, stamps, target.timeout)
+    except httpx.ProxyError as exc:
+        # The proxy refused to open the tunnel (CONNECT): its answer, not the endpoint's.
+        attempt.from_proxy = True
+        attempt.error, attempt.detail = _proxy_refusal(str(exc))
     except httpx.HTTPError as exc:
         attempt.error, attempt.detail = classify(exc)
     return attempt
+
+
+def _proxy_refusal(message: str) -> tuple[ErrorKind, str]:
+    """A refused CONNECT ("407 Proxy Authentication Required") by its status, when it has one."""
+    code = message.split(" ", 1)[0]
+    if code.isdigit() and len(code) == 3:
+        status = int(code)
+        kind = ErrorKind.HTTP_5XX if status >= 500 else ErrorKind.HTTP_4XX
+        return (ErrorKind.HTTP_429 if status == 429 else kind), f"HTTP {message}"
+    return ErrorKind.PROTOCOL, f"the proxy refused the tunnel: {message}"
 
 
 def _timed_out(
@@ -288,6 +321,8 @@ async def _read_failure(
         else ErrorKind.HTTP_4XX
     )
     attempt.retry_after = response.headers.get("retry-after")
+    # Only a proxy asks for proxy credentials: such an answer never came from the endpoint.
+    attempt.from_proxy = status == 407 or "proxy-authenticate" in response.headers
     head = b""
     with contextlib.suppress(httpx.HTTPError, TimeoutError):
         async for chunk in response.aiter_bytes():

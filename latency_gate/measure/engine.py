@@ -17,8 +17,9 @@ from typing import Literal
 
 import httpx
 
-from latency_gate.config import Target
+from latency_gate.config import Target, redact_url
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
+from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.ready import wait_ready
 from latency_gate.models import CallPhase, ErrorKind, Sample, StampSource
 
@@ -107,17 +108,34 @@ UNREACHABLE = frozenset(
 )
 
 
-def _unreachable(samples: Sequence[Sample]) -> str | None:
+def _unreachable(samples: Sequence[Sample], target: Target) -> str | None:
     """Why to stop, when the cold call and the first FAIL_FAST_WARM warm calls all failed to
-    connect or timed out; else None."""
+    connect or timed out; else None. Says which: a connection that failed is the endpoint's, or
+    the proxy's when there is one; a call that timed out after connecting was not answered."""
     first = samples[: 1 + FAIL_FAST_WARM]
     if len(first) < 1 + FAIL_FAST_WARM or any(s.error not in UNREACHABLE for s in first):
         return None
     kinds = ", ".join(sorted({str(s.error) for s in first}))
-    return (
-        f"stopped after the first {len(first)} calls: all failed to connect or timed out "
-        f"({kinds}), so the endpoint is not reachable from here"
-    )
+    stopped = f"stopped after the first {len(first)} calls"
+    if all(s.error in _CONNECTING for s in first):
+        if target.proxy is not None:
+            return (
+                f"{stopped}: all failed to connect ({kinds}) to the proxy "
+                f"{redact_url(target.proxy)}, so the endpoint was never asked ({PROXY_OPTIONS})"
+            )
+        return (
+            f"{stopped}: all failed to connect ({kinds}): the endpoint is not reachable from here"
+        )
+    if not any(s.error in _CONNECTING for s in first):
+        return (
+            f"{stopped}: all timed out waiting for the answer ({kinds}); the endpoint took the "
+            f"request but answered none within the {target.timeout:g} s --timeout: raise it if "
+            "the endpoint is that slow"
+        )
+    return f"{stopped}: all failed to connect or timed out ({kinds})"
+
+
+_CONNECTING = frozenset({ErrorKind.CONNECTION_REFUSED, ErrorKind.CONNECT_TIMEOUT, ErrorKind.DNS})
 
 
 async def measure(
@@ -158,7 +176,7 @@ async def measure(
             total=target.warm_calls,
             close=False,
         )
-        into.stopped_early = _unreachable(into.samples)
+        into.stopped_early = _unreachable(into.samples, target)
         if into.stopped_early is not None:
             progress(Progress("done", len(into.samples), len(into.samples)))
             return

@@ -8,11 +8,11 @@ model, and every call's prompt has the same length).
 
 from __future__ import annotations
 
-import json
 import secrets
 from typing import Any, Literal
 
 from latency_gate.config import Format, Target
+from latency_gate.config.json_data import dump_json, load_json
 
 __all__ = ["MARK_HEX_DIGITS", "fresh_mark", "vary_body"]
 
@@ -39,13 +39,13 @@ def vary_body(
     text = raw.decode()
     if target.format is Format.RAW:
         return text, False
-    try:
-        data = json.loads(text)
+    try:  # the strict reader: a body re-written must never come out as NaN or Infinity
+        data = load_json(text)
     except ValueError:
         return text, False
     if not isinstance(data, dict) or not _mark_prompt(data, f"[{mark}]", where):
         return text, False
-    return json.dumps(data), True
+    return dump_json(data), True
 
 
 def _marked(text: str, mark: str, where: str) -> str:

@@ -7,8 +7,6 @@ of any JSON field named like a credential.
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -22,6 +20,8 @@ from latency_gate.config import (
     redact_url,
     scrub_secrets,
 )
+from latency_gate.config.json_data import dump_json, load_json
+from latency_gate.config.secrets import credential_field
 from latency_gate.formatting import clean_text
 from latency_gate.measure.quick import QuickCall, QuickResult
 
@@ -49,6 +49,13 @@ def curl_command(target: Target) -> str:
         parts += ["--cacert", target.ca_bundle]
     if target.follow_redirects:
         parts.append("--location")
+    if target.http2:  # as the probe spoke it: prior knowledge on http://, offered over TLS
+        plain = target.url.lower().startswith("http:")
+        parts.append("--http2-prior-knowledge" if plain else "--http2")
+    if target.proxy is not None:
+        parts += ["--proxy", display_url(target.proxy)]  # its password as ***, like the key's
+    elif target.direct:
+        parts += ["--noproxy", "*"]  # --proxy off: curl would take the environment's
     parts += ["--max-time", f"{target.timeout:g}", display_url(target.url)]
     return " ".join(shlex.quote(part) for part in parts)
 
@@ -67,29 +74,25 @@ def _header_value(name: str, value: str, hidden: Sequence[str]) -> str:
     return REDACTED
 
 
-# JSON field names that hold a credential in request bodies (api_key, access_token, password...).
-_CREDENTIAL_FIELD = re.compile(r"key|token|secret|passw|credential|auth", re.IGNORECASE)
-
-
 def _hide_credential_fields(body: str) -> str:
-    """A JSON body with the string value of every credential-named field as ***; any other body
-    as it is."""
+    """A JSON body with every string under a credential-named field (`credential_field`) as
+    ***; any other body as it is."""
     try:
-        data = json.loads(body)
+        data = load_json(body)
     except ValueError:
         return body
 
-    def hide(value: Any, key: str = "") -> Any:
+    def hide(value: Any, secret: bool = False) -> Any:
         if isinstance(value, dict):
-            return {k: hide(v, str(k)) for k, v in value.items()}
+            return {k: hide(v, secret or credential_field(str(k))) for k, v in value.items()}
         if isinstance(value, list):
-            return [hide(item, key) for item in value]
-        if isinstance(value, str) and _CREDENTIAL_FIELD.search(key):
+            return [hide(item, secret) for item in value]
+        if isinstance(value, str) and secret:
             return REDACTED
         return value
 
     hidden = hide(data)
-    return body if hidden == data else json.dumps(hidden)
+    return body if hidden == data else dump_json(hidden)
 
 
 def _seconds(value: float | None) -> str:

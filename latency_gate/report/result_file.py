@@ -1,12 +1,14 @@
 """The JSON result file: one run, or several; written, parsed back, and merged with labels.
 
 The format a later run reads as its baseline and `merge` combines. Text in, text out: the edges
-read and write the files.
+read and write the files. A file read back is data, not a verdict: it is read strictly (no NaN,
+no infinity, no number of more than 15 digits, no deep nesting), the secrets its settings still
+hold are redacted and scrubbed from all its text, its calls are checked against each other, and
+its run is judged again from those calls (assess/rejudge.py).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import PurePath
@@ -14,8 +16,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from latency_gate.config.json_data import load_json
+from latency_gate.config.parsing import MAX_DURATION
+from latency_gate.config.secrets import scrub_secrets, secret_forms
+from latency_gate.config.target import redact_settings
 from latency_gate.errors import ConfigError
-from latency_gate.models import SCHEMA_VERSION, RunResult
+from latency_gate.models import SCHEMA_VERSION, RunResult, Sample
 
 __all__ = ["dump_runs", "label_runs", "parse_runs"]
 
@@ -29,13 +35,16 @@ def dump_runs(results: Sequence[RunResult]) -> str:
     return f'{{\n"schema_version": {SCHEMA_VERSION},\n"runs": [\n{runs}\n]\n}}\n'
 
 
-def parse_runs(text: str, source: str) -> list[RunResult]:
-    """Runs from a JSON result document of either shape (a bare list is accepted too).
+def parse_runs(text: str, source: str, *, baseline: bool = False) -> list[RunResult]:
+    """Runs from a JSON result document of either shape (a bare list is accepted too), each
+    checked and judged again from its own calls (a warning on a run whose file said otherwise).
 
-    Raises ConfigError naming `source` when the text is not such a document.
+    Raises ConfigError naming `source` when the text is not such a document, or a run cannot be
+    judged: its calls contradict each other, a duration is negative or past 24 hours, a time is
+    not a date, its budget cannot be read; as a `baseline`, a run without calls.
     """
     try:
-        data: Any = json.loads(text)
+        data: Any = load_json(text, max_int_digits=MAX_RESULT_DIGITS)
     except ValueError as exc:
         raise ConfigError.single(source, f"not a JSON result file: {exc}") from None
     if isinstance(data, dict) and "runs" in data:
@@ -49,20 +58,96 @@ def parse_runs(text: str, source: str) -> list[RunResult]:
         items = data if isinstance(data, list) else [data]
     if not isinstance(items, list) or not items:
         raise ConfigError.single(source, "holds no runs")
+    # Loaded here, when a file is read: judging is not needed before a run's first request.
+    from latency_gate.assess.rejudge import rejudge  # noqa: PLC0415 (start-up)
+
     runs = []
     for index, item in enumerate(items):
+        prefix = f"run {index}: " if len(items) > 1 else ""
         try:
-            runs.append(RunResult.model_validate(item))
+            run = RunResult.model_validate(_redacted(item))
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
             where = ".".join(str(part) for part in first["loc"]) or "document"
-            prefix = f"run {index}: " if len(items) > 1 else ""
             raise ConfigError.single(
                 source,
                 f"not a latency-gate result ({prefix}{where}: {first['msg']}; "
                 f"{exc.error_count()} problem(s))",
             ) from None
+        try:
+            _check_run(run, baseline=baseline)
+            runs.append(rejudge(run))
+        except ValueError as exc:
+            raise ConfigError.single(source, f"{prefix}cannot be judged: {exc}") from None
     return runs
+
+
+# A result file's counts (calls, bytes, tokens, statuses) are far below this; a longer number is
+# not a count (and 10**400 tokens would overflow the float arithmetic that reads them).
+MAX_RESULT_DIGITS = 15
+# Times in a result file are seconds since 1970 up to the year 9999, where dates end.
+_LAST_DATE = 253_402_300_799.0
+
+
+def _redacted(item: Any) -> Any:
+    """A run's document with the secrets its settings still hold (a file written by hand, or by
+    an older version) redacted there and scrubbed from all its other text, in every form."""
+    if not isinstance(item, dict) or not isinstance(item.get("config"), dict):
+        return item
+    config, secrets, pairs = redact_settings(item["config"])
+    if not secrets and not pairs:
+        return item
+    forms = secret_forms(secrets, pairs)
+
+    def scrub(value: Any) -> Any:
+        if isinstance(value, str):
+            return scrub_secrets(value, forms)
+        if isinstance(value, dict):
+            return {key: scrub(child) for key, child in value.items()}
+        if isinstance(value, list):
+            return [scrub(child) for child in value]
+        return value
+
+    return {**scrub({k: v for k, v in item.items() if k != "config"}), "config": config}
+
+
+def _check_run(run: RunResult, *, baseline: bool) -> None:
+    """ValueError saying why the run's data cannot be judged: calls that contradict themselves,
+    a duration out of range, a time that is no date; a baseline without calls."""
+    for name, when in (("started_at", run.started_at), ("finished_at", run.finished_at)):
+        if not 0 <= when <= _LAST_DATE:
+            raise ValueError(f"{name} {when:g} is not a time (seconds since 1970)")
+    if baseline and not run.samples:
+        raise ValueError("it holds no calls, so there is nothing to compare with")
+    for sample in run.samples:
+        where = f"call {sample.phase.value} #{sample.index}"
+        if (problem := _sample_problem(sample)) is not None:
+            raise ValueError(f"{where}: {problem}")
+    if run.ready_after is not None and not 0 <= run.ready_after <= MAX_DURATION:
+        raise ValueError(f"ready_after {run.ready_after:g} s is not a duration of a run")
+
+
+def _sample_problem(sample: Sample) -> str | None:
+    if sample.ok and (sample.latency is None or sample.error is not None):
+        return "marked ok, but it has no latency or has an error"
+    if not sample.ok and sample.error is None:
+        return "marked failed, but it names no error"
+    if not 0 <= sample.started_at <= _LAST_DATE:
+        return f"started_at {sample.started_at:g} is not a time (seconds since 1970)"
+    durations = {"latency": sample.latency, **sample.timings.model_dump()}
+    if sample.token_gaps is not None:
+        durations |= {f"token_gaps.{k}": v for k, v in sample.token_gaps.model_dump().items()}
+        durations.pop("token_gaps.count")
+        durations.pop("token_gaps.kept")
+    for name, value in durations.items():
+        if value is not None and not 0 <= value <= MAX_DURATION:
+            return (
+                f"{name} {value:g} s is not a duration of a call (from 0 to 24 hours, the "
+                "longest --timeout)"
+            )
+    if sample.output_tokens_per_s is not None and sample.output_tokens_per_s < 0:
+        return f"output_tokens_per_s {sample.output_tokens_per_s:g} is negative"
+    return None
 
 
 def label_runs(files: Sequence[tuple[str, Sequence[RunResult]]]) -> list[RunResult]:

@@ -14,7 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from latency_gate.assess.findings.common import Rule
-from latency_gate.assess.findings.connection import cache_answering, cold_start, connection_setup
+from latency_gate.assess.findings.connection import (
+    cache_answering,
+    cold_call_failed,
+    cold_start,
+    connection_setup,
+)
 from latency_gate.assess.findings.load import (
     long_tail,
     queued,
@@ -54,6 +59,7 @@ def find(
         buffered_stream,
         first_burst_queued,
         cold_start,
+        cold_call_failed,
         connection_setup,
         tokens_per_second_hides_the_wait,
         rate_limited,

@@ -1,5 +1,6 @@
-"""Findings about getting to the answer: a cold start (set-up against the server's own time),
-connection set-up that dominates or keep-alive not honoured, a cache answering repeated prompts."""
+"""Findings about getting to the answer: a cold start (set-up against the server's own time), a
+cold call that failed while later calls were answered, connection set-up that dominates or
+keep-alive not honoured, a cache answering repeated prompts."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from statistics import median
 
 from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls, plural, setup_seconds
 from latency_gate.formatting import fmt_duration
-from latency_gate.models import CallPhase, Finding, Numbers, Sample
+from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
 
 # Cold start: this many times warm p50 and this much more in seconds.
 COLD_RATIO = 3.0
@@ -48,6 +49,50 @@ def cold_start(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> 
             if server >= setup
             else "connection setup dominates the first call: reuse connections, move the "
             "endpoint closer, or check DNS and TLS (session resumption, OCSP stapling)"
+        ),
+    )
+
+
+_TIMED_OUT = frozenset(
+    {
+        ErrorKind.CONNECT_TIMEOUT,
+        ErrorKind.READ_TIMEOUT,
+        ErrorKind.WRITE_TIMEOUT,
+        ErrorKind.TOTAL_TIMEOUT,
+    }
+)
+
+
+def cold_call_failed(
+    samples: Sequence[Sample], numbers: Numbers, streaming: bool
+) -> Finding | None:
+    """The cold call failed while later calls were answered: cold start is not measured (a
+    "—" in the reports), and a cold start longer than the timeout looks just like this."""
+    cold = [s for s in samples if s.phase is CallPhase.COLD]
+    later = [s for s in samples if s.phase is not CallPhase.COLD]
+    answered = sum(s.ok for s in later)
+    if not cold or cold[0].ok or not answered:
+        return None  # measured; or every call failed, and the failed calls say why
+    call = cold[0]
+    kind = call.error.value if call.error is not None else "failed"
+    detail = f": {call.error_detail}" if call.error_detail else ""
+    warm = numbers.warm_p50
+    evidence = (
+        f"the cold call (the first, on a new connection) failed ({kind}{detail}), while "
+        f"{answered} of {len(later)} later calls were answered"
+        + (f" (warm p50 {fmt_duration(warm)})" if warm is not None else "")
+    )
+    return Finding(
+        code="cold-call-failed",
+        title="Cold start not measured: the cold call failed",
+        evidence=evidence,
+        hint=(
+            "a cold start longer than the timeout fails like this: raise --timeout to measure "
+            "it, and gate it with --max-cold-start"
+            if call.error in _TIMED_OUT
+            else "the first call after a quiet spell fails where later ones do not: a cold path "
+            "(a model or a worker starting) that warm calls never take; --wait-ready waits "
+            "for a server that is still starting"
         ),
     )
 
