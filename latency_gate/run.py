@@ -50,9 +50,17 @@ class _Judge:
     layer (assess/) loads while the endpoint answers, not before the first request (start-up
     is measured to the first request on the wire, docs/benchmarks.md)."""
 
-    def __init__(self, target: Target, baseline: BaselinePlan | None) -> None:
+    def __init__(
+        self,
+        target: Target,
+        baseline: BaselinePlan | None,
+        into: Measurement,
+        max_regression: RegressionLimit | None = None,
+    ) -> None:
         self.target = target
         self.baseline = baseline
+        self.into = into
+        self.max_regression = max_regression
         self._gate: Gate | None = None
 
     @property
@@ -60,12 +68,14 @@ class _Judge:
         if self._gate is None:
             from latency_gate.assess.result import gate_for  # noqa: PLC0415 (start-up)
 
-            self._gate = gate_for(self.target, self.baseline)
+            self._gate = gate_for(self.target, self.baseline, self.max_regression)
         return self._gate
 
     def more(self, samples: Sequence[Sample]) -> MoreCalls | None:
-        """The engine's question after each look, answered by the gate (sequential sampling)."""
-        step = self.gate.look(samples)
+        """The engine's question after each look, answered by the gate (sequential sampling);
+        an A/B run's regressions are judged against its base arm's calls so far."""
+        base = self.into.base_samples if self.target.baseline_url is not None else None
+        step = self.gate.look(samples, base)
         return None if step.stop else MoreCalls(step.warm_calls, step.bursts, step.reason)
 
 
@@ -78,15 +88,19 @@ async def probe(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     label: str | None = None,
     baseline: BaselinePlan | None = None,
+    max_regression: RegressionLimit | None = None,
 ) -> RunResult:
     """Probe one target: floor, idle wait, cold call, warm calls, concurrent burst; then its
     numbers and verdict.
 
-    Never raises for endpoint trouble: every failure is a sample with its ErrorKind. A
-    cancellation propagates (`probe_all` is where an interrupted run still gets a result).
+    A target with a `baseline_url` is an A/B run: the base is measured beside it, interleaved,
+    and regressions are judged against it by `max_regression` (default 10 %; `baseline` is
+    then not used). Never raises for endpoint trouble: every failure is a sample with its
+    ErrorKind. A cancellation propagates (`probe_all` is where an interrupted run still gets a
+    result).
     """
     into = Measurement()
-    judge = _Judge(target, baseline)
+    judge = _Judge(target, baseline, into, max_regression)
     await _measure(
         target,
         into,
@@ -169,10 +183,17 @@ def _result(
         baseline=baseline,
         gate=judge.gate,
         ready_after=into.ready_after,
+        base_samples=into.base_samples,
     )
-    if into.stopped_early is None:
+    warnings = [] if into.stopped_early is None else [into.stopped_early]
+    base_unready = target.wait_ready > 0 and into.base_ready_after is None
+    if target.baseline_url is not None and base_unready and into.base_samples:
+        warnings.append(
+            f"the base did not answer within --wait-ready {target.wait_ready:g} s; probed anyway"
+        )
+    if not warnings:
         return result
-    return result.model_copy(update={"warnings": (*result.warnings, into.stopped_early)})
+    return result.model_copy(update={"warnings": (*result.warnings, *warnings)})
 
 
 async def probe_all(
@@ -182,9 +203,11 @@ async def probe_all(
     measure_floor: bool = True,
     label: str | None = None,
     plan: BaselinePlan | None = None,
+    max_regression: RegressionLimit | None = None,
 ) -> list[RunResult]:
     """Probe targets one after another (so they do not disturb each other), each result labelled
-    and held against the baseline plan.
+    and held against the baseline plan, or for a target with a `baseline_url` against its base
+    measured beside it, by `max_regression` (default 10 %).
 
     When the task running this is cancelled (SIGINT, SIGTERM), the calls finished so far become a
     result marked interrupted (a FAIL) and no further target is probed.
@@ -193,7 +216,7 @@ async def probe_all(
     results: list[RunResult] = []
     for target in targets:
         into = Measurement()
-        judge = _Judge(target, plan)
+        judge = _Judge(target, plan, into, max_regression)
         progress = progress_for(target)
         try:
             await _measure(

@@ -79,7 +79,8 @@ def _failed(samples: Sequence[Sample]) -> int:
 
 @dataclass
 class Gate:
-    """The checks of one run across its looks. `base` and `limit`: the baseline, when given."""
+    """The checks of one run across its looks. `base` and `limit`: the baseline, when given
+    (an A/B run has the limit alone: its base arm's calls come to each look)."""
 
     budget: Budget
     plan: SamplingPlan
@@ -97,8 +98,13 @@ class Gate:
         value: float | None = getattr(self.budget, number.budget_field)
         return value
 
-    def look(self, samples: Sequence[Sample]) -> NextStep:
-        """Judge the calls so far (one more look) and say what to sample before the next."""
+    def look(
+        self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
+    ) -> NextStep:
+        """Judge the calls so far (one more look) and say what to sample before the next.
+
+        `base_samples`: the base arm of an A/B run so far, tested against instead of
+        `self.base.samples` (with `self.limit`)."""
         self.looks += 1
         if self.looks == 1:
             self.first_look_calls = len(samples)
@@ -122,7 +128,7 @@ class Gate:
             else:
                 continue
             self.decisions[number.name] = decision
-        self._look_regressions(samples)
+        self._look_regressions(samples, base_samples)
         undecided = [
             (n.name, n.phase)
             for n in GATED_NUMBERS
@@ -153,8 +159,11 @@ class Gate:
             self.reasons.append(step.reason)
         return step
 
-    def _look_regressions(self, samples: Sequence[Sample]) -> None:
-        base, limit = self.base, self.limit
+    def _look_regressions(
+        self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
+    ) -> None:
+        limit = self.limit
+        base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
             return
         for number in GATED_NUMBERS:
@@ -165,7 +174,7 @@ class Gate:
             elif number.pick is not None and number.q is not None:
                 found = percentile_regression(
                     number.pick(samples),
-                    number.pick(base.samples),
+                    number.pick(base),
                     number.q,
                     max_relative=limit.relative,
                     max_absolute=limit.absolute,
@@ -179,13 +188,13 @@ class Gate:
             self.regressions[number.name] = outcome
 
     def _error_regression(
-        self, samples: Sequence[Sample], base: RunResult, limit: RegressionLimit
+        self, samples: Sequence[Sample], base: Sequence[Sample], limit: RegressionLimit
     ) -> ErrorRateRegression:
         return error_rate_regression(
             _failed(samples),
             max(len(samples), 1),
-            _failed(base.samples),
-            max(len(base.samples), 1),
+            _failed(base),
+            max(len(base), 1),
             max_relative=limit.relative or 0.0,
             alpha=self.plan.regression_alpha,
         )

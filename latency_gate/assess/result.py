@@ -8,21 +8,30 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from latency_gate.assess import stats
-from latency_gate.assess.baseline import BaselinePlan, baseline_check
+from latency_gate.assess.baseline import BaselinePlan, baseline_check, compare
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
-from latency_gate.config import Target
+from latency_gate.config import Target, redact_url
+from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import CallPhase, Floor, RunResult, Sample, Sampling, StampSource
 from latency_gate.version import __version__
 
 __all__ = ["assess_run", "floor_from", "gate_for", "overall_stamp_source"]
 
 
-def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
-    """The gate of one target's run: its budget, its sampling plan, its baseline if any."""
+def gate_for(
+    target: Target,
+    baseline: BaselinePlan | None = None,
+    max_regression: RegressionLimit | None = None,
+) -> Gate:
+    """The gate of one target's run: its budget, its sampling plan, its baseline if any (for
+    an A/B run, a target with a baseline_url, the limit `max_regression`, default 10 %)."""
     base = None if baseline is None or baseline.runs is None else baseline.runs.get(target.name)
+    limit = None if base is None or baseline is None else baseline.limit
+    if target.baseline_url is not None:
+        base, limit = None, max_regression or DEFAULT_LIMIT
     return Gate(
         budget=target.budget,
         plan=plan_for(
@@ -31,7 +40,7 @@ def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
             on_undecided=target.on_undecided,
         ),
         base=base,
-        limit=None if base is None or baseline is None else baseline.limit,
+        limit=limit,
     )
 
 
@@ -48,22 +57,36 @@ def assess_run(
     baseline: BaselinePlan | None = None,
     gate: Gate | None = None,
     ready_after: float | None = None,
+    base_samples: Sequence[Sample] = (),
+    max_regression: RegressionLimit | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict.
 
     `gate` holds the looks the run took (the engine's `more` callback asked it after each); a
     run judged without one (interrupted early, or measured without sequential sampling) is
-    judged in one look.
+    judged in one look. An A/B run (a target with a baseline_url) is compared with its base
+    arm, `base_samples`, by the gate's limit (`max_regression` when the gate is made here);
+    `baseline` is then not used. The budget checks judge `samples` alone.
     """
     if gate is None:
-        gate = gate_for(target, baseline)
+        gate = gate_for(target, baseline, max_regression)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
     checks = gate.checks(samples, numbers)
-    check = (
-        None
-        if baseline is None
-        else baseline_check(
+    check = None
+    if target.baseline_url is not None:
+        check = compare(
+            samples,
+            numbers,
+            None,
+            gate.limit or DEFAULT_LIMIT,
+            redact_url(target.baseline_url),
+            outcomes=gate.regressions,
+            alpha=gate.plan.regression_alpha,
+            base_samples=base_samples,
+        )
+    elif baseline is not None:
+        check = baseline_check(
             baseline,
             target.name,
             samples,
@@ -71,7 +94,6 @@ def assess_run(
             outcomes=gate.regressions,
             alpha=gate.plan.regression_alpha,
         )
-    )
     warnings: list[str] = []
     if interrupted:
         warnings.append("the run was interrupted; the numbers cover the calls finished")
@@ -98,6 +120,7 @@ def assess_run(
         stamp_source=stamp_source,
         floor=floor,
         samples=tuple(samples),
+        base_samples=tuple(base_samples),
         numbers=numbers,
         phases=stamp_stats(samples),
         chain=chain_stats(samples),

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from latency_gate.config.ab import BASE_KEYS, check_base
 from latency_gate.config.files import input_file
 from latency_gate.config.parsing import (
     Format,
@@ -81,6 +82,7 @@ TARGET_KEYS = (
     "proxy",
     "http2",
     *BUDGET_KEYS,
+    *BASE_KEYS,
 )
 
 _OFF = {"", "none", "off"}
@@ -155,6 +157,8 @@ def build_target(
     take("wait-ready", _wait_duration)
     take("proxy", parse_proxy)
     take("http2", parse_bool)
+    take("baseline-url", parse_url)
+    take("baseline-api-key", parse_api_key)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
         if value is None or isinstance(value, list):
@@ -169,23 +173,19 @@ def build_target(
         except ValueError as exc:
             problems.append(InputProblem(spelled(key), str(exc)))
 
-    headers: list[Header] = []
-    raw_headers = merged.get("headers") or []
-    for line in [raw_headers] if isinstance(raw_headers, str) else raw_headers:
-        if not line.strip():
-            continue
-        try:
-            headers.append(parse_header(line))
-        except ValueError as exc:
-            problems.append(InputProblem(spelled("headers"), str(exc)))
+    headers = _headers(merged, "headers", spelled, problems)
+    base_headers = _headers(merged, "baseline-headers", spelled, problems)
 
     resolve_request(fields, merged, spelled, problems)
     check_credentials(fields, headers, spelled, problems)
     check_framing(fields, headers, spelled, problems)
+    base_headers = _settle_base(fields, raw, base_headers, spelled, problems)
+    check_base(fields, headers, base_headers, spelled, problems)
     if problems:
         raise ConfigError(problems)
 
     fields["headers"] = tuple(headers)
+    fields["baseline_headers"] = tuple(base_headers)
     fields["budget"] = Budget(**budget)
     try:
         return Target(**fields)
@@ -196,6 +196,48 @@ def build_target(
                 for err in exc.errors(include_url=False)
             ]
         ) from None
+
+
+def _headers(
+    merged: Mapping[str, str | list[str] | None],
+    key: str,
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> list[Header]:
+    """The header lines under `key` ("Name: value" each; blank lines skipped)."""
+    headers: list[Header] = []
+    raw_headers = merged.get(key) or []
+    for line in [raw_headers] if isinstance(raw_headers, str) else raw_headers:
+        if not line.strip():
+            continue
+        try:
+            headers.append(parse_header(line))
+        except ValueError as exc:
+            problems.append(InputProblem(spelled(key), str(exc)))
+    return headers
+
+
+def _settle_base(
+    fields: dict[str, Any],
+    raw: Mapping[str, str | list[str] | None],
+    base_headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> list[Header]:
+    """The base of an A/B run, settled: its proxy is the head's when one was given, and base
+    credentials without a base URL are refused when given for this target (shared ones from
+    a targets file's defaults or the options beside it are left unused). The headers kept."""
+    if "baseline_url" in fields:
+        if "proxy" in fields:
+            fields["baseline_proxy"] = fields["proxy"]  # --proxy (or off) holds for both arms
+        return base_headers
+    for key in ("baseline-api-key", "baseline-headers"):
+        if raw.get(key) not in (None, "", []):
+            problems.append(
+                InputProblem(spelled(key), f"needs {spelled('baseline-url')}, the base it is for")
+            )
+    fields.pop("baseline_api_key", None)
+    return []
 
 
 def _wait_duration(text: str) -> float:
