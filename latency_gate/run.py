@@ -191,6 +191,14 @@ def _result(
         warnings.append(
             f"the base did not answer within --wait-ready {target.wait_ready:g} s; probed anyway"
         )
+    if target.baseline_url is not None and (target.proxy is None) != (
+        target.baseline_proxy is None
+    ):
+        arm = "head's" if target.proxy is not None else "base's"
+        warnings.append(
+            f"only the {arm} calls went through a proxy (the environment's, for its URL): its "
+            "hop is in one arm of the comparison only"
+        )
     if not warnings:
         return result
     return result.model_copy(update={"warnings": (*result.warnings, *warnings)})

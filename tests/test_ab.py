@@ -675,3 +675,37 @@ def test_side_by_side_source_is_a_code_span_whatever_it_holds() -> None:
     assert baseline_source_markdown(check.model_copy(update={"kind": "earlier-run"})) == (
         "http://h/a\\`b\\`\\`c"
     )
+
+
+async def test_a_proxy_on_one_arm_only_is_said(arms: tuple[DemoServer, DemoServer]) -> None:
+    """When the environment's proxy covers one arm's URL and not the other's, the result warns
+    that its hop is in one arm of the comparison only."""
+    head, _ = arms
+    nowhere = f"http://127.0.0.1:{free_port()}"
+    target = with_environment_proxy(
+        _target(head.url, "http://base.example/v1/chat/completions"),
+        {"HTTP_PROXY": nowhere, "NO_PROXY": "127.0.0.1"},
+    )
+    result = await probe(target, measure_floor=False)
+    assert (
+        "only the base's calls went through a proxy (the environment's, for its URL): its hop "
+        "is in one arm of the comparison only"
+    ) in result.warnings
+
+
+async def test_wait_ready_waits_for_both_arms_and_says_which_never_answered() -> None:
+    """--wait-ready polls each arm's URL; a base still answering 503 at the deadline is
+    probed anyway, and the result says so."""
+    head = ScriptServer(lambda n: steady(2, 0.001))
+    loading = ScriptServer(lambda n: steady(2, 0.001), ready_at=float("inf"))
+    await head.start()
+    await loading.start()
+    try:
+        target = _target(head.url, loading.url, stream="true", **{"wait-ready": "0.5s"})
+        result = await probe(target.model_copy(update={"max_calls": 1}), measure_floor=False)
+    finally:
+        await head.stop()
+        await loading.stop()
+    assert result.ready_after is not None
+    assert "the base did not answer within --wait-ready 0.5 s; probed anyway" in result.warnings
+    assert {s.status for s in result.base_samples} == {503}
