@@ -74,12 +74,12 @@ def _outcomes(result: RunResult) -> dict[str, str | None]:
 
 
 async def test_a_longer_answer_on_the_head_regresses(llama_long: str, llama_short: str) -> None:
-    """The head answering 64 tokens where its base answers 16: the warm calls regressed, and
-    the run fails."""
+    """The head answering 64 tokens where its base answers 16: a warm number regressed (the
+    run stops at the first one decided, so the other may stay undecided), and the run fails."""
     result = await probe(_ab(llama_long, llama_short), measure_floor=False)
     outcomes = _outcomes(result)
     assert [s.error_detail for s in (*result.samples, *result.base_samples) if not s.ok] == []
-    assert outcomes["warm_p50"] == "regressed", outcomes
+    assert "regressed" in (outcomes["warm_p50"], outcomes["warm_p95"]), outcomes
     assert not result.verdict.passed
 
 
