@@ -274,7 +274,8 @@ class NumberDelta(_Frozen):
 
 
 class BaselineCheck(_Frozen):
-    """How a run compared with an earlier run of the same target (`--baseline`).
+    """How a run compared with its base: an earlier run of the same target (`--baseline`), or
+    a base endpoint measured beside it in this run (`--baseline-url`, kind "side-by-side").
 
     status: "compared" (deltas hold every number), "missing" (no baseline file was found) or
     "no-match" (the file holds no run of this target). The last two never pass silently: the
@@ -282,7 +283,15 @@ class BaselineCheck(_Frozen):
     """
 
     status: Literal["compared", "missing", "no-match"]
-    source: str = Field(description="where the baseline came from, as the user gave it")
+    kind: Literal["earlier-run", "side-by-side"] = Field(
+        default="earlier-run",
+        description="earlier-run: a result file's run; side-by-side: the base endpoint "
+        "measured in this run, its calls interleaved with the head's (RunResult.base_samples)",
+    )
+    source: str = Field(
+        description="where the baseline came from, as the user gave it (side-by-side: the base "
+        "URL, redacted)"
+    )
     test: str = ""
     max_relative: float | None = None
     max_absolute: float | None = None
@@ -325,6 +334,11 @@ class RunResult(_Frozen):
     stamp_source: StampSource
     floor: Floor | None = None
     samples: tuple[Sample, ...]
+    base_samples: tuple[Sample, ...] = Field(
+        default=(),
+        description="the base endpoint's calls of an A/B run (--baseline-url), measured "
+        "interleaved with `samples`; the budget checks and `numbers` are the head's alone",
+    )
     numbers: Numbers
     phases: dict[str, dict[str, PhaseStats]] = Field(
         default_factory=dict,

@@ -52,10 +52,17 @@ class _Judge:
     is measured to the first request on the wire, docs/benchmarks.md)."""
 
     def __init__(
-        self, target: Target, baseline: BaselinePlan | None, progress: ProgressCallback
+        self,
+        target: Target,
+        baseline: BaselinePlan | None,
+        progress: ProgressCallback,
+        into: Measurement,
+        max_regression: RegressionLimit | None = None,
     ) -> None:
         self.target = target
         self.baseline = baseline
+        self.into = into
+        self.max_regression = max_regression
         self._gate: Gate | None = None
         self._looks = 1
         # A printer of ours also says why each look after the first is taken (a user's own
@@ -67,12 +74,14 @@ class _Judge:
         if self._gate is None:
             from latency_gate.assess.result import gate_for  # noqa: PLC0415 (start-up)
 
-            self._gate = gate_for(self.target, self.baseline)
+            self._gate = gate_for(self.target, self.baseline, self.max_regression)
         return self._gate
 
     def more(self, samples: Sequence[Sample]) -> MoreCalls | None:
-        """The engine's question after each look, answered by the gate (sequential sampling)."""
-        step = self.gate.look(samples)
+        """The engine's question after each look, answered by the gate (sequential sampling);
+        an A/B run's regressions are judged against its base arm's calls so far."""
+        base = self.into.base_samples if self.target.baseline_url is not None else None
+        step = self.gate.look(samples, base)
         if step.stop:
             return None
         self._looks += 1
@@ -91,16 +100,20 @@ async def probe(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     label: str | None = None,
     baseline: BaselinePlan | None = None,
+    max_regression: RegressionLimit | None = None,
 ) -> RunResult:
     """Probe one target: floor, idle wait, cold call, warm calls, concurrent burst; then its
     numbers and verdict.
 
-    Never raises for endpoint trouble: every failure is a sample with its ErrorKind. A
-    cancellation propagates (`probe_all` is where an interrupted run still gets a result).
+    A target with a `baseline_url` is an A/B run: the base is measured beside it, interleaved,
+    and regressions are judged against it by `max_regression` (default 10 %; `baseline` is
+    then not used). Never raises for endpoint trouble: every failure is a sample with its
+    ErrorKind. A cancellation propagates (`probe_all` is where an interrupted run still gets a
+    result).
     """
     into = Measurement()
     progress = progress or _ignore
-    judge = _Judge(target, baseline, progress)
+    judge = _Judge(target, baseline, progress, into, max_regression)
     await _measure(
         target,
         into,
@@ -183,10 +196,25 @@ def _result(
         baseline=baseline,
         gate=judge.gate,
         ready_after=into.ready_after,
+        base_samples=into.base_samples,
     )
-    if into.stopped_early is None:
+    warnings = [] if into.stopped_early is None else [into.stopped_early]
+    base_unready = target.wait_ready > 0 and into.base_ready_after is None
+    if target.baseline_url is not None and base_unready and into.base_samples:
+        warnings.append(
+            f"the base did not answer within --wait-ready {target.wait_ready:g} s; probed anyway"
+        )
+    if target.baseline_url is not None and (target.proxy is None) != (
+        target.baseline_proxy is None
+    ):
+        arm = "head's" if target.proxy is not None else "base's"
+        warnings.append(
+            f"only the {arm} calls went through a proxy (the environment's, for its URL): its "
+            "hop is in one arm of the comparison only"
+        )
+    if not warnings:
         return result
-    return result.model_copy(update={"warnings": (*result.warnings, into.stopped_early)})
+    return result.model_copy(update={"warnings": (*result.warnings, *warnings)})
 
 
 async def probe_all(
@@ -196,9 +224,11 @@ async def probe_all(
     measure_floor: bool = True,
     label: str | None = None,
     plan: BaselinePlan | None = None,
+    max_regression: RegressionLimit | None = None,
 ) -> list[RunResult]:
     """Probe targets one after another (so they do not disturb each other), each result labelled
-    and held against the baseline plan.
+    and held against the baseline plan, or for a target with a `baseline_url` against its base
+    measured beside it, by `max_regression` (default 10 %).
 
     When the task running this is cancelled (SIGINT, SIGTERM), the calls finished so far become a
     result marked interrupted (a FAIL) and no further target is probed.
@@ -208,7 +238,7 @@ async def probe_all(
     for target in targets:
         into = Measurement()
         progress = progress_for(target)
-        judge = _Judge(target, plan, progress)
+        judge = _Judge(target, plan, progress, into, max_regression)
         try:
             await _measure(
                 target,

@@ -164,7 +164,9 @@ def llama_server_one_slot() -> Iterator[str]:
     yield from _serve_llama(n_parallel=1)
 
 
-def _serve_llama(*, n_parallel: int) -> Iterator[str]:
+def _serve_llama(*, n_parallel: int, n_predict: int = -1) -> Iterator[str]:
+    """A llama.cpp server with `n_parallel` slots; `n_predict` is the answer length in tokens
+    for a request that names none (-1: until the model stops or the context is full)."""
     require = "LATENCY_GATE_REQUIRE_LLM"
     try:
         import xllamacpp
@@ -184,6 +186,7 @@ def _serve_llama(*, n_parallel: int) -> Iterator[str]:
     params.port = port
     params.n_ctx = 2048
     params.n_parallel = n_parallel
+    params.n_predict = n_predict
     params.cpuparams.n_threads = 2
     server = xllamacpp.Server(params)
     base_url = f"http://127.0.0.1:{port}"

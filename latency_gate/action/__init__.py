@@ -139,6 +139,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
                     progress_for=progress_for,
                     label=settings.label,
                     plan=settings.baseline,
+                    max_regression=settings.max_regression,
                 )
             )
         )

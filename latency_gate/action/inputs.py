@@ -35,27 +35,33 @@ def read_inputs(environ: Mapping[str, str]) -> dict[str, str]:
     return inputs
 
 
-def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
-    """Every secret among the raw inputs, found before validation so nothing can print first."""
-    headers = [
+def _header_lines(text: str) -> list[tuple[str, str]]:
+    return [
         (name, value.strip())
-        for name, sep, value in (
-            line.partition(":") for line in inputs.get("headers", "").splitlines()
-        )
+        for name, sep, value in (line.partition(":") for line in text.splitlines())
         if sep
     ]
+
+
+def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
+    """Every secret among the raw inputs, found before validation so nothing can print first
+    (the base's of an A/B run too: `baseline-api-key`, `baseline-headers`, `baseline-url`)."""
     body = "" if inputs.get("body", "").startswith("@") else inputs.get("body", "")
     return find_secrets(
         api_key=inputs.get("api-key"),
-        headers=headers,
+        headers=_header_lines(inputs.get("headers", "")),
         url=inputs.get("url", ""),
         body=body,  # its credential-named fields: a server may echo one alone
         others=[inputs.get("github-token", ""), body, *url_secrets(inputs.get("proxy", ""))],
+    ) + find_secrets(
+        api_key=inputs.get("baseline-api-key"),
+        headers=_header_lines(inputs.get("baseline-headers", "")),
+        url=inputs.get("baseline-url", ""),
     )
 
 
 def scrub(text: str, env: Mapping[str, str]) -> str:
     """`text` with every secret of the inputs in `env` starred out, in each of its spellings."""
     inputs = read_inputs(env)
-    pair = url_userinfo(inputs.get("url", ""))
-    return scrub_secrets(text, secret_forms(secrets_in_inputs(inputs), [pair] if pair else []))
+    pairs = [url_userinfo(inputs.get(key, "")) for key in ("url", "baseline-url")]
+    return scrub_secrets(text, secret_forms(secrets_in_inputs(inputs), [p for p in pairs if p]))

@@ -52,12 +52,22 @@ def is_loopback_host(host: str) -> bool:
 
 
 def loopback_problems(target: Target) -> list[tuple[str, str]]:
-    """(field, why) for each of the target's addresses that is loopback: its URL, and its proxy
-    (the `proxy` input, a targets-file key or HTTPS_PROXY in the step's environment), which in
-    the Docker action's container would be looked for in the container too. Why says what works
-    instead; an empty list when neither is loopback."""
+    """(field, why) for each of the target's addresses that is loopback: its URL, its proxy
+    (the `proxy` input, a targets-file key or HTTPS_PROXY in the step's environment), and the
+    base's URL and proxy of an A/B run, which in the Docker action's container would be looked
+    for in the container too. Why says what works instead; an empty list when none is."""
     problems = []
-    for field, url in (("url", target.url), ("proxy", target.proxy)):
+    addresses = (
+        ("url", target.url),
+        ("proxy", target.proxy),
+        ("baseline-url", target.baseline_url),
+        # The base's own proxy, when it is not the head's (the environment's for its URL).
+        (
+            "proxy (of the base)",
+            None if target.baseline_proxy == target.proxy else target.baseline_proxy,
+        ),
+    )
+    for field, url in addresses:
         host = connected_host(url) if url else None
         if url and host and is_loopback_host(host):
             problems.append((field, _message(redact_url(url), host)))

@@ -22,7 +22,7 @@ from latency_gate.config import (
     with_environment_proxy,
 )
 from latency_gate.config.files import confined
-from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.run import plan_baseline
@@ -36,6 +36,8 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 # Inputs the action reads besides the target settings.
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
+# Inputs of one "Name: value" a line.
+MULTI_LINE_KEYS = ("headers", "baseline-headers")
 DEFAULT_REPORT_DIR = "latency-gate-report"
 
 
@@ -55,6 +57,8 @@ class ActionSettings:
     label: str | None = None
     # The Markdown report's file: only in the action's own folder, when json-path is not given.
     markdown_path: Path | None = None
+    # The limit of an A/B run (targets with a baseline-url); None: the default, 10 %.
+    max_regression: RegressionLimit | None = None
 
     @property
     def all_targets(self) -> tuple[Target, ...]:
@@ -92,9 +96,10 @@ def parse_settings(
             flags[key] = True
 
     raw: dict[str, str | list[str] | None] = {
-        k: v for k, v in inputs.items() if k in TARGET_KEYS and k != "headers"
+        k: v for k, v in inputs.items() if k in TARGET_KEYS and k not in MULTI_LINE_KEYS
     }
-    raw["headers"] = inputs.get("headers", "").splitlines()
+    for key in MULTI_LINE_KEYS:
+        raw[key] = inputs.get(key, "").splitlines()
     targets: list[Target] = []
     try:
         if "targets" in inputs:
@@ -125,7 +130,22 @@ def parse_settings(
                 )
                 problems.append(InputProblem(where, message))
     plan: BaselinePlan | None = None
-    if "baseline" in inputs:
+    side_by_side = any(t.baseline_url is not None for t in targets)
+    max_regression = None
+    if "baseline" in inputs and side_by_side:
+        problems.append(
+            InputProblem(
+                "baseline-url",
+                "give `baseline` (an earlier run's result) or `baseline-url` (a base measured "
+                "beside the head in this run), not both: a run makes one comparison",
+            )
+        )
+    elif side_by_side and "max-regression" in inputs:
+        try:
+            max_regression = parse_max_regression(inputs["max-regression"])
+        except ValueError as exc:
+            problems.append(InputProblem("max-regression", str(exc)))
+    elif "baseline" in inputs:
         try:
             limit = DEFAULT_LIMIT
             if "max-regression" in inputs:
@@ -142,7 +162,9 @@ def parse_settings(
         except ConfigError as exc:
             problems += exc.problems
     elif "max-regression" in inputs:
-        problems.append(InputProblem("max-regression", "needs `baseline` to compare with"))
+        problems.append(
+            InputProblem("max-regression", "needs `baseline` or `baseline-url` to compare with")
+        )
     # Named by the user: that one file and nothing beside it. Left to the action: its own
     # folder, with the Markdown report beside the JSON result.
     json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
@@ -171,4 +193,5 @@ def parse_settings(
         targets=tuple(targets) if "targets" in inputs else (),
         baseline=plan,
         label=label,
+        max_regression=max_regression,
     )

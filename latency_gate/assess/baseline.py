@@ -1,4 +1,5 @@
-"""Regressions against a baseline: an earlier run's JSON, compared number by number.
+"""Regressions against a baseline: an earlier run's JSON, or the base endpoint of an A/B run
+measured beside the head (`--baseline-url`), compared number by number.
 
 Each gated percentile (warm p50, warm p95, concurrent p95, first-token p95) is tested on that
 percentile itself, with the null hypothesis "head is worse than base by at most the limit"
@@ -25,6 +26,7 @@ from latency_gate.assess.regression import (
     percentile_regression,
 )
 from latency_gate.assess.stats import first_tokens, latencies
+from latency_gate.assess.stats import numbers as numbers_of
 from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.target import comparable_settings
@@ -104,7 +106,7 @@ def match_baseline(
 def compare(
     samples: Sequence[Sample],
     numbers: Numbers,
-    base: RunResult,
+    base: RunResult | None,
     limit: RegressionLimit,
     source: str,
     *,
@@ -113,19 +115,30 @@ def compare(
     gated: Collection[str] | None = None,
     stopped_early: bool = False,
     on_undecided: str = "pass",
+    base_samples: Sequence[Sample] | None = None,
 ) -> BaselineCheck:
     """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
     interval of head / base, and the outcome: `outcomes[number]` when the looks judged it
     (assess/gate.py), else the test on every call at `alpha`.
+
+    `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
+    "side-by-side", `source` its redacted URL), used instead of `base` (None then).
 
     Only the numbers in `gated` (those with a budget; every number when None) are tested: the
     others are shown beside their base. A regression still undecided is not a regression, unless
     `on_undecided` is "fail" (counted as one, `by_policy`); when the run stopped early because a
     check had already failed it (`stopped_early`), it was not needed and is said so.
     """
+    side_by_side = base_samples is not None
+    if base_samples is not None:
+        base_numbers = numbers_of(base_samples)
+    elif base is not None:
+        base_samples, base_numbers = base.samples, base.numbers
+    else:
+        raise ValueError("compare needs a base run or the base arm's samples")
     deltas = []
     for number, pick in _NUMBERS:
-        base_value = getattr(base.numbers, number)
+        base_value = getattr(base_numbers, number)
         head_value = getattr(numbers, number)
         if number == "ttft_p95" and base_value is None and head_value is None:
             continue
@@ -141,8 +154,8 @@ def compare(
             errors = error_rate_regression(
                 sum(not s.ok for s in samples),
                 max(len(samples), 1),
-                sum(not s.ok for s in base.samples),
-                max(len(base.samples), 1),
+                sum(not s.ok for s in base_samples),
+                max(len(base_samples), 1),
                 max_relative=limit.relative or 0.0,
                 alpha=alpha,
             )
@@ -151,7 +164,7 @@ def compare(
         elif pick is not None:
             found = percentile_regression(
                 pick(samples),
-                pick(base.samples),
+                pick(base_samples),
                 _Q[number],
                 max_relative=limit.relative,
                 max_absolute=limit.absolute,
@@ -192,6 +205,7 @@ def compare(
         )
     return BaselineCheck(
         status="compared",
+        kind="side-by-side" if side_by_side else "earlier-run",
         source=source,
         test=TEST_NAME,
         max_relative=limit.relative,

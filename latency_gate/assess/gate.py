@@ -113,7 +113,8 @@ class _Judged:
 
 @dataclass
 class Gate:
-    """The checks of one run across its looks. `base` and `limit`: the baseline, when given."""
+    """The checks of one run across its looks. `base` and `limit`: the baseline, when given
+    (an A/B run has the limit alone: its base arm's calls come to each look)."""
 
     budget: Budget
     plan: SamplingPlan
@@ -157,8 +158,13 @@ class Gate:
         found = percentile_check(values, number.q, limit)
         return _Judged(found.decision, found.n, found.exceedances)
 
-    def look(self, samples: Sequence[Sample]) -> NextStep:
-        """Judge the calls so far (one more look) and say what to sample before the next."""
+    def look(
+        self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
+    ) -> NextStep:
+        """Judge the calls so far (one more look) and say what to sample before the next.
+
+        `base_samples`: the base arm of an A/B run so far, tested against instead of
+        `self.base.samples` (with `self.limit`)."""
         self.looks += 1
         if self.looks == 1:
             self.first_look_calls = len(samples)
@@ -173,7 +179,7 @@ class Gate:
             if judged.decision is not Decision.UNDECIDED:
                 self.last_decided[number.name] = judged
             self.history.setdefault(number.name, []).append(judged.n)
-        self._look_regressions(samples)
+        self._look_regressions(samples, base_samples)
         # A check decided at an earlier look needs no more calls, even if the calls taken since
         # for other checks leave it undecided again (its decision stands: see `_check`).
         undecided = [
@@ -215,10 +221,14 @@ class Gate:
             return None
         return error_rate_check(judged.events, judged.n, limit).calls_to_pass
 
-    def _look_regressions(self, samples: Sequence[Sample]) -> None:
+    def _look_regressions(
+        self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
+    ) -> None:
         """Each gated number's regression, judged again on every call (only numbers with a
-        budget are tested: an ungated number is shown, not held to anything)."""
-        base, limit = self.base, self.limit
+        budget are tested: an ungated number is shown, not held to anything), against the base
+        arm of an A/B run when `base_samples` is given, else the baseline run."""
+        limit = self.limit
+        base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
             return
         for number in GATED_NUMBERS:
@@ -229,7 +239,7 @@ class Gate:
             elif number.pick is not None and number.q is not None:
                 found = percentile_regression(
                     number.pick(samples),
-                    number.pick(base.samples),
+                    number.pick(base),
                     number.q,
                     max_relative=limit.relative,
                     max_absolute=limit.absolute,
@@ -243,13 +253,13 @@ class Gate:
             self.regressions[number.name] = outcome
 
     def _error_regression(
-        self, samples: Sequence[Sample], base: RunResult, limit: RegressionLimit
+        self, samples: Sequence[Sample], base: Sequence[Sample], limit: RegressionLimit
     ) -> ErrorRateRegression:
         return error_rate_regression(
             _failed(samples),
             max(len(samples), 1),
-            _failed(base.samples),
-            max(len(base.samples), 1),
+            _failed(base),
+            max(len(base), 1),
             max_relative=limit.relative or 0.0,
             alpha=self.plan.regression_alpha,
         )

@@ -8,13 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from latency_gate.assess import stats
-from latency_gate.assess.baseline import BaselinePlan, baseline_check
+from latency_gate.assess.baseline import BaselinePlan, baseline_check, compare
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
-from latency_gate.config import Target, unsent_settings
+from latency_gate.config import Target, redact_url, unsent_settings
 from latency_gate.config.plan import effective_max_calls, plan_warnings
+from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import (
     BaselineCheck,
     CallPhase,
@@ -32,9 +33,17 @@ from latency_gate.version import __version__
 __all__ = ["assess_run", "floor_from", "gate_for", "judge_samples", "overall_stamp_source"]
 
 
-def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
-    """The gate of one target's run: its budget, its sampling plan, its baseline if any."""
+def gate_for(
+    target: Target,
+    baseline: BaselinePlan | None = None,
+    max_regression: RegressionLimit | None = None,
+) -> Gate:
+    """The gate of one target's run: its budget, its sampling plan, its baseline if any (for
+    an A/B run, a target with a baseline_url, the limit `max_regression`, default 10 %)."""
     base = None if baseline is None or baseline.runs is None else baseline.runs.get(target.name)
+    limit = None if base is None or baseline is None else baseline.limit
+    if target.baseline_url is not None:
+        base, limit = None, max_regression or DEFAULT_LIMIT
     return Gate(
         budget=target.budget,
         plan=plan_for(
@@ -44,7 +53,7 @@ def gate_for(target: Target, baseline: BaselinePlan | None = None) -> Gate:
             on_undecided_regression=target.on_undecided_regression,
         ),
         base=base,
-        limit=None if base is None or baseline is None else baseline.limit,
+        limit=limit,
     )
 
 
@@ -61,19 +70,34 @@ def assess_run(
     baseline: BaselinePlan | None = None,
     gate: Gate | None = None,
     ready_after: float | None = None,
+    base_samples: Sequence[Sample] = (),
+    max_regression: RegressionLimit | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict.
 
     `gate` holds the looks the run took (the engine's `more` callback asked it after each); a
     run judged without one (interrupted early, or measured without sequential sampling) is
-    judged in one look.
+    judged in one look. An A/B run (a target with a baseline_url) is compared with its base
+    arm, `base_samples`, by the gate's limit (`max_regression` when the gate is made here);
+    `baseline` is then not used. The budget checks judge `samples` alone.
     """
     if gate is None:
-        gate = gate_for(target, baseline)
+        gate = gate_for(target, baseline, max_regression)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
+    side_by_side = (
+        None
+        if target.baseline_url is None
+        else (redact_url(target.baseline_url), tuple(base_samples))
+    )
     _, check, verdict = judge_samples(
-        gate, samples, numbers, target=target.name, baseline=baseline, interrupted=interrupted
+        gate,
+        samples,
+        numbers,
+        target=target.name,
+        baseline=baseline,
+        interrupted=interrupted,
+        base_arm=side_by_side,
     )
     warnings: list[str] = list(plan_warnings(target))
     if interrupted:
@@ -102,6 +126,7 @@ def assess_run(
         stamp_source=stamp_source,
         floor=floor,
         samples=tuple(samples),
+        base_samples=tuple(base_samples),
         numbers=numbers,
         phases=stamp_stats(samples),
         chain=chain_stats(samples),
@@ -134,25 +159,43 @@ def judge_samples(
     target: str,
     baseline: BaselinePlan | None,
     interrupted: bool = False,
+    base_arm: tuple[str, Sequence[Sample]] | None = None,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
-    took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates."""
+    took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
+
+    `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
+    measured beside it; `baseline` is then not used."""
     checks = gate.checks(samples, numbers)
-    check = (
-        None
-        if baseline is None
-        else baseline_check(
+    gated = [c.number for c in checks if c.limit is not None]
+    check = None
+    if base_arm is not None:
+        source, base_samples = base_arm
+        check = compare(
+            samples,
+            numbers,
+            None,
+            gate.limit or DEFAULT_LIMIT,
+            source,
+            outcomes=gate.regressions,
+            alpha=gate.plan.regression_alpha,
+            gated=gated,
+            stopped_early=gate.failed_early,
+            on_undecided=gate.plan.on_undecided_regression,
+            base_samples=base_samples,
+        )
+    elif baseline is not None:
+        check = baseline_check(
             baseline,
             target,
             samples,
             numbers,
             outcomes=gate.regressions,
             alpha=gate.plan.regression_alpha,
-            gated=[c.number for c in checks if c.limit is not None],
+            gated=gated,
             stopped_early=gate.failed_early,
             on_undecided=gate.plan.on_undecided_regression,
         )
-    )
     verdict = judge(
         checks,
         successful_calls=sum(s.ok for s in samples),

@@ -40,6 +40,7 @@ CLI_SPELLING = {
     "headers": "-H/--header",
     "body": "-d/--body",
     "method": "-X/--method",
+    "baseline-headers": "--baseline-header",
 }
 
 

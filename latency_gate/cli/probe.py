@@ -22,7 +22,7 @@ from latency_gate.cli.app import (
     write_reports,
 )
 from latency_gate.config import Target, build_target, parse_label, with_environment_proxy
-from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.formatting import clean_text
 from latency_gate.measure.limits import check_open_files
@@ -30,7 +30,6 @@ from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
-    from latency_gate.assess.baseline import BaselinePlan
     from latency_gate.models import RunResult
 
 __all__ = ["merge_command", "probe_command", "quick_command"]
@@ -92,9 +91,26 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 )
 @click.option("--baseline", "baseline_path", help="An earlier run's JSON result to compare with.")
 @click.option(
+    "--baseline-url",
+    help="A base endpoint to measure beside URL in this run, calls interleaved, and compare "
+    "with (A/B); instead of --baseline.",
+)
+@click.option(
+    "--baseline-api-key",
+    envvar="LATENCY_GATE_BASELINE_API_KEY",
+    show_envvar=True,
+    help="API key for the base; a base at another origin than URL never gets --api-key.",
+)
+@click.option(
+    "--baseline-header",
+    "baseline_headers",
+    multiple=True,
+    help="'Name: value' for the base alone (repeatable), replacing a -H of that name.",
+)
+@click.option(
     "--max-regression",
-    help="How much worse a number may get against --baseline: 20%, 200ms or 20%,200ms "
-    "[default: 10%].",
+    help="How much worse a number may get against --baseline or --baseline-url: 20%, 200ms "
+    "or 20%,200ms [default: 10%].",
 )
 @click.option(
     "--label",
@@ -107,6 +123,7 @@ def probe_command(
     *,
     url: str | None,
     headers: tuple[str, ...],
+    baseline_headers: tuple[str, ...],
     json_path: str | None,
     markdown_path: str | None,
     no_floor: bool,
@@ -118,8 +135,13 @@ def probe_command(
     **options: str | bool | None,
 ) -> None:
     """Probe URL (or every target of --targets, one after another): cold start, warm p50/p95,
-    concurrent p95, error rate; exit 1 on a breach or a regression against --baseline."""
-    raw: dict[str, str | list[str] | None] = {"url": url, "headers": list(headers)}
+    concurrent p95, error rate; exit 1 on a breach or a regression against --baseline (or
+    against --baseline-url, measured beside it in the same run)."""
+    raw: dict[str, str | list[str] | None] = {
+        "url": url,
+        "headers": list(headers),
+        "baseline-headers": list(baseline_headers),
+    }
     for key, value in options.items():
         if value is not None:
             raw[key.replace("_", "-")] = str(value).lower() if isinstance(value, bool) else value
@@ -128,7 +150,9 @@ def probe_command(
     except ValueError as exc:
         raise ConfigError.single("--label", str(exc)) from None
     targets = _targets(raw, targets_path)
-    plan = _baseline_plan(targets, baseline_path, max_regression)
+    side_by_side = any(t.baseline_url is not None for t in targets)
+    limit = _regression_limit(baseline_path, side_by_side, max_regression)
+    plan = None if baseline_path is None else plan_baseline(targets, Path(baseline_path), limit)
     check_writable({"--json": json_path, "--markdown": markdown_path})
     check_open_files(
         targets,
@@ -143,6 +167,7 @@ def probe_command(
                 measure_floor=not no_floor,
                 label=label,
                 plan=plan,
+                max_regression=limit,
             )
         )
     )
@@ -172,21 +197,27 @@ def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -
     return [with_environment_proxy(t, os.environ) for t in targets]
 
 
-def _baseline_plan(
-    targets: list[Target], baseline_path: str | None, max_regression: str | None
-) -> BaselinePlan | None:
-    """Load and check the baseline before anything is measured (a mismatch exits 2)."""
-    if baseline_path is None:
-        if max_regression is not None:
-            raise ConfigError.single("--max-regression", "needs --baseline to compare with")
-        return None
-    limit = DEFAULT_LIMIT
-    if max_regression is not None:
-        try:
-            limit = parse_max_regression(max_regression)
-        except ValueError as exc:
-            raise ConfigError.single("--max-regression", str(exc)) from None
-    return plan_baseline(targets, Path(baseline_path), limit)
+def _regression_limit(
+    baseline_path: str | None, side_by_side: bool, max_regression: str | None
+) -> RegressionLimit:
+    """The regression limit, checked before anything is measured: one comparison per run (an
+    earlier run's file or a base measured beside the head, not both), and a limit needs one."""
+    if baseline_path is not None and side_by_side:
+        raise ConfigError.single(
+            "--baseline-url",
+            "give --baseline (an earlier run's result) or --baseline-url (a base measured "
+            "beside the head in this run), not both: a run makes one comparison",
+        )
+    if baseline_path is None and not side_by_side and max_regression is not None:
+        raise ConfigError.single(
+            "--max-regression", "needs --baseline or --baseline-url to compare with"
+        )
+    if max_regression is None:
+        return DEFAULT_LIMIT
+    try:
+        return parse_max_regression(max_regression)
+    except ValueError as exc:
+        raise ConfigError.single("--max-regression", str(exc)) from None
 
 
 @main.command("merge")

@@ -4,6 +4,7 @@ The first layer of the flow (config -> measure -> assess -> report): nothing her
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
 """
 
+from latency_gate.config.ab import base_arm, same_origin
 from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target
 from latency_gate.config.parsing import (
     REDACTED,
@@ -49,6 +50,7 @@ __all__ = [
     "Format",
     "Header",
     "Target",
+    "base_arm",
     "build_target",
     "chat_body",
     "detect_format",
@@ -64,6 +66,7 @@ __all__ = [
     "proxy_from_environment",
     "read_body",
     "redact_url",
+    "same_origin",
     "scrub_secrets",
     "secret_forms",
     "unsent_settings",

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from latency_gate.config.ab import BASE_KEYS, check_base
 from latency_gate.config.files import input_file
 from latency_gate.config.parsing import (
     Format,
@@ -85,6 +86,7 @@ TARGET_KEYS = (
     "proxy",
     "http2",
     *BUDGET_KEYS,
+    *BASE_KEYS,
 )
 
 _OFF = {"", "none", "off"}
@@ -165,6 +167,8 @@ def build_target(
     if "proxy" in fields and fields["proxy"] is None:
         fields["direct"] = True  # said off: the environment's proxy is not used either
     take("http2", parse_bool)
+    take("baseline-url", parse_url)
+    take("baseline-api-key", parse_api_key)
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
         if value is None or isinstance(value, list):
@@ -179,23 +183,19 @@ def build_target(
         except ValueError as exc:
             problems.append(InputProblem(spelled(key), str(exc)))
 
-    headers: list[Header] = []
-    raw_headers = merged.get("headers") or []
-    for line in [raw_headers] if isinstance(raw_headers, str) else raw_headers:
-        if not line.strip():
-            continue
-        try:
-            headers.append(parse_header(line))
-        except ValueError as exc:
-            problems.append(InputProblem(spelled("headers"), str(exc)))
+    headers = _headers(merged, "headers", spelled, problems)
+    base_headers = _headers(merged, "baseline-headers", spelled, problems)
 
     resolve_request(fields, merged, spelled, problems)
     check_credentials(fields, headers, spelled, problems)
     check_framing(fields, headers, spelled, problems)
+    base_headers = _settle_base(fields, raw, base_headers, spelled, problems)
+    check_base(fields, headers, base_headers, spelled, problems)
     if problems:
         raise ConfigError(problems)
 
     fields["headers"] = tuple(headers)
+    fields["baseline_headers"] = tuple(base_headers)
     fields["budget"] = Budget(**budget)
     try:
         target = Target(**fields)
@@ -230,6 +230,48 @@ def _error_budget(text: str) -> float:
             "the error-rate budget off, or give a share below 1"
         )
     return value
+
+
+def _headers(
+    merged: Mapping[str, str | list[str] | None],
+    key: str,
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> list[Header]:
+    """The header lines under `key` ("Name: value" each; blank lines skipped)."""
+    headers: list[Header] = []
+    raw_headers = merged.get(key) or []
+    for line in [raw_headers] if isinstance(raw_headers, str) else raw_headers:
+        if not line.strip():
+            continue
+        try:
+            headers.append(parse_header(line))
+        except ValueError as exc:
+            problems.append(InputProblem(spelled(key), str(exc)))
+    return headers
+
+
+def _settle_base(
+    fields: dict[str, Any],
+    raw: Mapping[str, str | list[str] | None],
+    base_headers: list[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> list[Header]:
+    """The base of an A/B run, settled: its proxy is the head's when one was given, and base
+    credentials without a base URL are refused when given for this target (shared ones from
+    a targets file's defaults or the options beside it are left unused). The headers kept."""
+    if "baseline_url" in fields:
+        if "proxy" in fields:
+            fields["baseline_proxy"] = fields["proxy"]  # --proxy (or off) holds for both arms
+        return base_headers
+    for key in ("baseline-api-key", "baseline-headers"):
+        if raw.get(key) not in (None, "", []):
+            problems.append(
+                InputProblem(spelled(key), f"needs {spelled('baseline-url')}, the base it is for")
+            )
+    fields.pop("baseline_api_key", None)
+    return []
 
 
 def _wait_duration(text: str) -> float:

@@ -80,21 +80,35 @@ PROXY_VARIABLES = ("HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY")
 def with_environment_proxy(target: Target, environ: Mapping[str, str]) -> Target:
     """The target with the proxy the environment names for its URL (HTTPS_PROXY, HTTP_PROXY,
     NO_PROXY, as curl reads them), when it has none of its own and was not told to go direct
-    (`--proxy off`, a targets file's `proxy: off`). The edges pass os.environ.
+    (`--proxy off`, a targets file's `proxy: off`); the same for the base of an A/B run, for the
+    base's URL. The edges pass os.environ.
 
     Raises ConfigError naming the variable when its value is not a proxy URL.
     """
-    if target.proxy is not None or target.direct:
+    if target.direct:
         return target
-    found = proxy_from_environment(target.url, environ)
+    update: dict[str, str] = {}
+    if target.proxy is None and (proxy := _environment_proxy(target.url, environ)) is not None:
+        update["proxy"] = proxy
+    base_url = target.baseline_url
+    if (
+        base_url is not None
+        and target.baseline_proxy is None
+        and (proxy := _environment_proxy(base_url, environ)) is not None
+    ):
+        update["baseline_proxy"] = proxy
+    return target.model_copy(update=update) if update else target
+
+
+def _environment_proxy(url: str, environ: Mapping[str, str]) -> str | None:
+    found = proxy_from_environment(url, environ)
     if found is None:
-        return target
+        return None
     try:
-        proxy = parse_proxy(found)
+        return parse_proxy(found)
     except ValueError as exc:
-        scheme = "HTTPS_PROXY" if target.url.lower().startswith("https:") else "HTTP_PROXY"
+        scheme = "HTTPS_PROXY" if url.lower().startswith("https:") else "HTTP_PROXY"
         raise ConfigError.single(scheme, str(exc)) from None
-    return target.model_copy(update={"proxy": proxy})
 
 
 def resolve_request(

@@ -110,6 +110,14 @@ class Target(_Frozen):
     http2: bool = False
     budget: Budget = Budget()
     cost: str | None = Field(default=None, description="a note on its price, from a targets file")
+    # A/B in one run: the base endpoint, probed beside this one (the head) with the same
+    # request, its calls interleaved with the head's (docs/design.md, "A/B in one run").
+    baseline_url: str | None = Field(
+        default=None, description="the base endpoint measured beside this one; None: no A/B"
+    )
+    baseline_api_key: SecretStr | None = None
+    baseline_headers: tuple[Header, ...] = ()
+    baseline_proxy: str | None = Field(default=None, description="the base's proxy; None: direct")
 
     def request_headers(self) -> list[tuple[str, str]]:
         """Headers to send, auth included. Values are secrets: never log this list."""
@@ -143,24 +151,37 @@ class Target(_Frozen):
         return redact_url(self.url)
 
     def secrets(self) -> list[str]:
-        """Every secret value this target holds, to mask in CI logs and to grep reports for."""
-        return find_secrets(
+        """Every secret value this target holds, to mask in CI logs and to grep reports for
+        (the base's of an A/B run too)."""
+        found = find_secrets(
             api_key=None if self.api_key is None else self.api_key.get_secret_value(),
             headers=[(h.name, h.value.get_secret_value()) for h in self.headers],
             url=self.url,
             body=None if self.body is None else self.body.get_secret_value(),
             others=url_secrets(self.proxy) if self.proxy else (),
         )
+        if self.baseline_url is None:
+            return found
+        key = self.baseline_api_key
+        return found + find_secrets(
+            api_key=None if key is None else key.get_secret_value(),
+            headers=[(h.name, h.value.get_secret_value()) for h in self.baseline_headers],
+            url=self.baseline_url,
+            others=url_secrets(self.baseline_proxy) if self.baseline_proxy else (),
+        )
 
     def secret_forms(self) -> list[str]:
         """Every form the secrets can take in an endpoint's answer (see `secret_forms`)."""
-        # Userinfo is sent as Basic auth: to the endpoint, and to the proxy (Proxy-Authorization).
-        pairs = [url_userinfo(url) for url in (self.url, self.proxy) if url]
+        # Userinfo is sent as Basic auth: to the endpoint (and the base of an A/B run), and to
+        # the proxy (Proxy-Authorization).
+        pairs = [url_userinfo(url) for url in (self.url, self.proxy, self.baseline_url) if url]
         return secret_forms(self.secrets(), [pair for pair in pairs if pair])
 
     def redacted(self) -> dict[str, object]:
         """The settings as a JSON-ready mapping with every secret replaced by ***."""
-        data: dict[str, Any] = self.model_dump(mode="json", exclude={"headers", "body", "api_key"})
+        data: dict[str, Any] = self.model_dump(
+            mode="json", exclude={"headers", "body", "api_key", "baseline_api_key"}
+        )
         data["url"] = self.display_url
         data["headers"] = [
             f"{h.name}: {h.value.get_secret_value() if h.harmless else REDACTED}"
@@ -169,6 +190,18 @@ class Target(_Frozen):
         data["body"] = None if self.body is None else _body_fingerprint(self.body)
         data["api_key"] = None if self.api_key is None else REDACTED
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
+        for key in ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy"):
+            data.pop(key, None)  # a run without a base keeps the settings it always had
+        if self.baseline_url is not None:
+            data["baseline_url"] = redact_url(self.baseline_url)
+            data["baseline_api_key"] = None if self.baseline_api_key is None else REDACTED
+            data["baseline_headers"] = [
+                f"{h.name}: {h.value.get_secret_value() if h.harmless else REDACTED}"
+                for h in self.baseline_headers
+            ]
+            data["baseline_proxy"] = (
+                None if self.baseline_proxy is None else redact_url(self.baseline_proxy)
+            )
         return data
 
     def comparable(self) -> dict[str, object]:
@@ -186,6 +219,11 @@ NOT_COMPARED = (
     "max_calls",
     "on_undecided",
     "on_undecided_regression",
+    # Where an A/B run's base was: not what the head measured.
+    "baseline_url",
+    "baseline_api_key",
+    "baseline_headers",
+    "baseline_proxy",
 )
 
 # Settings added later, with the value that means what a result file without them measured:

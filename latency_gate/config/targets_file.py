@@ -17,7 +17,8 @@ A targets file is YAML (`.yml`, `.yaml`), TOML (`.toml`) or JSON (`.json`):
 
 Each target takes the same kebab-case settings as the CLI options and action inputs (TARGET_KEYS)
 plus `cost`, a free-text note on its price. Values may be strings, numbers or booleans; `headers`
-a list of "Name: value" strings or a mapping; `body` text or a JSON object. `${NAME}` in a string
+(and `baseline-headers`, for the base of an A/B run) a list of "Name: value" strings or a
+mapping; `body` text or a JSON object. `${NAME}` in a string
 is replaced by the environment variable NAME, so keys stay out of the file.
 
 Every target is validated by `config.build_target`, the one parser; a bad value is reported with
@@ -239,7 +240,7 @@ def _scalar(value: Any, environ: Mapping[str, str]) -> str:
 
 
 def _raw_value(key: str, value: Any, environ: Mapping[str, str]) -> str | list[str] | None:
-    if key == "headers":
+    if key in ("headers", "baseline-headers"):
         if isinstance(value, dict):
             return [f"{k}: {_scalar(v, environ)}" for k, v in value.items()]
         if isinstance(value, list):

@@ -5,11 +5,20 @@ lands in a `Measurement` the caller holds, so the calls finished before a cancel
 Nothing here judges: what to measure beyond the first look is the caller's `more` callback
 (latency_gate.run asks latency_gate.assess). The clients it calls through are in clients.py,
 the wait for a starting server in ready.py.
+
+A/B in one run (a target with a `baseline_url`): the base is a second arm, measured the same
+way and interleaved with the head, one call at a time: the cold calls head then base, each on
+its own new connection; the warm calls in the Thue-Morse order (ABBA BAAB BAAB ABBA ...), each
+arm on its own kept-alive connection; the bursts in the same order, each of the full
+concurrency and never overlapping. A `more` step applies to each arm. docs/design.md, "A/B in
+one run", says why this order.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,7 +26,7 @@ from typing import Literal
 
 import httpx
 
-from latency_gate.config import Target, redact_url
+from latency_gate.config import Target, base_arm, redact_url
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
 from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.ready import wait_ready
@@ -30,6 +39,7 @@ __all__ = [
     "Progress",
     "ProgressCallback",
     "Stage",
+    "arm_order",
     "measure",
 ]
 
@@ -91,6 +101,9 @@ class Measurement:
     # out), or None.
     stopped_early: str | None = None
     ready_after: float | None = None
+    # The base of an A/B run (a target with a baseline_url), measured beside `samples`.
+    base_samples: list[Sample] = field(default_factory=list)
+    base_ready_after: float | None = None
 
 
 # Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
@@ -108,15 +121,16 @@ UNREACHABLE = frozenset(
 )
 
 
-def _unreachable(samples: Sequence[Sample], target: Target) -> str | None:
+def _unreachable(samples: Sequence[Sample], target: Target, of: str = "") -> str | None:
     """Why to stop, when the cold call and the first FAIL_FAST_WARM warm calls all failed to
     connect or timed out; else None. Says which: a connection that failed is the endpoint's, or
-    the proxy's when there is one; a call that timed out after connecting was not answered."""
+    the proxy's when there is one; a call that timed out after connecting was not answered.
+    `of` names the arm of an A/B run, `target` that arm's settings."""
     first = samples[: 1 + FAIL_FAST_WARM]
     if len(first) < 1 + FAIL_FAST_WARM or any(s.error not in UNREACHABLE for s in first):
         return None
     kinds = ", ".join(sorted({str(s.error) for s in first}))
-    stopped = f"stopped after the first {len(first)} calls"
+    stopped = f"stopped after the first {len(first)} calls{of}"
     if all(s.error in _CONNECTING for s in first):
         if target.proxy is not None:
             return (
@@ -138,6 +152,44 @@ def _unreachable(samples: Sequence[Sample], target: Target) -> str | None:
 _CONNECTING = frozenset({ErrorKind.CONNECTION_REFUSED, ErrorKind.CONNECT_TIMEOUT, ErrorKind.DNS})
 
 
+def arm_order(position: int, arms: int = 2) -> int:
+    """Which arm makes call `position` (from 0) of a kind: always 0 with one arm; with two,
+    the Thue-Morse sequence 0110 1001 1001 0110 ... (ABBA BAAB ...).
+
+    Every aligned pair holds one call of each arm, so any even number of calls from an even
+    position is balanced; a linear drift cancels over every aligned block of 4 and a quadratic
+    one over every block of 8; no arm makes three calls in a row.
+    """
+    return 0 if arms == 1 else bin(position).count("1") % 2
+
+
+@dataclass
+class _Arm:
+    """One endpoint of a run and where its samples go: the head alone, or head or base of an
+    A/B run. `of` names it in messages (empty for a run of one arm)."""
+
+    target: Target
+    context: ssl.SSLContext
+    samples: list[Sample]
+    of: str = ""
+    client: httpx.AsyncClient | None = None
+    warm_done: int = 0
+
+    async def one(self, phase: CallPhase, index: int) -> None:
+        if self.client is None:  # opened by measure() before any call
+            raise RuntimeError("the arm's client is not open")
+        self.samples.append(await send_one(self.client, self.target, phase, index))
+
+
+def _arms(target: Target, into: Measurement) -> list[_Arm]:
+    head = _Arm(target, ssl_context_for(target), into.samples)
+    if target.baseline_url is None:
+        return [head]
+    base = base_arm(target)
+    head.of = " of the head"
+    return [head, _Arm(base, ssl_context_for(base), into.base_samples, " of the base")]
+
+
 async def measure(
     target: Target,
     into: Measurement,
@@ -149,65 +201,75 @@ async def measure(
 ) -> None:
     """Idle wait, cold call, warm calls, one burst; then what `more` asks for, until it says stop.
 
-    Never raises for endpoint trouble: every failure is a sample with its ErrorKind. A
-    cancellation propagates; the calls finished by then are in `into.samples`.
+    With a `baseline_url`, the base is measured alike, interleaved (into `into.base_samples`),
+    and each `more` step applies to both. Never raises for endpoint trouble: every failure is a
+    sample with its ErrorKind. A cancellation propagates; the calls finished by then are in
+    `into.samples` (and `into.base_samples`).
     """
-    context = ssl_context_for(target)
+    arms = _arms(target, into)
     if target.wait_ready > 0:
         progress(Progress("ready", 0, 1, target.wait_ready))
-        into.ready_after = await wait_ready(target, context, sleep=sleep)
+        into.ready_after = await wait_ready(target, arms[0].context, sleep=sleep)
+        if len(arms) > 1:
+            into.base_ready_after = await wait_ready(arms[1].target, arms[1].context, sleep=sleep)
     if target.idle > 0:
         progress(Progress("idle", 0, 1, target.idle))
         await sleep(target.idle)
 
-    progress(Progress("cold", 0, 1))
-    async with open_client(target, context, kernel_stamps) as (client, _):
-        into.samples.append(await send_one(client, target, CallPhase.COLD, 0))
-        progress(Progress("cold", 1, 1))
-        # Warm calls reuse the cold call's client: its connection is the one kept alive.
+    async with contextlib.AsyncExitStack() as clients:
+        for arm in arms:
+            arm.client, _ = await clients.enter_async_context(
+                open_client(arm.target, arm.context, kernel_stamps)
+            )
+        progress(Progress("cold", 0, len(arms)))
+        for done, arm in enumerate(arms, start=1):
+            await arm.one(CallPhase.COLD, 0)
+            progress(Progress("cold", done, len(arms)))
+        # Warm calls reuse each arm's cold client: its connection is the one kept alive.
         first_look = min(FAIL_FAST_WARM, target.warm_calls)
-        await _warm(
-            client,
-            target,
-            into,
-            progress,
-            first=0,
-            count=first_look,
-            total=target.warm_calls,
-            close=False,
+        total = target.warm_calls * len(arms)
+        await _warm(arms, progress, first=0, count=first_look, total=total, close=False)
+        into.stopped_early = next(
+            (
+                why
+                for arm in arms
+                if (why := _unreachable(arm.samples, arm.target, arm.of)) is not None
+            ),
+            None,
         )
-        into.stopped_early = _unreachable(into.samples, target)
         if into.stopped_early is not None:
             progress(Progress("done", len(into.samples), len(into.samples)))
             return
         await _warm(
-            client,
-            target,
-            into,
+            arms,
             progress,
-            first=first_look,
+            first=first_look * len(arms),
             count=target.warm_calls - first_look,
-            total=target.warm_calls,
+            total=total,
         )
-        progress(Progress("concurrent", 0, target.concurrency))
-        await burst(target, context, kernel_stamps, into.samples)
-        progress(Progress("concurrent", target.concurrency, target.concurrency))
+        bursts = 0
+        for _ in arms:
+            arm = arms[arm_order(bursts, len(arms))]
+            bursts += 1
+            progress(Progress("concurrent", 0, target.concurrency))
+            await burst(arm.target, arm.context, kernel_stamps, arm.samples)
+            progress(Progress("concurrent", target.concurrency, target.concurrency))
         while more is not None and (step := more(into.samples)) is not None:
             into.extra.append(step)
             if step.warm_calls:
-                done = sum(s.phase is CallPhase.WARM for s in into.samples)
-                await _warm(client, target, into, progress, first=done, count=step.warm_calls)
-            for _ in range(step.bursts):
-                done = sum(s.phase is CallPhase.CONCURRENT for s in into.samples)
+                done = sum(arm.warm_done for arm in arms)
+                await _warm(arms, progress, first=done, count=step.warm_calls)
+            for _ in range(step.bursts * len(arms)):
+                arm = arms[arm_order(bursts, len(arms))]
+                bursts += 1
+                done = sum(s.phase is CallPhase.CONCURRENT for s in arm.samples)
                 progress(Progress("concurrent", done, done + target.concurrency))
-                await burst(target, context, kernel_stamps, into.samples, first_index=done)
+                await burst(arm.target, arm.context, kernel_stamps, arm.samples, first_index=done)
     progress(Progress("done", len(into.samples), len(into.samples)))
 
 
 async def _warm(
-    client: httpx.AsyncClient,
-    target: Target,
-    into: Measurement,
+    arms: Sequence[_Arm],
     progress: ProgressCallback,
     *,
     first: int,
@@ -215,11 +277,15 @@ async def _warm(
     total: int | None = None,
     close: bool = True,
 ) -> None:
-    """`count` warm calls from index `first`, counted in progress out of `total` (default
-    `first + count`); `close` reports the last one done."""
-    total = first + count if total is None else total
-    for index in range(first, first + count):
-        progress(Progress("warm", index, total))
-        into.samples.append(await send_one(client, target, CallPhase.WARM, index))
+    """`count` warm calls of each arm, interleaved (`arm_order`) from position `first` (the
+    warm calls of every arm so far), counted in progress out of `total` (default: up to the
+    last of these); `close` reports the last one done."""
+    end = first + count * len(arms)
+    total = end if total is None else total
+    for position in range(first, end):
+        arm = arms[arm_order(position, len(arms))]
+        progress(Progress("warm", position, total))
+        await arm.one(CallPhase.WARM, arm.warm_done)
+        arm.warm_done += 1
     if close:
-        progress(Progress("warm", first + count, total))
+        progress(Progress("warm", end, total))

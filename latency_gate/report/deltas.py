@@ -1,15 +1,17 @@
 """The comparison with a baseline as report text: a row per number (base, head, delta, the
-interval of head / base, the outcome) and the limit a number must pass to regress."""
+interval of head / base, the outcome), the limit a number must pass to regress, and where the
+base came from (an earlier run's file, or a base endpoint measured side by side in this run)."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value
+from latency_gate.formatting import clean_text, fmt_bounds, fmt_duration, fmt_value, md_escape
 from latency_gate.models import BaselineCheck
 from latency_gate.report.view import NUMBER_LABELS
 
-__all__ = ["DeltaRow", "delta_rows", "regression_limit_text"]
+__all__ = ["DeltaRow", "baseline_source_markdown", "delta_rows", "regression_limit_text"]
 
 
 @dataclass(frozen=True)
@@ -68,3 +70,24 @@ def regression_limit_text(check: BaselineCheck) -> str:
     if check.max_absolute is not None:
         parts.append(fmt_duration(check.max_absolute))
     return " and ".join(parts) or "any amount"
+
+
+def baseline_source_markdown(check: BaselineCheck) -> str:
+    """Where the base came from, as Markdown: the file as given (escaped), or for an A/B run
+    the base URL (redacted) in a code span and the words that both were measured side by side,
+    interleaved, in this run."""
+    if check.kind != "side-by-side":
+        return md_escape(check.source)
+    return (
+        f"the base endpoint {_code_span(check.source)}, measured side by side with the head in "
+        "this run (the same request, the calls of the two interleaved)"
+    )
+
+
+def _code_span(text: str) -> str:
+    """`text` on one line in a code span whatever backticks it holds (CommonMark: a fence of
+    more backticks than its longest run, padded when it starts or ends with one)."""
+    shown = clean_text(text)
+    fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
+    return f"{fence}{pad}{shown}{pad}{fence}"

@@ -25,7 +25,11 @@ from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
-from latency_gate.report.deltas import delta_rows, regression_limit_text
+from latency_gate.report.deltas import (
+    baseline_source_markdown,
+    delta_rows,
+    regression_limit_text,
+)
 from latency_gate.report.markup import md_text, md_url
 from latency_gate.report.view import (
     NUMBER_LABELS,
@@ -83,6 +87,7 @@ def environment() -> jinja2.Environment:
     # Globals, not context: the imported macros see globals only.
     env.globals["delta_rows"] = delta_rows
     env.globals["regression_limit"] = regression_limit_text
+    env.globals["baseline_source"] = baseline_source_markdown
     env.filters["chain"] = chain_cell
     return env
 

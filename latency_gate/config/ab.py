@@ -1,0 +1,142 @@
+"""A/B in one run: the base endpoint probed beside the head, and where credentials may go.
+
+`--baseline-url` names the base (production, or main's deployment); it gets the head's request
+(method, body, format, stream, timeouts, HTTP version, TLS settings) and the proxy the
+environment names for its own URL. Credentials are the one thing that does not simply follow:
+
+- the base's own (`--baseline-api-key`, a `--baseline-header` that may hold a secret, or
+  `user:password@` in the base URL): the base gets those and the head's harmless headers, never
+  the head's key or secret headers;
+- none of its own, same origin as the head (scheme, host, port): the head's, as they are;
+- none of its own, another origin: the head's harmless headers only; and when the head carries
+  a key or a secret header, the run is refused before any call (`check_base`), since the base
+  would then answer 401 and the comparison would measure that. The head's key is never sent to
+  another host unless the user gives it again for the base.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from pydantic import SecretStr
+
+from latency_gate.config.target import Header, Target, url_userinfo
+from latency_gate.errors import InputProblem
+
+__all__ = ["BASE_KEYS", "base_arm", "check_base", "has_own_credentials", "same_origin"]
+
+# The settings that describe the base of an A/B run.
+BASE_KEYS = ("baseline-url", "baseline-api-key", "baseline-headers")
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    default = {"http": 80, "https": 443}.get(scheme)
+    return scheme, (parts.hostname or "").lower().rstrip("."), parts.port or default
+
+
+def _origin_text(url: str) -> str:
+    scheme, host, port = _origin(url)
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}:{port}"
+
+
+def same_origin(first: str, second: str) -> bool:
+    """Whether two URLs share an origin: scheme, host and port (the scheme's default port when
+    none is written), as browsers decide where credentials may go."""
+    try:
+        return _origin(first) == _origin(second)
+    except ValueError:  # a bad port: not the same origin as anything
+        return False
+
+
+def has_own_credentials(
+    base_url: str, api_key: SecretStr | None, base_headers: Sequence[Header]
+) -> bool:
+    """Whether the base brings credentials of its own: a key, a header that may hold a secret,
+    or userinfo in its URL."""
+    return (
+        api_key is not None
+        or any(not h.harmless for h in base_headers)
+        or url_userinfo(base_url) is not None
+    )
+
+
+def base_arm(target: Target) -> Target:
+    """The target the base of an A/B run is probed as: the head's request sent to
+    `baseline_url` through `baseline_proxy`, with credentials by the rule in this module's
+    docstring. Raises ValueError when the target has no `baseline_url`."""
+    base_url = target.baseline_url
+    if base_url is None:
+        raise ValueError(f"target {target.name!r} has no baseline_url")
+    own = has_own_credentials(base_url, target.baseline_api_key, target.baseline_headers)
+    inherit = not own and same_origin(target.url, base_url)
+    replaced = {h.name.lower() for h in target.baseline_headers}
+    headers = [
+        h for h in target.headers if (inherit or h.harmless) and h.name.lower() not in replaced
+    ]
+    return target.model_copy(
+        update={
+            "url": base_url,
+            "headers": (*headers, *target.baseline_headers),
+            "api_key": target.baseline_api_key if own else target.api_key if inherit else None,
+            "proxy": target.baseline_proxy,
+            "baseline_url": None,
+            "baseline_api_key": None,
+            "baseline_headers": (),
+            "baseline_proxy": None,
+        }
+    )
+
+
+def check_base(
+    fields: Mapping[str, Any],
+    headers: Sequence[Header],
+    base_headers: Sequence[Header],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """The base's settings checked before anything is sent (`fields` as build_target holds
+    them): credentials given once for the base, and the head's never sent to another origin
+    silently (refused when the base would need them). Base settings without a base URL are
+    refused by the caller, which knows whether the user gave them for this target."""
+    base_url: str | None = fields.get("baseline_url")
+    url: str | None = fields.get("url")
+    if base_url is None or url is None:
+        return
+    api_key: SecretStr | None = fields.get("baseline_api_key")
+    if url_userinfo(base_url) is not None:
+        if api_key is not None:
+            problems.append(
+                InputProblem(
+                    spelled("baseline-api-key"),
+                    f"contradicts the user:password in {spelled('baseline-url')}: give the "
+                    "base's credentials once (drop one of them)",
+                )
+            )
+        if any(h.name.lower() == "authorization" for h in base_headers):
+            problems.append(
+                InputProblem(
+                    spelled("baseline-headers"),
+                    "an Authorization header contradicts the user:password in "
+                    f"{spelled('baseline-url')}: give the base's credentials once",
+                )
+            )
+    if has_own_credentials(base_url, api_key, base_headers) or same_origin(url, base_url):
+        return
+    held = (["the API key"] if fields.get("api_key") is not None else []) + [
+        f"header {h.name}" for h in headers if not h.harmless
+    ]
+    if held:
+        problems.append(
+            InputProblem(
+                spelled("baseline-url"),
+                f"{_origin_text(base_url)} is another origin than {spelled('url')} "
+                f"({_origin_text(url)}), so the head's credentials ({', '.join(held)}) are not "
+                f"sent there; give the base its own with {spelled('baseline-api-key')} or "
+                f"{spelled('baseline-headers')} (the same value again if both take it)",
+            )
+        )
