@@ -223,7 +223,7 @@ def test_gate_tests_regressions_against_the_base_arm_given_at_each_look() -> Non
     head = samples_for(cold=0.2, warm=[0.200 + 0.002 * i for i in range(20)], concurrent=[0.1] * 10)
     gate = Gate(budget=Budget(), plan=SamplingPlan(), limit=DEFAULT_LIMIT)
     gate.look(head, base)
-    assert gate.regressions["warm_p50"].value == "regressed"
+    assert gate.regressions["warm_p95"].value == "regressed"
     alone = Gate(budget=gate.budget, plan=SamplingPlan(), limit=DEFAULT_LIMIT)
     alone.look(head)
     assert alone.regressions == {}
@@ -559,7 +559,7 @@ def test_action_runs_an_ab_run_with_its_limit(
     assert result.baseline is not None
     assert result.baseline.max_relative == 0.5
     assert result.baseline.kind == "side-by-side"
-    assert "warm_p50" in {d.number for d in result.baseline.regressions}
+    assert "warm_p95" in {d.number for d in result.baseline.regressions}
 
 
 # --- end to end: the verdict, the JSON, the reports -----------------------------------------
@@ -588,11 +588,11 @@ def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None
             str(tmp_path / "r.md"),
         )
     assert done.exit_code == 1, done.output
-    assert done.stdout.startswith("FAIL: regression: warm p50 ")
+    assert done.stdout.startswith("FAIL: regression: warm p95 ")
     result = RunResult.model_validate_json((tmp_path / "r.json").read_text())
     assert result.baseline is not None
     assert result.baseline.kind == "side-by-side"
-    assert {"warm_p50", "warm_p95"} <= {d.number for d in result.baseline.regressions}
+    assert "warm_p95" in {d.number for d in result.baseline.regressions}
     assert len(result.base_samples) == len(result.samples)
     markdown = (tmp_path / "r.md").read_text()
     assert (

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import trustme
 from conftest import REPO_ROOT, free_port
-from one_look import one_look, one_look_args
+from one_look import one_look, one_look_args, other_warnings
 
 from latency_gate.config import build_target
 from latency_gate.demo import EndpointSpec, Fault, serve_in_thread
@@ -315,7 +315,7 @@ def test_ca_bundle_makes_the_private_certificate_work(tmp_path: Path, ca: trustm
     ca.cert_pem.write_to_path(str(bundle))
     run = _tls_run(tmp_path, ca.issue_cert("127.0.0.1"), "--ca-bundle", str(bundle))
     result = assert_pass(run)
-    assert result.warnings == ()
+    assert other_warnings(result.warnings) == ()
     assert all(s.timings.tls is not None for s in result.samples if s.new_connection)
 
 
@@ -347,7 +347,9 @@ def test_insecure_only_when_asked_and_said_in_the_report(tmp_path: Path, ca: tru
     """--insecure accepts the untrusted certificate and the report warns that checks were off."""
     run = _tls_run(tmp_path, ca.issue_cert("127.0.0.1"), "--insecure")
     result = assert_pass(run)
-    assert result.warnings == ("TLS certificate checks were turned off (--insecure)",)
+    assert other_warnings(result.warnings) == (
+        "TLS certificate checks were turned off (--insecure)",
+    )
     assert "TLS certificate checks were turned off" in run.markdown
     assert "warning: TLS certificate checks were turned off (--insecure)" in run.stderr
 

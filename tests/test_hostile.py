@@ -32,6 +32,7 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO_ROOT, free_port
+from one_look import one_look_args
 from result_factory import make_result, samples_for
 
 from latency_gate import action, cli
@@ -578,8 +579,7 @@ def test_concurrency_within_the_hard_limit_raises_the_soft_one(demo: DemoServer)
         "--concurrency",
         "300",
         # one warm call cannot decide warm p95: this test is about open files, not the verdict
-        "--on-undecided",
-        "pass",
+        *one_look_args(302),
         "-v",  # the counts are the detail of a passing run
         preexec=limit,
     )

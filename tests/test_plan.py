@@ -101,8 +101,8 @@ def test_a_small_cap_is_kept_but_warned_under_the_default_policy() -> None:
     assert effective_max_calls(target) == 60
     assert plan_warnings(target) == [
         "max-calls 60 is under the 500 calls the checks can need: a check near its budget may "
-        "be decided at the cap by its value, with error rates over the stated ones (each "
-        "check's line says the ones of this run)"
+        "be decided there by its value, with error rates over the stated ones (each check's "
+        "line says the ones of this run)"
     ]
 
 

@@ -245,10 +245,14 @@ def test_summary_headline_names_breaches() -> None:
     assert lines[:7] == [
         "## ❌ latency-gate: FAIL",
         "",
-        "Verdict in 12.3 s, after 31 of at most 300 calls:",
+        "Verdict in 12.3 s, after 31 of at most 500 calls:",
         "",
-        "- warm p95 3.90 s, over its 3.00 s budget",
-        "- concurrent p95 4.91 s, over its 3.00 s budget",
+        "- warm p95 3.90 s, over its 3.00 s budget — FAIL after 20 calls, 19 over 3.00 s "
+        "(95.0 %): rules out 2.0 % or fewer over 3.00 s (such an endpoint fails at most 1.0 % "
+        "of runs)",
+        "- concurrent p95 4.91 s, over its 3.00 s budget — FAIL after 10 calls, 10 over 3.00 s "
+        "(100.0 %): rules out 2.0 % or fewer over 3.00 s (such an endpoint fails at most 1.0 % "
+        "of runs)",
         "",
     ]
 
@@ -266,15 +270,14 @@ def test_summary_counts_left_out_calls() -> None:
     """The summary says how many failed calls were left out of the percentiles, and the method."""
     summary = render_summary(scenario_errors())
     assert (
-        "n: 1 cold, 40 of 42 warm, 40 of 42 concurrent calls; 4 failed calls left out of the "
+        "n: 1 cold, 40 of 42 warm, 90 of 92 concurrent calls; 4 failed calls left out of the "
         "percentiles. Percentiles: linear interpolation between closest ranks (numpy default).\n"
         "\n"
-        "Sampling: 85 calls in one look; stopped: error rate failed, so the run fails whatever "
-        "more calls show (cap 300 calls).\n"
+        "Sampling: 135 calls in one look; stopped: the run ended (cap 500 calls).\n"
         "\n"
-        "Errors: 4 of 85 calls failed (4.7 %); 95 % upper bound 11.6 %. With 85 calls, a budget "
-        "of 0.01 allows no failure (1 failure is 1.2 %); the gate passes after 76 calls with no "
-        "failure and fails from 3 failures at this n.\n"
+        "Errors: 4 of 135 calls failed (3.0 %); 95 % upper bound 9.6 %. The gate passes after "
+        "127 calls without a failure (a PASS rules out 3.0 % failing or more) and fails once "
+        "failures are clearly over 0.5 % (at 135 calls: from 5 failures).\n"
     ) in summary
 
 
@@ -285,10 +288,10 @@ def test_summary_numbers_table() -> None:
     assert first == [
         ["number", "value", "95 % interval", "budget", "result", "n"],
         ["cold start", "420 ms", "—", "—", "reported", "1"],
-        ["warm p50", "198 ms", "165 ms to 230 ms", "—", "reported", "40"],
-        ["warm p95", "285 ms", "≥ 270 ms", "3.00 s", "✅ PASS", "40"],
-        ["concurrent p95", "335 ms", "≥ 320 ms", "3.00 s", "✅ PASS", "40"],
-        ["error rate", "0.0 %", "0.0 % to 4.5 %", "1.0 %", "✅ PASS", "81"],
+        ["warm p50", "198 ms", "150 ms to 245 ms", "—", "reported", "40"],
+        ["warm p95", "285 ms", "≥ 260 ms", "3.00 s", "✅ PASS", "40"],
+        ["concurrent p95", "335 ms", "≥ 320 ms", "3.00 s", "✅ PASS", "90"],
+        ["error rate", "0.0 %", "0.0 % to 4.4 %", "1.0 %", "✅ PASS", "131"],
     ]
 
 
@@ -306,7 +309,7 @@ def test_summary_errors_by_kind() -> None:
 def test_summary_first_token_row_when_streaming() -> None:
     """A streamed target gets a first-token p95 row, gated when its budget is set."""
     several = tables(render_summary(scenario_several()))[0]
-    assert ["first-token p95", "228 ms ✅ ≤ 1.00 s", "—", "—"] in several
+    assert ["first-token p95", "231 ms ✅ ≤ 1.00 s", "—", "—"] in several
 
 
 def test_several_targets_side_by_side() -> None:
@@ -348,10 +351,10 @@ def test_summary_phase_chart_in_code_block() -> None:
 def test_summary_raw_samples_folded() -> None:
     """Raw samples sit in a <details> block with one row per call."""
     summary = render_summary(scenario_pass())
-    assert "<details>\n<summary>Raw samples (81 calls)</summary>\n" in summary
+    assert "<details>\n<summary>Raw samples (131 calls)</summary>\n" in summary
     samples = tables(summary)[-1]
     assert samples[0] == ["phase", "#", "status", "latency", "TTFB", "first token", "error"]
-    assert len(samples) == 82
+    assert len(samples) == 132
 
 
 def test_comment_starts_with_marker() -> None:
@@ -439,7 +442,7 @@ def test_hostile_text_makes_no_html(render: str) -> None:
     ]
     allowed = {
         "<!-- latency-gate:comment:real -->",
-        "<details>\n<summary>Raw samples (83 calls)</summary>",
+        "<details>\n<summary>Raw samples (133 calls)</summary>",
         "</details>",
     }
     assert set(html) <= allowed

@@ -68,8 +68,8 @@ def test_summary_and_comment_say_the_time_to_a_verdict_first() -> None:
         assert lines[:3] == [
             "## ✅ latency-gate: PASS",
             "",
-            "Every gated number is within its budget. Verdict in 12.3 s, after 81 of at most "
-            "300 calls.",
+            "Every gated number is within its budget. Verdict in 12.3 s, after 131 of at most "
+            "500 calls.",
         ]
 
 
@@ -81,22 +81,19 @@ def test_time_to_a_verdict_of_several_targets_spans_them() -> None:
     )
     lines = render_summary([first, later]).splitlines()
     assert lines[2] == (
-        "All 2 targets are within budget. Verdict in 43.3 s, after 162 of at most 600 calls."
+        "All 2 targets are within budget. Verdict in 43.3 s, after 262 of at most 1,000 calls."
     )
     assert render_terminal([first, later]).splitlines()[1] == (
-        "  Verdict in 43.3 s, after 162 of at most 600 calls."
+        "  Verdict in 43.3 s, after 262 of at most 1,000 calls."
     )
 
 
 def test_failed_verdict_lists_what_failed_under_the_time() -> None:
     """FAIL: the time to the verdict, then a line per breached number."""
     lines = render_summary([make_result(passed=False)]).splitlines()
-    assert lines[2:6] == [
-        "Verdict in 12.3 s, after 31 of at most 300 calls:",
-        "",
-        "- warm p95 3.90 s, over its 3.00 s budget",
-        "- concurrent p95 4.91 s, over its 3.00 s budget",
-    ]
+    assert lines[2:4] == ["Verdict in 12.3 s, after 31 of at most 500 calls:", ""]
+    assert lines[4].startswith("- warm p95 3.90 s, over its 3.00 s budget — FAIL after 20 calls")
+    assert lines[5].startswith("- concurrent p95 4.91 s, over its 3.00 s budget — FAIL after 10")
 
 
 # --- no successful call ------------------------------------------------------------------------
@@ -324,7 +321,7 @@ def test_no_successful_call_shows_what_the_endpoint_said_in_the_comment() -> Non
 def test_side_by_side_table_says_each_targets_calls_and_time() -> None:
     """Several targets: the last row gives each one's calls and how long it took."""
     summary = render_summary([make_result("a"), make_result("b", passed=False)])
-    assert "| calls, time | 81 in 12.3 s | 31 in 12.3 s |\n" in summary
+    assert "| calls, time | 131 in 12.3 s | 31 in 12.3 s |\n" in summary
 
 
 def test_findings_of_a_passing_target_are_titles_beside_others_with_evidence_alone() -> None:

@@ -106,6 +106,4 @@ def test_a_check_decided_at_the_cap_says_what_decided_it() -> None:
         "PASS: undecided after 20 calls, 0 over 3.00 s (0.0 %), too near the limit for the "
         "calls to tell; decided by its value, 200 ms ≤ 3.00 s"
     )
-    assert (
-        "warm p95 near its budget: undecided when sampling stopped" in result.verdict.undecided[0]
-    )
+    assert result.verdict.undecided[0].startswith("warm p95: undecided when sampling stopped")

@@ -2,18 +2,19 @@
 
 `merge` and `--baseline` read runs that anyone could have edited (a run whose every call took
 10 s against a 3 s budget, marked passed). Its numbers, findings and verdict are derived here
-again from its samples under its own budget (`config.budget`), through the same public API the
-live run uses (the gate, `stats.numbers`, `verdict.judge`), in one look over all its samples.
-
-One look is not the run's own sequence of looks: a check the live run decided at an earlier look
-may be undecided over all the calls, and then resolved by `on_undecided`. The re-judged verdict
-is the one that counts; a warning says when it differs from the file's.
+again from its samples under its own budget (`config.budget`), through the same gate the live
+run used: its looks are replayed in order (the first look's calls, then each step the gate asks
+for), so a run judged again from an honest file gives the verdict it gave live. A file whose
+calls do not follow its own looks is judged on what its calls say at each replayed look, and the
+last on all of them. The re-judged verdict is the one that counts; a warning says when it
+differs from the file's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, overload
 
 from pydantic import ValidationError
 
@@ -23,7 +24,8 @@ from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
-from latency_gate.models import Numbers, RunResult
+from latency_gate.config.plan import effective_max_calls
+from latency_gate.models import Numbers, RunResult, Sample
 
 __all__ = ["budget_of", "rejudge"]
 
@@ -47,16 +49,24 @@ def rejudge(run: RunResult) -> RunResult:
     not in the file): the ones it names still fail it. ValueError when it cannot be judged."""
     config = run.config
     budget = budget_of(config)
+    plan = _Settings(
+        budget=budget,
+        warm_calls=_count(config, "warm_calls", 20),
+        concurrency=_count(config, "concurrency", 10),
+        max_calls=_count(config, "max_calls", None),
+        on_undecided=str(config.get("on_undecided", "fail")),
+    )
     gate = Gate(
         budget=budget,
         plan=plan_for(
-            max_calls=_count(config, "max_calls", 300),
-            concurrency=_count(config, "concurrency", 10),
-            on_undecided=str(config.get("on_undecided", "fail")),
+            max_calls=effective_max_calls(plan),
+            concurrency=plan.concurrency,
+            on_undecided=plan.on_undecided,
+            on_undecided_regression=str(config.get("on_undecided_regression", "pass")),
         ),
     )
     samples = run.samples
-    gate.look(samples)
+    _replay(gate, samples, first=_first_look(run, plan), concurrency=plan.concurrency)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
     verdict = judge(
@@ -88,18 +98,55 @@ def rejudge(run: RunResult) -> RunResult:
                 samples,
                 numbers,
                 streaming=config.get("stream") is True,
-                concurrency=_count(config, "concurrency", 10),
+                concurrency=plan.concurrency,
             ),
             "warnings": tuple(warnings),
         }
     )
 
 
-def _count(config: Mapping[str, Any], key: str, default: int) -> int:
+@overload
+def _count(config: Mapping[str, Any], key: str, default: int) -> int: ...
+@overload
+def _count(config: Mapping[str, Any], key: str, default: None) -> int | None: ...
+def _count(config: Mapping[str, Any], key: str, default: int | None) -> int | None:
     value = config.get(key, default)
+    if value is None and default is None:
+        return None  # max_calls: auto
     if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= 100_000:
         raise ValueError(f"its settings hold {key} {value!r}, not a count from 1 to 100,000")
     return value
+
+
+@dataclass(frozen=True)
+class _Settings:
+    """What config.plan reads of a target, from a result file's settings."""
+
+    budget: Budget
+    warm_calls: int
+    concurrency: int
+    max_calls: int | None
+    on_undecided: str
+
+
+def _first_look(run: RunResult, plan: _Settings) -> int:
+    """How many calls the run's first look made: as the file says, else the plan's."""
+    if run.sampling is not None and 0 < run.sampling.first_look_calls <= len(run.samples):
+        return run.sampling.first_look_calls
+    return min(len(run.samples), 1 + plan.warm_calls + plan.concurrency)
+
+
+def _replay(gate: Gate, samples: Sequence[Sample], *, first: int, concurrency: int) -> None:
+    """The run's looks again: the first look's calls, then as many more as each step asked for,
+    until the gate stops or the calls run out; the last look always sees every call."""
+    seen = min(first, len(samples))
+    while True:
+        step = gate.look(samples[:seen])
+        if step.stop or seen >= len(samples):
+            break
+        seen = min(len(samples), seen + step.warm_calls + step.bursts * concurrency)
+    if seen < len(samples):
+        gate.look(samples)
 
 
 def _differing(claimed: Numbers, derived: Numbers) -> str:

@@ -34,7 +34,7 @@ def judge(
         reasons.append("no data: no call succeeded, so no latency could be measured")
     for c in checks:
         if c.passed is True and c.by_policy:
-            undecided.append(f"{c.number.replace('_', ' ')} near its budget: {c.note}")
+            undecided.append(f"{c.number.replace('_', ' ')}: {c.note}")
         if c.passed is not False:
             continue
         if c.value is None:

@@ -236,10 +236,14 @@ def plan_warnings(target: _Planned) -> list[str]:
         what = needs.why if cap == needs.minimum else f"the calls of {MAX_LOOKS} looks"
         warnings.append(f"max-calls sized to {cap:,} to fit the checks ({what})")
     if cap < needs.design:
+        how = {
+            "fail": "fail there, undecided",
+            "pass": "pass there, undecided",
+        }.get(target.on_undecided, "be decided there by its value")
         warnings.append(
             f"max-calls {cap:,} is under the {needs.design:,} calls the checks can need: a "
-            "check near its budget may be decided at the cap by its value, with error rates "
-            "over the stated ones (each check's line says the ones of this run)"
+            f"check near its budget may {how}, with error rates over the stated ones (each "
+            "check's line says the ones of this run)"
         )
     return warnings
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from latency_gate.assess.checks import budget_meaning
 from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
-from latency_gate.formatting import fmt_duration
+from latency_gate.formatting import fmt_duration, fmt_percent
 from latency_gate.models import (
     CallPhase,
     ErrorKind,
@@ -173,10 +173,17 @@ class TargetView:
         )
         if counts is None:
             return ""
-        text = "Errors: " + counts.describe()
         check = next((c for c in self.result.verdict.checks if c.number == "error_rate"), None)
+        text = "Errors: " + counts.describe()
+        if check is not None and check.interval is not None and check.interval[1] is not None:
+            # The bound the check shows: valid wherever the run stopped (split over its looks).
+            text = (
+                f"Errors: {counts.failed} of {counts.calls} calls failed "
+                f"({fmt_percent(counts.rate)}); 95 % upper bound {fmt_percent(check.interval[1])}"
+            )
         if check is not None and check.limit is not None:
-            text += f". {budget_meaning(len(self.result.samples), check.limit).capitalize()}"
+            rule = budget_meaning(len(self.result.samples), check.limit)
+            text += f". {rule[:1].upper()}{rule[1:]}"
         return text + "."
 
     @property
@@ -246,6 +253,8 @@ def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
             key.replace("_", " "),
             fmt_duration(value)
             if key in _DURATION_SETTINGS and isinstance(value, int | float)
+            else "auto"
+            if key == "max_calls" and value is None  # sized to the checks: the sampling line
             else _setting_text(value),
         )
         for key, value in config.items()
