@@ -30,7 +30,6 @@ def test_defaults() -> None:
         == DEFAULT_PLAN
     )
     assert DEFAULT_PLAN.bursts_per_look == 2
-    assert DEFAULT_PLAN.regression_alpha == pytest.approx(0.02 / 9)
 
 
 def test_everything_decided_stops() -> None:

@@ -161,6 +161,8 @@ def compare(
             )
             outcome, note = errors.outcome, errors.note
             interval = (errors.ratio_interval.low, errors.ratio_interval.high)
+        elif not tested:
+            note = "not tested: it has no budget (only gated numbers are tested)"
         elif pick is not None:
             found = percentile_regression(
                 pick(samples),
@@ -175,7 +177,7 @@ def compare(
             else:
                 outcome = found.outcome
                 interval = (found.ratio_interval.low, found.ratio_interval.high)
-        if outcome is not None and not tested:
+        if outcome is not None and not tested:  # the error rate without a budget
             outcome, note = None, "not tested: it has no budget (only gated numbers are tested)"
         if outcome is not None and outcomes is not None and number in outcomes:
             outcome = outcomes[number]

@@ -7,8 +7,8 @@ across looks) and, with a baseline, for a regression (regression.py: at alpha sp
 looks). Sampling stops once every gated check has been decided; a check keeps the latest decision
 it reached (calls taken later for another check may leave it undecided again without overturning
 it, and its sentence says so), so a decision rests on the calls a reader sees. `Gate.look` is
-what the engine's `more` callback asks after each look; `Gate.checks` and `Gate.regressions` are
-the final word the verdict and the report use.
+what the engine's `more` callback asks after each look; `Gate.checks` and
+`Gate.regression_outcomes` are the final word the verdict and the report use.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from latency_gate.assess.checks import (
 )
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
 from latency_gate.assess.regression import (
-    ErrorRateRegression,
     Regression,
     error_rate_regression,
+    look_alpha,
     percentile_regression,
 )
 from latency_gate.assess.sampling import NextStep, Phase, SamplingPlan, next_step, resolve
@@ -129,6 +129,7 @@ class Gate:
     # The number of calls behind each check at each look: the looks its error rates are for.
     history: dict[str, list[int]] = field(default_factory=dict)
     regressions: dict[str, Regression] = field(default_factory=dict)
+    regressions_decided: dict[str, Regression] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
@@ -179,9 +180,45 @@ class Gate:
             if judged.decision is not Decision.UNDECIDED:
                 self.last_decided[number.name] = judged
             self.history.setdefault(number.name, []).append(judged.n)
-        self._look_regressions(samples, base_samples)
-        # A check decided at an earlier look needs no more calls, even if the calls taken since
-        # for other checks leave it undecided again (its decision stands: see `_check`).
+        self._look_regressions(samples, base_samples, look_alpha(self.looks - 1, last=False))
+        step = self._next(samples)
+        if step.stop and not self.failed_early and self._undecided_regressions():
+            # The last look: the undecided regressions are tested again with what the looks
+            # before left of their alpha (Haybittle-Peto), on the same calls.
+            last = look_alpha(self.looks - 1, last=True)
+            self._look_regressions(samples, base_samples, last, undecided_only=True)
+            if self._failed():
+                step = self._next(samples)
+        if step.stop:
+            self.stopped = step.reason
+        else:
+            self.reasons.append(step.reason)
+        return step
+
+    def _undecided_regressions(self) -> list[str]:
+        return [
+            name
+            for name, outcome in self.regressions.items()
+            if outcome is Regression.UNDECIDED and name not in self.regressions_decided
+        ]
+
+    def _failed(self) -> list[str]:
+        return [n for n, j in self.judged.items() if j.decision is Decision.FAIL] + [
+            f"{n} regression" for n, r in self.regressions.items() if r is Regression.REGRESSED
+        ]
+
+    def _next(self, samples: Sequence[Sample]) -> NextStep:
+        """Stop when a check has failed the run; else what the plan takes for the checks still
+        undecided. A check decided at an earlier look needs no more calls, even if the calls
+        taken since for other checks leave it undecided again (its decision stands: `_check`)."""
+        failed = self._failed()
+        if failed:
+            # The verdict is FAIL whatever more calls would show: spend no more of them.
+            self.failed_early = True
+            return NextStep(
+                0, 0, f"{', '.join(failed)} failed, so the run fails whatever more calls show"
+            )
+        pending = set(self._undecided_regressions())
         undecided = [
             (n.name, n.phase)
             for n in GATED_NUMBERS
@@ -191,28 +228,15 @@ class Gate:
         ] + [
             (f"{n.name} regression", n.phase)
             for n in GATED_NUMBERS
-            if self.regressions.get(n.name) is Regression.UNDECIDED and n.pick is not None
+            if n.name in pending and n.pick is not None
         ]
-        failed = [n for n, j in self.judged.items() if j.decision is Decision.FAIL] + [
-            f"{n} regression" for n, r in self.regressions.items() if r is Regression.REGRESSED
-        ]
-        if failed:
-            # The verdict is FAIL whatever more calls would show: spend no more of them.
-            self.stopped = f"{', '.join(failed)} failed, so the run fails whatever more calls show"
-            self.failed_early = True
-            return NextStep(0, 0, self.stopped)
-        step = next_step(
+        return next_step(
             self.plan,
             looks_done=self.looks,
             calls_made=len(samples),
             undecided=undecided,
             error_calls_to_pass=self._error_calls_to_pass(samples),
         )
-        if step.stop:
-            self.stopped = step.reason
-        else:
-            self.reasons.append(step.reason)
-        return step
 
     def _error_calls_to_pass(self, samples: Sequence[Sample]) -> int | None:
         limit = self.budget.max_error_rate
@@ -222,11 +246,18 @@ class Gate:
         return error_rate_check(judged.events, judged.n, limit).calls_to_pass
 
     def _look_regressions(
-        self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
+        self,
+        samples: Sequence[Sample],
+        base_samples: Sequence[Sample] | None,
+        alpha: float,
+        *,
+        undecided_only: bool = False,
     ) -> None:
-        """Each gated number's regression, judged again on every call (only numbers with a
-        budget are tested: an ungated number is shown, not held to anything), against the base
-        arm of an A/B run when `base_samples` is given, else the baseline run."""
+        """Each gated number's regression at this look's `alpha`, judged again on every call
+        (only numbers with a budget are tested: an ungated number is shown, not held to
+        anything), against the base arm of an A/B run when `base_samples` is given, else the
+        baseline run. A regression decided at a look keeps that decision when later calls
+        leave it undecided (`regressions_decided`)."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
@@ -234,8 +265,17 @@ class Gate:
         for number in GATED_NUMBERS:
             if self._limit(number) is None:
                 continue
+            if undecided_only and self.regressions.get(number.name) is not Regression.UNDECIDED:
+                continue
             if number.name == "error_rate":
-                outcome = self._error_regression(samples, base, limit).outcome
+                outcome = error_rate_regression(
+                    _failed(samples),
+                    max(len(samples), 1),
+                    _failed(base),
+                    max(len(base), 1),
+                    max_relative=limit.relative or 0.0,
+                    alpha=alpha,
+                ).outcome
             elif number.pick is not None and number.q is not None:
                 found = percentile_regression(
                     number.pick(samples),
@@ -243,7 +283,8 @@ class Gate:
                     number.q,
                     max_relative=limit.relative,
                     max_absolute=limit.absolute,
-                    alpha=self.plan.regression_alpha,
+                    alpha=alpha,
+                    interval=False,
                 )
                 if found is None:
                     continue
@@ -251,18 +292,16 @@ class Gate:
             else:
                 continue
             self.regressions[number.name] = outcome
+            if outcome is not Regression.UNDECIDED:
+                self.regressions_decided[number.name] = outcome
 
-    def _error_regression(
-        self, samples: Sequence[Sample], base: Sequence[Sample], limit: RegressionLimit
-    ) -> ErrorRateRegression:
-        return error_rate_regression(
-            _failed(samples),
-            max(len(samples), 1),
-            _failed(base),
-            max(len(base), 1),
-            max_relative=limit.relative or 0.0,
-            alpha=self.plan.regression_alpha,
-        )
+    @property
+    def regression_outcomes(self) -> dict[str, Regression]:
+        """Each tested regression's final word: its latest decision, else undecided."""
+        return {
+            name: self.regressions_decided.get(name, outcome)
+            for name, outcome in self.regressions.items()
+        }
 
     # --- the final word -------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
-"""Resampling for the percentile regression test: permutation deals and bootstrap draws.
+"""Permutation deals for the percentile regression test.
 
-Both return the sorted spread of the statistic pq(head*) vs pq(base*) (log ratio or difference)
-and are exact and fast in pure Python: they only build the few largest values a percentile
-reads, not whole samples. Seeded from the data, so a run is reproducible.
+`deals` returns the sorted spread of the statistic pq(head*) vs pq(base*) (log ratio or
+difference) over random splits of the pooled calls, exactly and fast in pure Python: it only
+builds the few largest values a percentile reads, not whole samples. Seeded from the data, so a
+run is reproducible.
 """
 
 from __future__ import annotations
@@ -12,13 +13,10 @@ import math
 import random
 import struct
 from collections.abc import Sequence
-from typing import Literal
 
 from latency_gate.assess.intervals import linear_percentile
 
-__all__ = ["Method", "bootstrap", "deals", "pq", "seed_from", "spread_bounds", "statistic"]
-
-Method = Literal["permutation", "bootstrap", "bootstrap-basic"]
+__all__ = ["Splits", "deals", "pq", "seed_from", "statistic"]
 
 
 def seed_from(*samples: Sequence[float]) -> int:
@@ -54,31 +52,46 @@ def statistic(head_q: float, base_q: float, *, log: bool) -> float:
     return math.log(head_q / base_q) if log else head_q - base_q
 
 
-def deals(
-    pool: list[float], n_head: int, q: float, rng: random.Random, count: int, *, log: bool
-) -> list[float]:
-    """Sorted pq(head*) vs pq(base*) over `count` random splits of `pool` into n_head and rest.
+class Splits:
+    """`count` random splits of a pool of n calls into n_head and the rest, drawn once by the
+    calls' positions in the pool, so that the same splits can deal the pool again after head's
+    calls are scaled or shifted (inverting the test into an interval needs that: for a fixed
+    split the statistic moves monotonically with the scale, so the p-value does too)."""
 
-    A split walks the pool from its largest value down, giving each value to head with
-    probability (head places left) / (values left): a uniformly random split, stopped as soon
-    as both sides hold the values their percentile reads (a few, for the p95).
+    def __init__(self, n: int, n_head: int, rng: random.Random, count: int) -> None:
+        self.n, self.n_head = n, n_head
+        self.members: list[bytearray] = []
+        for _ in range(count):
+            member = bytearray(n)
+            for position in rng.sample(range(n), n_head):
+                member[position] = 1
+            self.members.append(member)
+
+
+def deals(
+    pool: Sequence[float], n_head: int, q: float, splits: Splits, *, log: bool
+) -> list[float]:
+    """Sorted pq(head*) vs pq(base*) over the `splits` of `pool` (head's calls first, as the
+    splits were drawn for), each a uniformly random split into n_head and the rest.
+
+    A split is walked from the pool's largest value down, stopped as soon as both sides hold the
+    values their percentile reads (a few, for the p95).
     """
-    descending = sorted(pool, reverse=True)
-    n = len(descending)
+    n = len(pool)
+    if (n, n_head) != (splits.n, splits.n_head):
+        raise ValueError("the splits were drawn for another pool")
+    order = sorted(range(n), key=lambda i: (-pool[i], i))
     n_base = n - n_head
     need_head, need_base = _needed(n_head, q), _needed(n_base, q)
     out: list[float] = []
-    for _ in range(count):
+    for member in splits.members:
         head_top: list[float] = []
         base_top: list[float] = []
-        head_left, left = n_head, n
-        for value in descending:
-            if rng.random() * left < head_left:
-                head_top.append(value)
-                head_left -= 1
+        for position in order:
+            if member[position]:
+                head_top.append(pool[position])
             else:
-                base_top.append(value)
-            left -= 1
+                base_top.append(pool[position])
             if len(head_top) >= need_head and len(base_top) >= need_base:
                 break
         out.append(
@@ -88,57 +101,3 @@ def deals(
         )
     out.sort()
     return out
-
-
-def _resample_pq(ascending: list[float], q: float, rng: random.Random) -> float:
-    """pq of one bootstrap resample: its largest draws come from the descending order
-    statistics of n uniforms, U(n) = V^(1/n), U(k-1) = U(k) V^(1/(k-1))."""
-    n = len(ascending)
-    top: list[float] = []
-    u = 1.0
-    for i in range(_needed(n, q)):
-        u *= rng.random() ** (1.0 / (n - i))
-        top.append(ascending[min(n - 1, int(u * n))])
-    return _pq_descending(top, n, q)
-
-
-def bootstrap(
-    head: Sequence[float],
-    base: Sequence[float],
-    q: float,
-    rng: random.Random,
-    count: int,
-    *,
-    log: bool,
-) -> list[float]:
-    """Sorted pq(head*) vs pq(base*) over `count` independent resamples of each side."""
-    head_sorted, base_sorted = sorted(head), sorted(base)
-    out = [
-        statistic(_resample_pq(head_sorted, q, rng), _resample_pq(base_sorted, q, rng), log=log)
-        for _ in range(count)
-    ]
-    out.sort()
-    return out
-
-
-def _tail_index(count: int, share: float) -> int:
-    """0-based index of the conservative `share` quantile among `count` sorted values."""
-    return max(0, min(count - 1, math.floor(share * (count + 1)) - 1))
-
-
-def spread_bounds(
-    estimate: float, spread: list[float], tail: float, method: Method
-) -> tuple[float, float]:
-    """Two-sided bounds, `tail` missed on each side, from the sorted resampled statistic.
-
-    permutation: spread is the null spread of the statistic (centred near 0); inverted as
-    [estimate - upper, estimate - lower]. bootstrap-basic: the same with spread - estimate.
-    bootstrap (percentile method): the spread's own quantiles.
-    """
-    lower = spread[_tail_index(len(spread), tail)]
-    upper = spread[len(spread) - 1 - _tail_index(len(spread), tail)]
-    if method == "bootstrap":
-        return lower, upper
-    if method == "bootstrap-basic":
-        return 2 * estimate - upper, 2 * estimate - lower
-    return estimate - upper, estimate - lower

@@ -11,6 +11,7 @@ from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_check, compare
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
+from latency_gate.assess.regression import look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Target, redact_url, unsent_settings
@@ -177,8 +178,8 @@ def judge_samples(
             None,
             gate.limit or DEFAULT_LIMIT,
             source,
-            outcomes=gate.regressions,
-            alpha=gate.plan.regression_alpha,
+            outcomes=gate.regression_outcomes,
+            alpha=look_alpha(max(gate.looks - 1, 0), last=True),
             gated=gated,
             stopped_early=gate.failed_early,
             on_undecided=gate.plan.on_undecided_regression,
@@ -190,8 +191,8 @@ def judge_samples(
             target,
             samples,
             numbers,
-            outcomes=gate.regressions,
-            alpha=gate.plan.regression_alpha,
+            outcomes=gate.regression_outcomes,
+            alpha=look_alpha(max(gate.looks - 1, 0), last=True),
             gated=gated,
             stopped_early=gate.failed_early,
             on_undecided=gate.plan.on_undecided_regression,

@@ -13,8 +13,8 @@ is trimmed to what fits first).
 Error rates across looks. Budget checks are SPRTs with Ville's bound (sequential.py): their
 error rates hold for any number of looks, and a check judged again on every call at each look
 can only end FAIL (PASS) where its test crossed that boundary at some look. Baseline
-regressions are permutation tests: their alpha is split evenly over `max_looks` (Bonferroni),
-`regression_alpha` below.
+regressions are permutation tests: their alpha is spent the Haybittle-Peto way, a little at each
+look and what is left at the last (regression.look_alpha).
 
 Undecided when sampling stops: a budget check follows `on_undecided`: "estimate" (the default)
 decides it by what every call says: a percentile by its value against its limit, the error rate
@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from latency_gate.assess.regression import REGRESSION_ALPHA
 from latency_gate.assess.sequential import Decision
 from latency_gate.config.plan import DEFAULT_MAX_CALLS, LOOK_WARM_CALLS, MAX_LOOKS
 
@@ -79,11 +78,6 @@ class SamplingPlan:
     @property
     def bursts_per_look(self) -> int:
         return math.ceil(self.warm_batch / self.concurrency)
-
-    @property
-    def regression_alpha(self) -> float:
-        """One-sided alpha per side and look for regressions (Bonferroni over max_looks)."""
-        return REGRESSION_ALPHA / self.max_looks
 
 
 DEFAULT_PLAN = SamplingPlan()
