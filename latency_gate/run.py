@@ -35,6 +35,7 @@ from latency_gate.report.result_file import parse_runs
 if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
     from latency_gate.assess.gate import Gate
+    from latency_gate.assess.history import HistoryPlan
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
 
@@ -91,15 +92,18 @@ async def probe(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     label: str | None = None,
     baseline: BaselinePlan | None = None,
+    history: HistoryPlan | None = None,
 ) -> RunResult:
     """Probe one target: floor, idle wait, cold call, warm calls, concurrent burst; then its
-    numbers and verdict.
+    numbers and verdict, against `baseline` or `history` when given.
 
     Never raises for endpoint trouble: every failure is a sample with its ErrorKind. A
     cancellation propagates (`probe_all` is where an interrupted run still gets a result).
     """
     into = Measurement()
     progress = progress or _ignore
+    if history is not None and baseline is None:
+        baseline = history.as_baseline()
     judge = _Judge(target, baseline, progress)
     await _measure(
         target,
@@ -118,6 +122,7 @@ async def probe(
         label=label,
         baseline=baseline,
         interrupted=False,
+        history=history,
     )
 
 
@@ -155,6 +160,7 @@ def _result(
     label: str | None,
     baseline: BaselinePlan | None,
     interrupted: bool,
+    history: HistoryPlan | None = None,
 ) -> RunResult:
     from latency_gate.assess.result import (  # noqa: PLC0415 (start-up: see _Judge)
         assess_run,
@@ -183,6 +189,7 @@ def _result(
         baseline=baseline,
         gate=judge.gate,
         ready_after=into.ready_after,
+        history=history,
     )
     if into.stopped_early is None:
         return result
@@ -196,15 +203,19 @@ async def probe_all(
     measure_floor: bool = True,
     label: str | None = None,
     plan: BaselinePlan | None = None,
+    history: HistoryPlan | None = None,
 ) -> list[RunResult]:
     """Probe targets one after another (so they do not disturb each other), each result labelled
-    and held against the baseline plan.
+    and held against the baseline plan or the history (assess/history.py; a target with too few
+    runs in it is compared with its newest one, as `plan` would be).
 
     When the task running this is cancelled (SIGINT, SIGTERM), the calls finished so far become a
     result marked interrupted (a FAIL) and no further target is probed.
     `progress_for(target)` is called as each target's run begins.
     """
     results: list[RunResult] = []
+    if history is not None and plan is None:
+        plan = history.as_baseline()
     for target in targets:
         into = Measurement()
         progress = progress_for(target)
@@ -235,6 +246,7 @@ async def probe_all(
                 label=label,
                 baseline=plan,
                 interrupted=interrupted,
+                history=history,
             )
         )
         if interrupted:

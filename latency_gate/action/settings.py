@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from latency_gate.action.files import written_path_problem
+from latency_gate.action.files import folder_path_problem, written_path_problem
 from latency_gate.action.loopback import loopback_problems
 from latency_gate.config import (
     TARGET_KEYS,
@@ -21,13 +21,15 @@ from latency_gate.config import (
     parse_label,
     with_environment_proxy,
 )
-from latency_gate.config.regression import DEFAULT_LIMIT, parse_max_regression
+from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.history_folder import HistoryOptions, parse_history_options, plan_history
 from latency_gate.run import plan_baseline
 
 if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
+    from latency_gate.assess.history import HistoryPlan
 
 CommentMode = Literal["auto", "always", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")
@@ -35,6 +37,8 @@ COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never
 # Inputs the action reads besides the target settings.
 ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-token", "label")
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
+HISTORY_KEYS = ("history", "history-size", "history-append", "history-keep")
+_HISTORY_NAMES = {"size": "history-size", "keep": "history-keep", "append": "history-append"}
 DEFAULT_REPORT_DIR = "latency-gate-report"
 
 
@@ -54,6 +58,10 @@ class ActionSettings:
     label: str | None = None
     # The Markdown report's file: only in the action's own folder, when json-path is not given.
     markdown_path: Path | None = None
+    # The history folder (`history`), read; where and when to append; the files it skipped.
+    history: HistoryPlan | None = None
+    history_options: HistoryOptions | None = None
+    history_warnings: tuple[str, ...] = ()
 
     @property
     def all_targets(self) -> tuple[Target, ...]:
@@ -73,7 +81,7 @@ def parse_settings(
     `in_container` (the Docker action) refuses loopback URLs, which would reach the container.
     """
     problems: list[InputProblem] = []
-    known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS)
+    known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS) | set(HISTORY_KEYS)
     problems += [InputProblem(k, "unknown input") for k in sorted(set(inputs) - known)]
 
     comment = inputs.get("comment", "auto").strip().lower()
@@ -123,21 +131,25 @@ def parse_settings(
                 )
                 problems.append(InputProblem(where, message))
     plan: BaselinePlan | None = None
-    if "baseline" in inputs:
+    limit = DEFAULT_LIMIT
+    if "max-regression" in inputs:
         try:
-            limit = DEFAULT_LIMIT
-            if "max-regression" in inputs:
-                limit = parse_max_regression(inputs["max-regression"])
-            if targets:
-                plan = plan_baseline(
-                    targets, workspace / inputs["baseline"], limit, option="baseline"
-                )
+            limit = parse_max_regression(inputs["max-regression"])
         except ValueError as exc:
             problems.append(InputProblem("max-regression", str(exc)))
+        if "baseline" not in inputs and "history" not in inputs:
+            problems.append(
+                InputProblem("max-regression", "needs `baseline` or `history` to compare with")
+            )
+    if "baseline" in inputs and "history" in inputs:
+        problems.append(InputProblem("history", "give `baseline` or `history`, not both"))
+    elif "baseline" in inputs and targets:
+        try:
+            plan = plan_baseline(targets, workspace / inputs["baseline"], limit, option="baseline")
         except ConfigError as exc:
             problems += exc.problems
-    elif "max-regression" in inputs:
-        problems.append(InputProblem("max-regression", "needs `baseline` to compare with"))
+    history, history_options, history_warnings = _history(inputs, workspace, targets, limit)
+    problems += history_warnings.problems
     # Named by the user: that one file and nothing beside it. Left to the action: its own
     # folder, with the Markdown report beside the JSON result.
     json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
@@ -166,4 +178,49 @@ def parse_settings(
         targets=tuple(targets) if "targets" in inputs else (),
         baseline=plan,
         label=label,
+        history=history,
+        history_options=history_options,
+        history_warnings=history_warnings.warnings,
     )
+
+
+@dataclass
+class _Found:
+    problems: list[InputProblem]
+    warnings: tuple[str, ...] = ()
+
+
+def _history(
+    inputs: Mapping[str, str], workspace: Path, targets: list[Target], limit: RegressionLimit
+) -> tuple[HistoryPlan | None, HistoryOptions | None, _Found]:
+    """The history folder, read (its skipped files are warnings) and its options validated.
+    The options are checked even without `history` (they carry defaults, a typo still shows)."""
+    found = _Found([])
+    folder = inputs.get("history", "")
+    try:
+        options = parse_history_options(
+            workspace / folder,
+            folder,
+            size=inputs.get("history-size"),
+            keep=inputs.get("history-keep"),
+            append=inputs.get("history-append"),
+            names=_HISTORY_NAMES,
+        )
+    except ConfigError as exc:
+        found.problems += exc.problems
+        return None, None, found
+    if not folder:
+        return None, None, found
+    if (problem := folder_path_problem("history", Path(folder), workspace)) is not None:
+        found.problems.append(problem)
+        return None, None, found
+    if not targets:
+        return None, None, found
+    warnings: list[str] = []
+    try:
+        history = plan_history(targets, options, limit, "history", warnings.append)
+    except ConfigError as exc:
+        found.problems += exc.problems
+        return None, None, found
+    found.warnings = tuple(warnings)
+    return history, options, found

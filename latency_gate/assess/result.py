@@ -11,6 +11,7 @@ from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_check
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
+from latency_gate.assess.history import HistoryPlan, history_check
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Target
@@ -61,19 +62,29 @@ def assess_run(
     baseline: BaselinePlan | None = None,
     gate: Gate | None = None,
     ready_after: float | None = None,
+    history: HistoryPlan | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict.
 
     `gate` holds the looks the run took (the engine's `more` callback asked it after each); a
     run judged without one (interrupted early, or measured without sequential sampling) is
-    judged in one look.
+    judged in one look. With a `history` (and no `baseline`), a target with too few runs for
+    the history's rule is compared with its newest run (`HistoryPlan.as_baseline`).
     """
+    if history is not None and baseline is None:
+        baseline = history.as_baseline()
     if gate is None:
         gate = gate_for(target, baseline)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
     _, check, verdict = judge_samples(
-        gate, samples, numbers, target=target.name, baseline=baseline, interrupted=interrupted
+        gate,
+        samples,
+        numbers,
+        target=target.name,
+        baseline=baseline,
+        interrupted=interrupted,
+        history=history,
     )
     warnings: list[str] = list(plan_warnings(target))
     if interrupted:
@@ -133,10 +144,15 @@ def judge_samples(
     target: str,
     baseline: BaselinePlan | None,
     interrupted: bool = False,
+    history: HistoryPlan | None = None,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
-    took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates."""
+    took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
+    With a `history`, the comparison is the history's (assess/history.py), made once here."""
     checks = gate.checks(samples, numbers)
+    gated = [c.number for c in checks if c.limit is not None]
+    if history is not None and baseline is None:
+        baseline = history.as_baseline()
     check = (
         None
         if baseline is None
@@ -147,11 +163,13 @@ def judge_samples(
             numbers,
             outcomes=gate.regressions,
             alpha=gate.plan.regression_alpha,
-            gated=[c.number for c in checks if c.limit is not None],
+            gated=gated,
             stopped_early=gate.failed_early,
             on_undecided=gate.plan.on_undecided_regression,
         )
     )
+    if history is not None:
+        check = history_check(history, target, samples, numbers, gated=gated, newest=check)
     verdict = judge(
         checks,
         successful_calls=sum(s.ok for s in samples),
