@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from conftest import REPO_ROOT
 from fake_github import parse_github_output
 
 from latency_gate import cli
@@ -274,3 +275,10 @@ def test_action_bad_history_inputs_exit_2(
     assert code == 2, log
     assert message in log
     assert server.records == []
+
+
+def test_readme_shows_the_workflow_act_runs() -> None:
+    """README's history workflow is docs/examples/latency-history.yml, character for character:
+    the file tests/test_act_history.py runs under act."""
+    example = (REPO_ROOT / "docs" / "examples" / "latency-history.yml").read_text("utf-8")
+    assert f"```yaml\n{example}```\n" in (REPO_ROOT / "README.md").read_text("utf-8")
