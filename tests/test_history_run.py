@@ -13,10 +13,13 @@ import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO_ROOT
 from fake_github import parse_github_output
+from result_factory import make_result
 
 from latency_gate import cli
 from latency_gate.action import main
+from latency_gate.action.history import append_history
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
+from latency_gate.history_folder import HistoryOptions
 from latency_gate.models import Numbers, RunResult
 from latency_gate.report.result_file import dump_runs, parse_runs
 
@@ -282,3 +285,23 @@ def test_readme_shows_the_workflow_act_runs() -> None:
     the file tests/test_act_history.py runs under act."""
     example = (REPO_ROOT / "docs" / "examples" / "latency-history.yml").read_text("utf-8")
     assert f"```yaml\n{example}```\n" in (REPO_ROOT / "README.md").read_text("utf-8")
+
+
+def test_an_interrupted_run_is_not_appended(tmp_path: Path) -> None:
+    """A run cut short is not main's level: history-append true still leaves it out, said so."""
+    out = io.StringIO()
+    options = HistoryOptions(tmp_path / "h", "h", 10, 50, "true")
+    assert append_history([make_result(interrupted=True)], options, {}, tmp_path, out) is None
+    assert "latency-gate: history not appended: the run was interrupted" in out.getvalue()
+    assert not (tmp_path / "h").exists()
+
+
+def test_a_folder_that_cannot_be_written_is_a_warning(tmp_path: Path) -> None:
+    """Appending into a path that is a file: a warning annotation, nothing raised."""
+    (tmp_path / "h").write_text("a file", encoding="utf-8")
+    out = io.StringIO()
+    options = HistoryOptions(tmp_path / "h", "h", 10, 50, "true")
+    assert append_history([make_result()], options, {}, tmp_path, out) is None
+    assert out.getvalue().startswith(
+        "::warning title=latency-gate%3A history::history: could not append to 'h': "
+    )
