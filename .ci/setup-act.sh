@@ -8,8 +8,11 @@
 #   2. builds python:3.12-slim, the stand-in with the runtime dependencies preinstalled
 #      (tests/container/build-act-base.sh), so act's image build needs no network;
 #   3. fills CACHE_DIR/wheelhouse with the wheels `pip install .` needs (the runtime
-#      dependencies and the build backend): the workflows' pip steps install from it alone.
-# Safe to run twice: the image build is cached and pip skips wheels already downloaded.
+#      dependencies and the build backend): the workflows' pip steps install from it alone;
+#   4. builds actions/cache (tests/act/actions-cache: its source at v5.0.5, with npm from
+#      package-lock.json), which act cannot clone offline (tests/test_act_history.py).
+# Safe to run twice: the image build is cached, pip skips wheels already downloaded and the
+# actions/cache bundles are built once.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -44,3 +47,14 @@ print(*project["project"]["dependencies"], *project["build-system"]["requires"],
 ' "$repo/pyproject.toml" >"$requirements"
 python -m pip download --quiet --disable-pip-version-check --dest "$wheelhouse" -r "$requirements"
 echo "wheelhouse $wheelhouse: $(find "$wheelhouse" -name '*.whl' | wc -l) wheels"
+
+cache_action="$repo/tests/act/actions-cache"
+if [[ ! -f "$cache_action/dist/restore-only/index.js" || ! -f "$cache_action/dist/save-only/index.js" ]]; then
+    if ! command -v npm >/dev/null; then
+        apt-get update -q
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm
+    fi
+    npm ci --prefix "$cache_action" --no-audit --no-fund --loglevel=error
+    npm run --prefix "$cache_action" --silent build >/dev/null
+fi
+echo "actions/cache for act: $(find "$cache_action/dist" -name index.js | wc -l) bundles"

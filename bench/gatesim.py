@@ -158,12 +158,46 @@ def _marginal(shape: Shape, tau: float) -> float:
 # --- a run ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Drift:
+    """What moves the endpoint during and between runs, for every arm alike: each run draws one
+    factor exp(N(0, tau)) for all its calls, and from its `step_at`-th call on (counting the
+    calls of both arms) every call is `step` x slower."""
+
+    tau: float = 0.0
+    step_at: int | None = None
+    step: float = 1.5
+
+    def run_factor(self, rng: random.Random) -> float:
+        return math.exp(rng.gauss(0.0, self.tau)) if self.tau else 1.0
+
+
+@dataclass
+class Clock:
+    """The calls made so far in a run, over every arm, and the run's drift."""
+
+    drift: Drift = field(default_factory=Drift)
+    factor: float = 1.0
+    position: int = 0
+
+    def next(self) -> float:
+        """The factor of the next call."""
+        step = (
+            self.drift.step
+            if self.drift.step_at is not None and (self.position >= self.drift.step_at)
+            else 1.0
+        )
+        self.position += 1
+        return self.factor * step
+
+
 @dataclass
 class Calls:
     """The calls of a run so far, as the engine's Measurement holds them."""
 
     samples: list[Sample] = field(default_factory=list)
     counts: dict[CallPhase, int] = field(default_factory=dict)
+    clock: Clock = field(default_factory=Clock)
 
     def add(self, phase: CallPhase, latency: float | None) -> None:
         index = self.counts.get(phase, 0)
@@ -184,7 +218,7 @@ class Calls:
 
 def _take(endpoint: Endpoint, rng: random.Random, calls: Calls, phase: CallPhase) -> None:
     shape = endpoint.concurrent if phase is CallPhase.CONCURRENT else endpoint.warm
-    latency: float | None = endpoint.latency(rng, shape)
+    latency: float | None = endpoint.latency(rng, shape, calls.clock.next())
     if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
         latency = None
     calls.add(phase, latency)
@@ -194,7 +228,9 @@ def _burst(endpoint: Endpoint, rng: random.Random, calls: Calls, size: int) -> N
     tau = endpoint.burst_tau
     factor = math.exp(rng.gauss(0.0, tau)) / _marginal(endpoint.concurrent, tau) if tau else 1.0
     for _ in range(size):
-        latency: float | None = endpoint.latency(rng, endpoint.concurrent, factor)
+        latency: float | None = endpoint.latency(
+            rng, endpoint.concurrent, factor * calls.clock.next()
+        )
         if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
             latency = None
         calls.add(CallPhase.CONCURRENT, latency)
@@ -266,8 +302,10 @@ def run(
     settings: Settings = Settings(),
     *,
     base: Sequence[Sample] | None = None,
+    drift: Drift = Drift(),
 ) -> Outcome:
-    """One run of the gate against `endpoint`, judged against `base`'s calls when given."""
+    """One run of the gate against `endpoint`, judged against `base`'s calls when given (one
+    earlier run, `--baseline`), with `drift` moving the endpoint during the run."""
     target = _PlanView(settings)
     plan = plan_for(
         max_calls=effective_max_calls(target),
@@ -282,7 +320,7 @@ def run(
         base=base_result,
         limit=None if base is None else settings.limit,
     )
-    calls = Calls()
+    calls = Calls(clock=Clock(drift, drift.run_factor(rng)))
     _take(endpoint, rng, calls, CallPhase.COLD)
     for _ in range(settings.warm_calls):
         _take(endpoint, rng, calls, CallPhase.WARM)
@@ -361,3 +399,74 @@ def percentile_true(endpoint: Endpoint, kind: str, q: float, draws: int = 100_00
     position = (len(values) - 1) * q / 100
     low = math.floor(position)
     return values[low] + (position - low) * (values[min(low + 1, len(values) - 1)] - values[low])
+
+
+def thue_morse(position: int) -> int:
+    """The engine's order of the two arms (measure/engine.py `arm_order`): 0110 1001 ..."""
+    return bin(position).count("1") % 2
+
+
+def run_ab(
+    head: Endpoint,
+    base: Endpoint,
+    rng: random.Random,
+    settings: Settings = Settings(),
+    *,
+    drift: Drift = Drift(),
+) -> Outcome:
+    """One A/B run (`--baseline-url`): the base endpoint measured beside the head, calls of the
+    two arms in the engine's Thue-Morse order, each look extending both arms alike, the drift
+    shared by both (one run factor, and a step at a call position counting both arms)."""
+    target = _PlanView(settings)
+    plan = plan_for(
+        max_calls=effective_max_calls(target),
+        concurrency=settings.concurrency,
+        on_undecided=settings.on_undecided,
+        on_undecided_regression=settings.on_undecided_regression,
+    )
+    gate = Gate(budget=settings.budget, plan=plan, base=None, limit=settings.limit)
+    clock = Clock(drift, drift.run_factor(rng))
+    arms = (Calls(clock=clock), Calls(clock=clock))
+    endpoints = (head, base)
+    warm_done = bursts_done = 0
+
+    def warm(count: int) -> None:
+        nonlocal warm_done
+        for _ in range(count * 2):
+            arm = thue_morse(warm_done)
+            _take(endpoints[arm], rng, arms[arm], CallPhase.WARM)
+            warm_done += 1
+
+    def bursts(count: int) -> None:
+        nonlocal bursts_done
+        for _ in range(count * 2):
+            arm = thue_morse(bursts_done)
+            _burst(endpoints[arm], rng, arms[arm], settings.concurrency)
+            bursts_done += 1
+
+    for arm in (0, 1):
+        _take(endpoints[arm], rng, arms[arm], CallPhase.COLD)
+    warm(settings.warm_calls)
+    bursts(1)
+    first_look = stats.numbers(arms[0].samples)
+    while not (step := gate.look(arms[0].samples, arms[1].samples)).stop:
+        warm(step.warm_calls)
+        bursts(step.bursts)
+    numbers = stats.numbers(arms[0].samples)
+    checks, check, verdict = judge_samples(
+        gate,
+        arms[0].samples,
+        numbers,
+        target="sim",
+        baseline=None,
+        base_arm=("the base arm", tuple(arms[1].samples)),
+    )
+    return Outcome(
+        checks={c.number: c for c in checks},
+        baseline=check,
+        verdict=verdict,
+        samples=tuple(arms[0].samples),
+        numbers=numbers,
+        looks=gate.looks,
+        first_look=first_look,
+    )

@@ -261,6 +261,16 @@ class NumberDelta(_Frozen):
     by_policy: bool = Field(
         default=False, description="undecided at the cap, and counted as a regression by policy"
     )
+    bound: float | None = Field(
+        default=None,
+        description="against a history: the upper prediction bound of one run's value (an "
+        "unchanged endpoint's next run stays under it but for alpha), the limit not included",
+    )
+    threshold: float | None = Field(
+        default=None,
+        description="against a history: the value the head had to exceed to regress (the "
+        "bound with the limit on top; with two limits, the higher)",
+    )
 
     @property
     def delta(self) -> float | None:
@@ -273,9 +283,41 @@ class NumberDelta(_Frozen):
         return self.head / self.base - 1
 
 
+class HistoryRun(_Frozen):
+    """One earlier run of a history, as the comparison and the trend chart use it."""
+
+    started_at: float
+    numbers: Numbers
+    calls: int
+    failed: int
+
+
+class History(_Frozen):
+    """The earlier runs a run was held against (`--history DIR`), oldest first.
+
+    `judged`: "prediction" when the head was held against the spread of `runs` (3 or more);
+    "newest" when there were fewer and the newest one served as a single baseline; "none"
+    when there was no usable run.
+    """
+
+    judged: Literal["prediction", "newest", "none"]
+    runs: tuple[HistoryRun, ...] = ()
+    size: int = Field(description="the most runs used (--history-size)")
+    other_settings: int = Field(
+        default=0, description="runs of this target skipped: measured with other settings"
+    )
+    unreadable: tuple[str, ...] = Field(
+        default=(), description="files of the folder skipped: not a readable result file"
+    )
+    alpha: float | None = Field(
+        default=None, description="one-sided error of each number's prediction bound"
+    )
+
+
 class BaselineCheck(_Frozen):
-    """How a run compared with its base: an earlier run of the same target (`--baseline`), or
-    a base endpoint measured beside it in this run (`--baseline-url`, kind "side-by-side").
+    """How a run compared with its base: an earlier run of the same target (`--baseline`), a
+    base endpoint measured beside it in this run (`--baseline-url`, kind "side-by-side"), or the
+    earlier runs of a history folder (`--history`, then `history` says which).
 
     status: "compared" (deltas hold every number), "missing" (no baseline file was found) or
     "no-match" (the file holds no run of this target). The last two never pass silently: the
@@ -297,6 +339,7 @@ class BaselineCheck(_Frozen):
     max_absolute: float | None = None
     deltas: tuple[NumberDelta, ...] = ()
     message: str = ""
+    history: History | None = None
 
     @property
     def regressions(self) -> tuple[NumberDelta, ...]:

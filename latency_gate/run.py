@@ -35,6 +35,7 @@ from latency_gate.report.result_file import parse_runs
 if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
     from latency_gate.assess.gate import Gate
+    from latency_gate.assess.history import HistoryPlan
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
 
@@ -101,9 +102,10 @@ async def probe(
     label: str | None = None,
     baseline: BaselinePlan | None = None,
     max_regression: RegressionLimit | None = None,
+    history: HistoryPlan | None = None,
 ) -> RunResult:
     """Probe one target: floor, idle wait, cold call, warm calls, concurrent burst; then its
-    numbers and verdict.
+    numbers and verdict, against `baseline` or `history` when given.
 
     A target with a `baseline_url` is an A/B run: the base is measured beside it, interleaved,
     and regressions are judged against it by `max_regression` (default 10 %; `baseline` is
@@ -113,6 +115,8 @@ async def probe(
     """
     into = Measurement()
     progress = progress or _ignore
+    if history is not None and baseline is None:
+        baseline = history.as_baseline()
     judge = _Judge(target, baseline, progress, into, max_regression)
     await _measure(
         target,
@@ -131,6 +135,7 @@ async def probe(
         label=label,
         baseline=baseline,
         interrupted=False,
+        history=history,
     )
 
 
@@ -168,6 +173,7 @@ def _result(
     label: str | None,
     baseline: BaselinePlan | None,
     interrupted: bool,
+    history: HistoryPlan | None = None,
 ) -> RunResult:
     from latency_gate.assess.result import (  # noqa: PLC0415 (start-up: see _Judge)
         assess_run,
@@ -197,6 +203,7 @@ def _result(
         gate=judge.gate,
         ready_after=into.ready_after,
         base_samples=into.base_samples,
+        history=history,
     )
     warnings = [] if into.stopped_early is None else [into.stopped_early]
     base_unready = target.wait_ready > 0 and into.base_ready_after is None
@@ -225,16 +232,20 @@ async def probe_all(
     label: str | None = None,
     plan: BaselinePlan | None = None,
     max_regression: RegressionLimit | None = None,
+    history: HistoryPlan | None = None,
 ) -> list[RunResult]:
     """Probe targets one after another (so they do not disturb each other), each result labelled
-    and held against the baseline plan, or for a target with a `baseline_url` against its base
-    measured beside it, by `max_regression` (default 10 %).
+    and held against the baseline plan or the history (assess/history.py; a target with too few
+    runs in it is compared with its newest one, as `plan` would be), or for a target with a
+    `baseline_url` against its base measured beside it, by `max_regression` (default 10 %).
 
     When the task running this is cancelled (SIGINT, SIGTERM), the calls finished so far become a
     result marked interrupted (a FAIL) and no further target is probed.
     `progress_for(target)` is called as each target's run begins.
     """
     results: list[RunResult] = []
+    if history is not None and plan is None:
+        plan = history.as_baseline()
     for target in targets:
         into = Measurement()
         progress = progress_for(target)
@@ -265,6 +276,7 @@ async def probe_all(
                 label=label,
                 baseline=plan,
                 interrupted=interrupted,
+                history=history,
             )
         )
         if interrupted:

@@ -15,6 +15,7 @@ from result_factory import (
 )
 
 from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.assess.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget
 from latency_gate.config.regression import DEFAULT_LIMIT
@@ -164,6 +165,57 @@ def scenario_regressed() -> list[RunResult]:
     return [judged.model_copy(update={"tool_version": TOOL_VERSION, "verdict": verdict})]
 
 
+# Ten earlier runs' factors of drift (a log-normal factor per run, tau about 0.08), oldest first.
+DRIFT = (1.00, 0.93, 1.06, 1.12, 0.97, 0.90, 1.04, 1.09, 0.95, 1.01)
+DAY = 86_400.0
+
+
+def _scaled(factor: float, *, tail: float = 1.0) -> RunResult:
+    """The healthy run scaled by `factor`, its 4 slowest warm calls and concurrent calls
+    `tail` times slower (a tail-only change)."""
+    warm = [(0.100 + 0.005 * i) * factor * (tail if i >= 36 else 1.0) for i in range(40)]
+    concurrent = [(0.150 + 0.005 * i) * factor * (tail if i >= 36 else 1.0) for i in range(40)]
+    return make_result(samples=samples_for(cold=0.42 * factor, warm=warm, concurrent=concurrent))
+
+
+# Budgets near the values, so the charts draw them as their second line.
+HISTORY_BUDGET = Budget(max_warm_p95=1.0, max_concurrent_p95=1.0)
+
+
+def _against_history(head: RunResult, runs: int) -> list[RunResult]:
+    """`head` judged against the newest `runs` of ten earlier runs a day apart."""
+    earlier = [
+        _scaled(factor).model_copy(update={"started_at": head.started_at - (10 - i) * DAY})
+        for i, factor in enumerate(DRIFT)
+    ]
+    plan = HistoryPlan(
+        ".latency-history",
+        DEFAULT_LIMIT,
+        targets={"local": TargetHistory(tuple(reversed(earlier))[:runs], other_settings=1)},
+    )
+    judged = assess_run(
+        make_target(budget=HISTORY_BUDGET),
+        head.samples,
+        started_at=head.started_at,
+        finished_at=head.finished_at,
+        stamp_source=StampSource.KERNEL,
+        floor=head.floor,
+        history=plan,
+    )
+    return [judged.model_copy(update={"tool_version": TOOL_VERSION})]
+
+
+def scenario_history() -> list[RunResult]:
+    """A tail twice as slow against ten earlier runs that drift: warm and concurrent p95 regress
+    beyond the runs' spread, within budget; the trend charts."""
+    return _against_history(_scaled(1.0, tail=2.0), 10)
+
+
+def scenario_history_few() -> list[RunResult]:
+    """Two earlier runs only: compared with the newest one, and said so; a chart of three."""
+    return _against_history(_scaled(1.02), 2)
+
+
 SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
     "pass": scenario_pass,
     "fail": scenario_fail,
@@ -174,5 +226,17 @@ SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
     "nodata": scenario_nodata,
     "priced": scenario_priced,
     "regressed": scenario_regressed,
+    "history": scenario_history,
+    "history_few": scenario_history_few,
 }
-TERMINAL_SCENARIOS = ("pass", "fail", "several", "nodata", "interrupted", "priced", "regressed")
+TERMINAL_SCENARIOS = (
+    "pass",
+    "fail",
+    "several",
+    "nodata",
+    "interrupted",
+    "priced",
+    "regressed",
+    "history",
+    "history_few",
+)

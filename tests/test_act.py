@@ -258,12 +258,20 @@ def run_act(
     workflow: str,
     *extra: str,
     runner: str = "-self-hosted",
+    cache_server: Path | None = None,
 ) -> ActRun:
     """Run `act EVENT -W WORKFLOW` in `workdir`, offline; bounded in time.
 
     On the host runner by default; `runner` names an image instead to run the job in a
-    container of it (what act needs for a `docker://` step).
+    container of it (what act needs for a `docker://` step). Without act's cache server, unless
+    `cache_server` names the folder where it keeps its caches (then it serves them on
+    127.0.0.1, to the steps on the host runner, and one run's caches are the next one's).
     """
+    cache_options = (
+        ["--no-cache-server"]
+        if cache_server is None
+        else ["--cache-server-path", str(cache_server), "--cache-server-addr", "127.0.0.1"]
+    )
     mark = uuid.uuid4().hex
     command = [
         act_env.act,
@@ -275,7 +283,7 @@ def run_act(
         f"ubuntu-latest={runner}",
         "--pull=false",
         "--action-offline-mode",
-        "--no-cache-server",
+        *cache_options,
         "--action-cache-path",
         str(act_env.cache),
         # In host mode act hands the action's container host paths for GITHUB_OUTPUT and

@@ -29,6 +29,10 @@ ACTION_ONLY_INPUTS = {
     "targets",
     "baseline",
     "max-regression",
+    "history",
+    "history-size",
+    "history-append",
+    "history-keep",
     "label",
 }
 # Keys of config.TARGET_KEYS that are deliberately not action inputs.
@@ -143,6 +147,10 @@ def test_action_only_defaults() -> None:
         "comment": "auto",
         "fail-on-breach": "true",
         "github-token": "${{ github.token }}",
+        "history": "",
+        "history-append": "auto",
+        "history-keep": "50",
+        "history-size": "10",
         "json-path": "",
         "label": "",
         "max-regression": "",

@@ -244,7 +244,9 @@ def test_cli_max_regression_needs_baseline(server: DemoServer) -> None:
     """--max-regression alone is bad input (exit 2), not silently ignored."""
     done = invoke("probe", server.url, *FEW, "--max-regression", "20%")
     assert done.exit_code == 2
-    assert "--max-regression: needs --baseline or --baseline-url to compare with" in done.output
+    assert "--max-regression: needs --baseline, --baseline-url or --history to compare with" in (
+        done.output
+    )
 
 
 def test_summary_shows_base_head_delta_and_the_test() -> None:

@@ -29,6 +29,7 @@ EDGES = frozenset(
         "action/settings.py",
         "action/files.py",
         "run.py",
+        "history_folder.py",
         "__main__.py",
     }
 )

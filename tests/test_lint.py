@@ -31,6 +31,8 @@ SHELL_SCRIPTS = [
         str(p.relative_to(REPO_ROOT))
         for pattern in (".ci/*.sh", "tests/**/*.sh", "scripts/*.sh", "bench/*.sh")
         for p in REPO_ROOT.glob(pattern)
+        # npm's packages (tests/render, tests/act/actions-cache) bring scripts of their own.
+        if "node_modules" not in p.parts
     ),
 ]
 

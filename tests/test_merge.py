@@ -111,9 +111,10 @@ def _lint(*command: str) -> None:
 
 
 def test_workflow_examples_exist() -> None:
-    """Both documented workflows are there for the linters below."""
+    """The documented workflows are there for the linters below."""
     assert WORKFLOW_EXAMPLES == [
         "docs/examples/baseline-from-main.yml",
+        "docs/examples/latency-history.yml",
         "docs/examples/matrix-merge.yml",
     ]
 

@@ -12,6 +12,7 @@ and the exit code; each step is a module of its own:
 - annotations.py: the ::error and ::warning lines for a result
 - outputs.py: the step outputs' values
 - comment.py: the sticky PR comment, as the `comment` input says
+- history.py: this run's result appended to the history folder, as `history-append` says
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from latency_gate import github
 from latency_gate.action.annotations import annotate
 from latency_gate.action.comment import post_comment
 from latency_gate.action.files import check_writable, write_outputs, write_reports, write_summary
+from latency_gate.action.history import append_history
 from latency_gate.action.inputs import read_inputs, scrub, secrets_in_inputs
 from latency_gate.action.loopback import IN_CONTAINER_VAR
 from latency_gate.action.outputs import output_values
@@ -120,6 +122,8 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
             if secret not in masked:
                 masked.append(secret)
                 print(github.add_mask(secret), file=out)
+    for warning in settings.history_warnings:  # a history folder is a cache: said, not fatal
+        print(github.annotation("warning", warning, title="latency-gate: history"), file=out)
 
     log = ProgressLog(out)
 
@@ -140,6 +144,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
                     label=settings.label,
                     plan=settings.baseline,
                     max_regression=settings.max_regression,
+                    history=settings.history,
                 )
             )
         )
@@ -159,6 +164,8 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         write_summary(summary_path, render_summary(results), out)
 
     comment_url = post_comment(settings, results, env, out)
+    if settings.history_options is not None:
+        append_history(results, settings.history_options, env, workspace, out)
     passed = all(result.verdict.passed for result in results)
 
     if output_path is not None:

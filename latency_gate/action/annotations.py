@@ -59,11 +59,12 @@ def annotate(result: RunResult, out: TextIO) -> None:
             file=out,
         )
     if result.baseline is not None and result.baseline.status != "compared":
+        what = "baseline" if result.baseline.history is None else "history"
         print(
             github.annotation(
                 "warning",
-                f"no baseline for {name}: {result.baseline.message}; regressions were not checked",
-                title="latency-gate: no baseline",
+                f"no {what} for {name}: {result.baseline.message}; regressions were not checked",
+                title=f"latency-gate: no {what}",
             ),
             file=out,
         )

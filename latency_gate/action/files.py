@@ -58,6 +58,36 @@ def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem
     return None
 
 
+def folder_path_problem(name: str, path: Path, workspace: Path) -> InputProblem | None:
+    """Why the action may not keep a folder at `path` (relative to the workspace, or absolute),
+    if so: like a written file (written_path_problem) it must lie inside the workspace, after
+    symbolic links and `..`, and not be the workspace itself; a file there is not a folder.
+    It need not exist yet (a first run)."""
+    text = str(path)
+    controls = [at for at, char in enumerate(text, 1) if unicodedata.category(char) == "Cc"]
+    if controls:
+        return InputProblem(
+            name,
+            f"holds a control character at position {controls[0]} (a line break?); "
+            "give a plain folder name",
+        )
+    root = workspace.resolve()
+    try:
+        target = (path if path.is_absolute() else workspace / path).resolve()
+    except (OSError, RuntimeError) as exc:
+        return InputProblem(name, f"cannot resolve {text!r}: {exc}")
+    if target == root or not target.is_relative_to(root):
+        return InputProblem(
+            name,
+            f"{text!r} is {'the workspace itself' if target == root else 'outside the workspace'}"
+            f" ({root}); the action keeps its folders only inside it: give a path relative to "
+            "the workspace, such as .latency-history",
+        )
+    if target.exists() and not target.is_dir():
+        return InputProblem(name, f"{text!r} is a file, not a folder")
+    return None
+
+
 def check_writable(json_path: Path, output_path: Path | None) -> None:
     """ConfigError naming each file the run must write but cannot (checked without writing)."""
     problems = []

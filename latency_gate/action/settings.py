@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from latency_gate.action.files import written_path_problem
+from latency_gate.action.files import folder_path_problem, written_path_problem
 from latency_gate.action.loopback import loopback_problems
 from latency_gate.config import (
     TARGET_KEYS,
@@ -25,10 +25,12 @@ from latency_gate.config.files import confined
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.history_folder import HistoryOptions, parse_history_options, plan_history
 from latency_gate.run import plan_baseline
 
 if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
+    from latency_gate.assess.history import HistoryPlan
 
 CommentMode = Literal["auto", "always", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")
@@ -38,6 +40,8 @@ ACTION_KEYS = ("comment", "summary", "json-path", "fail-on-breach", "github-toke
 SEVERAL_KEYS = ("targets", "baseline", "max-regression")
 # Inputs of one "Name: value" a line.
 MULTI_LINE_KEYS = ("headers", "baseline-headers")
+HISTORY_KEYS = ("history", "history-size", "history-append", "history-keep")
+_HISTORY_NAMES = {"size": "history-size", "keep": "history-keep", "append": "history-append"}
 DEFAULT_REPORT_DIR = "latency-gate-report"
 
 
@@ -59,6 +63,10 @@ class ActionSettings:
     markdown_path: Path | None = None
     # The limit of an A/B run (targets with a baseline-url); None: the default, 10 %.
     max_regression: RegressionLimit | None = None
+    # The history folder (`history`), read; where and when to append; the files it skipped.
+    history: HistoryPlan | None = None
+    history_options: HistoryOptions | None = None
+    history_warnings: tuple[str, ...] = ()
 
     @property
     def all_targets(self) -> tuple[Target, ...]:
@@ -78,7 +86,7 @@ def parse_settings(
     `in_container` (the Docker action) refuses loopback URLs, which would reach the container.
     """
     problems: list[InputProblem] = []
-    known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS)
+    known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS) | set(HISTORY_KEYS)
     problems += [InputProblem(k, "unknown input") for k in sorted(set(inputs) - known)]
 
     comment = inputs.get("comment", "auto").strip().lower()
@@ -131,40 +139,45 @@ def parse_settings(
                 problems.append(InputProblem(where, message))
     plan: BaselinePlan | None = None
     side_by_side = any(t.baseline_url is not None for t in targets)
+    limit = DEFAULT_LIMIT
     max_regression = None
-    if "baseline" in inputs and side_by_side:
-        problems.append(
-            InputProblem(
-                "baseline-url",
-                "give `baseline` (an earlier run's result) or `baseline-url` (a base measured "
-                "beside the head in this run), not both: a run makes one comparison",
-            )
-        )
-    elif side_by_side and "max-regression" in inputs:
+    if "max-regression" in inputs:
         try:
-            max_regression = parse_max_regression(inputs["max-regression"])
+            limit = max_regression = parse_max_regression(inputs["max-regression"])
         except ValueError as exc:
             problems.append(InputProblem("max-regression", str(exc)))
-    elif "baseline" in inputs:
+        if not ({"baseline", "history"} & set(inputs)) and not side_by_side:
+            problems.append(
+                InputProblem(
+                    "max-regression",
+                    "needs `baseline`, `baseline-url` or `history` to compare with",
+                )
+            )
+    compared = [k for k in ("baseline", "history") if k in inputs]
+    if side_by_side:
+        compared.append("baseline-url")
+    if len(compared) > 1:
+        shown = " and ".join(f"`{k}`" for k in compared)
+        problems.append(
+            InputProblem(
+                compared[-1],
+                f"give one of `baseline` (an earlier run's result), `baseline-url` (a base "
+                f"measured beside the head in this run) and `history`, not {shown}: a run makes "
+                "one comparison",
+            )
+        )
+    elif "baseline" in inputs and targets:
+        baseline_path = workspace / inputs["baseline"]
         try:
-            limit = DEFAULT_LIMIT
-            if "max-regression" in inputs:
-                limit = parse_max_regression(inputs["max-regression"])
-            baseline_path = workspace / inputs["baseline"]
             try:  # the baseline is read only inside the workspace, like every other file
                 confined(baseline_path, workspace)
             except ValueError as exc:
                 raise ConfigError.single("baseline", str(exc)) from None
-            if targets:
-                plan = plan_baseline(targets, baseline_path, limit, option="baseline")
-        except ValueError as exc:
-            problems.append(InputProblem("max-regression", str(exc)))
+            plan = plan_baseline(targets, baseline_path, limit, option="baseline")
         except ConfigError as exc:
             problems += exc.problems
-    elif "max-regression" in inputs:
-        problems.append(
-            InputProblem("max-regression", "needs `baseline` or `baseline-url` to compare with")
-        )
+    history, history_options, history_warnings = _history(inputs, workspace, targets, limit)
+    problems += history_warnings.problems
     # Named by the user: that one file and nothing beside it. Left to the action: its own
     # folder, with the Markdown report beside the JSON result.
     json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
@@ -194,4 +207,49 @@ def parse_settings(
         baseline=plan,
         label=label,
         max_regression=max_regression,
+        history=history,
+        history_options=history_options,
+        history_warnings=history_warnings.warnings,
     )
+
+
+@dataclass
+class _Found:
+    problems: list[InputProblem]
+    warnings: tuple[str, ...] = ()
+
+
+def _history(
+    inputs: Mapping[str, str], workspace: Path, targets: list[Target], limit: RegressionLimit
+) -> tuple[HistoryPlan | None, HistoryOptions | None, _Found]:
+    """The history folder, read (its skipped files are warnings) and its options validated.
+    The options are checked even without `history` (they carry defaults, a typo still shows)."""
+    found = _Found([])
+    folder = inputs.get("history", "")
+    try:
+        options = parse_history_options(
+            workspace / folder,
+            folder,
+            size=inputs.get("history-size"),
+            keep=inputs.get("history-keep"),
+            append=inputs.get("history-append"),
+            names=_HISTORY_NAMES,
+        )
+    except ConfigError as exc:
+        found.problems += exc.problems
+        return None, None, found
+    if not folder:
+        return None, None, found
+    if (problem := folder_path_problem("history", Path(folder), workspace)) is not None:
+        found.problems.append(problem)
+        return None, None, found
+    if not targets:
+        return None, None, found
+    warnings: list[str] = []
+    try:
+        history = plan_history(targets, options, limit, "history", warnings.append)
+    except ConfigError as exc:
+        found.problems += exc.problems
+        return None, None, found
+    found.warnings = tuple(warnings)
+    return history, options, found

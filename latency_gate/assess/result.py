@@ -11,6 +11,7 @@ from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_check, compare
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
+from latency_gate.assess.history import HistoryPlan, history_check
 from latency_gate.assess.regression import look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
@@ -73,6 +74,7 @@ def assess_run(
     ready_after: float | None = None,
     base_samples: Sequence[Sample] = (),
     max_regression: RegressionLimit | None = None,
+    history: HistoryPlan | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict.
 
@@ -80,8 +82,12 @@ def assess_run(
     run judged without one (interrupted early, or measured without sequential sampling) is
     judged in one look. An A/B run (a target with a baseline_url) is compared with its base
     arm, `base_samples`, by the gate's limit (`max_regression` when the gate is made here);
-    `baseline` is then not used. The budget checks judge `samples` alone.
+    `baseline` is then not used. With a `history` (and no `baseline`), a target with too few
+    runs for the history's rule is compared with its newest run (`HistoryPlan.as_baseline`).
+    The budget checks judge `samples` alone.
     """
+    if history is not None and baseline is None:
+        baseline = history.as_baseline()
     if gate is None:
         gate = gate_for(target, baseline, max_regression)
     numbers = stats.numbers(samples)
@@ -99,6 +105,7 @@ def assess_run(
         baseline=baseline,
         interrupted=interrupted,
         base_arm=side_by_side,
+        history=history,
     )
     warnings: list[str] = list(plan_warnings(target))
     if interrupted:
@@ -161,14 +168,18 @@ def judge_samples(
     baseline: BaselinePlan | None,
     interrupted: bool = False,
     base_arm: tuple[str, Sequence[Sample]] | None = None,
+    history: HistoryPlan | None = None,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
     took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
 
     `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
-    measured beside it; `baseline` is then not used."""
+    measured beside it; `baseline` is then not used. With a `history`, the comparison is the
+    history's (assess/history.py), made once here."""
     checks = gate.checks(samples, numbers)
     gated = [c.number for c in checks if c.limit is not None]
+    if history is not None and baseline is None:
+        baseline = history.as_baseline()
     check = None
     if base_arm is not None:
         source, base_samples = base_arm
@@ -197,6 +208,8 @@ def judge_samples(
             stopped_early=gate.failed_early,
             on_undecided=gate.plan.on_undecided_regression,
         )
+    if history is not None and base_arm is None:
+        check = history_check(history, target, samples, numbers, gated=gated, newest=check)
     verdict = judge(
         checks,
         successful_calls=sum(s.ok for s in samples),

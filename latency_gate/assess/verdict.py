@@ -87,6 +87,9 @@ def regression_reason(delta: NumberDelta) -> str:
     if delta.interval is not None and None not in delta.interval:
         low, high = delta.interval
         spread = f", head / base {low:.2f} to {high:.2f} (95 %)"
+    if delta.threshold is not None:  # against a history (assess/history.py)
+        bound = fmt_value(delta.threshold, delta.number)
+        spread = f" against the history, above its bound of {bound} (the limit included)"
     what = (
         "undecided regression, counted as one by policy (on-undecided-regression: fail)"
         if delta.by_policy

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,8 @@ from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
+    from latency_gate.assess.history import HistoryPlan
+    from latency_gate.history_folder import HistoryOptions
     from latency_gate.models import RunResult
 
 __all__ = ["merge_command", "probe_command", "quick_command"]
@@ -109,8 +112,24 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 )
 @click.option(
     "--max-regression",
-    help="How much worse a number may get against --baseline or --baseline-url: 20%, 200ms "
-    "or 20%,200ms [default: 10%].",
+    help="How much worse a number may get against --baseline, --baseline-url or --history: "
+    "20%, 200ms or 20%,200ms [default: 10%].",
+)
+@click.option(
+    "--history",
+    "history_path",
+    type=FilePath(file_okay=False),
+    help="A folder of earlier results of this target (main's runs): the run is judged against "
+    "their spread (instead of --baseline).",
+)
+@click.option("--history-size", help="The newest runs of --history used [default: 10].")
+@click.option(
+    "--history-append",
+    help="auto, true or false: write this run's result into --history afterwards "
+    "[default: auto: on GitHub Actions' default branch, never on a pull request].",
+)
+@click.option(
+    "--history-keep", help="Files of ours kept in --history after appending [default: 50]."
 )
 @click.option(
     "--label",
@@ -130,6 +149,10 @@ def probe_command(
     targets_path: str | None,
     baseline_path: str | None,
     max_regression: str | None,
+    history_path: str | None,
+    history_size: str | None,
+    history_append: str | None,
+    history_keep: str | None,
     label: str | None,
     verbose: bool,
     **options: str | bool | None,
@@ -151,8 +174,20 @@ def probe_command(
         raise ConfigError.single("--label", str(exc)) from None
     targets = _targets(raw, targets_path)
     side_by_side = any(t.baseline_url is not None for t in targets)
-    limit = _regression_limit(baseline_path, side_by_side, max_regression)
+    compared = [
+        name
+        for name, given in (
+            ("--baseline", baseline_path is not None),
+            ("--history", history_path is not None),
+            ("--baseline-url", side_by_side),
+        )
+        if given
+    ]
+    limit = _regression_limit(compared, max_regression)
     plan = None if baseline_path is None else plan_baseline(targets, Path(baseline_path), limit)
+    history = _history(
+        targets, history_path, limit, size=history_size, keep=history_keep, append=history_append
+    )
     check_writable({"--json": json_path, "--markdown": markdown_path})
     check_open_files(
         targets,
@@ -168,6 +203,7 @@ def probe_command(
                 label=label,
                 plan=plan,
                 max_regression=limit,
+                history=None if history is None else history[0],
             )
         )
     )
@@ -177,6 +213,8 @@ def probe_command(
         for warning in result.warnings:
             click.echo(f"warning: {warning}", err=True)
     write_reports(results, json_path, markdown_path)
+    if history is not None:
+        _append_history(results, history[1])
     sys.exit(exit_code(results))
 
 
@@ -197,27 +235,93 @@ def _targets(raw: dict[str, str | list[str] | None], targets_path: str | None) -
     return [with_environment_proxy(t, os.environ) for t in targets]
 
 
-def _regression_limit(
-    baseline_path: str | None, side_by_side: bool, max_regression: str | None
-) -> RegressionLimit:
+def _regression_limit(compared: list[str], max_regression: str | None) -> RegressionLimit:
     """The regression limit, checked before anything is measured: one comparison per run (an
-    earlier run's file or a base measured beside the head, not both), and a limit needs one."""
-    if baseline_path is not None and side_by_side:
+    earlier run's file, a base measured beside the head, or a history, not two), and a limit
+    needs one."""
+    if len(compared) > 1:
         raise ConfigError.single(
-            "--baseline-url",
-            "give --baseline (an earlier run's result) or --baseline-url (a base measured "
-            "beside the head in this run), not both: a run makes one comparison",
-        )
-    if baseline_path is None and not side_by_side and max_regression is not None:
-        raise ConfigError.single(
-            "--max-regression", "needs --baseline or --baseline-url to compare with"
+            compared[-1],
+            "give one of --baseline (an earlier run's result), --baseline-url (a base measured "
+            f"beside the head in this run) and --history, not {' and '.join(compared)}: a run "
+            "makes one comparison",
         )
     if max_regression is None:
         return DEFAULT_LIMIT
+    if not compared:
+        raise ConfigError.single(
+            "--max-regression", "needs --baseline, --baseline-url or --history to compare with"
+        )
     try:
         return parse_max_regression(max_regression)
     except ValueError as exc:
         raise ConfigError.single("--max-regression", str(exc)) from None
+
+
+_HISTORY_NAMES = {"size": "--history-size", "keep": "--history-keep", "append": "--history-append"}
+
+
+def _history(
+    targets: list[Target],
+    history_path: str | None,
+    limit: RegressionLimit,
+    *,
+    size: str | None,
+    keep: str | None,
+    append: str | None,
+) -> tuple[HistoryPlan, HistoryOptions] | None:
+    """Read the history folder before anything is measured; its skipped files are warnings."""
+    given = {"size": size, "keep": keep, "append": append}
+    if history_path is None:
+        stray = [_HISTORY_NAMES[key] for key, value in given.items() if value is not None]
+        if stray:
+            raise ConfigError.single(stray[0], "needs --history")
+        return None
+    from latency_gate.history_folder import (  # noqa: PLC0415 (start-up)
+        parse_history_options,
+        plan_history,
+    )
+
+    options = parse_history_options(
+        working_dir() / history_path, history_path, **given, names=_HISTORY_NAMES
+    )
+    plan = plan_history(
+        targets,
+        options,
+        limit,
+        "--history",
+        lambda warning: click.echo(f"warning: {warning}", err=True),
+    )
+    return plan, options
+
+
+def _append_history(results: list[RunResult], options: HistoryOptions) -> None:
+    """This run's result into the history folder, as history-append says; a folder that cannot
+    be written is a warning (it is a cache), never a failed run."""
+    from latency_gate.history_folder import (  # noqa: PLC0415 (start-up)
+        append_decision,
+        append_result,
+        prune,
+    )
+    from latency_gate.report.result_file import dump_runs  # noqa: PLC0415 (start-up)
+
+    append, why = append_decision(options.append, os.environ)
+    if append and any(result.interrupted for result in results):
+        append, why = False, "not appended: the run was interrupted"
+    if not append:
+        click.echo(f"history: {why}", err=True)
+        return
+    try:
+        path = append_result(
+            options.folder, dump_runs(results), datetime.now(UTC), os.environ.get("GITHUB_RUN_ID")
+        )
+        deleted = prune(options.folder, options.keep)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        click.echo(f"warning: history: could not append to {options.shown!r}: {reason}", err=True)
+        return
+    pruned = f"; pruned {len(deleted)} older file(s)" if deleted else ""
+    click.echo(f"history: {why}: wrote {path.name!r}{pruned}", err=True)
 
 
 @main.command("merge")

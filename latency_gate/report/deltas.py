@@ -1,6 +1,8 @@
 """The comparison with a baseline as report text: a row per number (base, head, delta, the
 interval of head / base, the outcome), the limit a number must pass to regress, and where the
-base came from (an earlier run's file, or a base endpoint measured side by side in this run)."""
+base came from (an earlier run's file, or a base endpoint measured side by side in this run);
+against a history, the same rows with the history's typical run as base and its prediction
+bound."""
 
 from __future__ import annotations
 
@@ -11,7 +13,15 @@ from latency_gate.formatting import clean_text, fmt_bounds, fmt_duration, fmt_va
 from latency_gate.models import BaselineCheck
 from latency_gate.report.view import NUMBER_LABELS
 
-__all__ = ["DeltaRow", "baseline_source_markdown", "delta_rows", "regression_limit_text"]
+__all__ = [
+    "DeltaRow",
+    "HistoryRow",
+    "baseline_source_markdown",
+    "delta_rows",
+    "history_heading",
+    "history_rows",
+    "regression_limit_text",
+]
 
 
 @dataclass(frozen=True)
@@ -55,6 +65,43 @@ def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
             )
         )
     return tuple(rows)
+
+
+@dataclass(frozen=True)
+class HistoryRow:
+    """One number against a history, as text for a report row."""
+
+    label: str
+    history: str  # the history's typical run (geometric mean)
+    head: str
+    ratio: str  # head / history
+    above: str  # the value a regression must exceed: "377 ms (bound x1.19, +10 %)"
+    result: str
+
+
+def history_rows(check: BaselineCheck | None) -> tuple[HistoryRow, ...]:
+    """Against a history: the history's typical run, head, head / history, the value the head
+    had to exceed (the prediction bound as a ratio, the limit on top), the outcome."""
+    rows = []
+    for row, d in zip(delta_rows(check), () if check is None else check.deltas, strict=True):
+        ratio = above = "—"
+        if d.base and d.head is not None and d.number != "error_rate":
+            ratio = f"x{d.head / d.base:.2f}"
+        if d.bound is not None and d.threshold is not None and d.base and check is not None:
+            above = (
+                f"{fmt_value(d.threshold, d.number)} (bound x{d.bound / d.base:.2f}, "
+                f"+{regression_limit_text(check)})"
+            )
+        elif d.number == "error_rate":
+            ratio = row.interval
+        rows.append(HistoryRow(row.label, row.base, row.head, ratio, above, row.result))
+    return tuple(rows)
+
+
+def history_heading(check: BaselineCheck) -> str:
+    """ "against the history of 10 runs (prediction interval, drift between runs included)"."""
+    runs = 0 if check.history is None else len(check.history.runs)
+    return f"against the history of {runs} runs (prediction interval, drift between runs included)"
 
 
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:

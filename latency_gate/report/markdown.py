@@ -28,6 +28,8 @@ from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
 from latency_gate.report.deltas import (
     baseline_source_markdown,
     delta_rows,
+    history_heading,
+    history_rows,
     regression_limit_text,
 )
 from latency_gate.report.markup import md_text, md_url
@@ -54,8 +56,8 @@ SUMMARY_CUT_NOTE = "cut to fit GitHub's 1 MiB summary limit"
 COMMENT_CUT_NOTE = "cut to fit GitHub's 65,536-character comment limit"
 # Sections dropped whole, in this order, when raw samples alone do not bring a report under
 # its limit. "details" is every per-target section but the numbers.
-SUMMARY_SECTIONS = ("settings", "errors", "phases", "findings", "details")
-COMMENT_SECTIONS = ("findings",)
+SUMMARY_SECTIONS = ("settings", "errors", "phases", "trend", "findings", "details")
+COMMENT_SECTIONS = ("trend", "findings")
 
 
 @functools.cache
@@ -86,6 +88,8 @@ def environment() -> jinja2.Environment:
     env.filters["nowrap"] = lambda text: str(text).replace(" ", "\u00a0")
     # Globals, not context: the imported macros see globals only.
     env.globals["delta_rows"] = delta_rows
+    env.globals["history_rows"] = history_rows
+    env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
     env.globals["baseline_source"] = baseline_source_markdown
     env.filters["chain"] = chain_cell

@@ -16,7 +16,7 @@ from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
-from latency_gate.report.deltas import regression_limit_text
+from latency_gate.report.deltas import history_heading, regression_limit_text
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -222,14 +222,25 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
         if check is None:
             continue
         who = f" for {name}" if len(results) > 1 else ""
+        judged = None if check.history is None else check.history.judged
+        limit = regression_limit_text(check)
         if check.status != "compared":
-            text = f"no baseline{who}: {clean_text(check.message)}; regressions not checked"
+            what = "baseline" if judged is None else "history"
+            text = f"no {what}{who}: {clean_text(check.message)}; regressions not checked"
+        elif judged == "prediction":
+            found = (
+                f"{len(check.regressions)} regressed beyond the runs' spread and the {limit} limit"
+                if check.regressions
+                else f"no number regressed beyond the runs' spread and the {limit} limit"
+            )
+            text = f"{history_heading(check)}{who}: {found}"
         elif check.regressions:
             text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
         else:
-            limit = regression_limit_text(check)
             text = f"baseline{who}: no number regressed beyond noise and the {limit} limit"
-        lines.append(text)
+        if judged == "newest":
+            text += f"; {clean_text(check.message)}"
+        lines += _wrap(text) if judged is not None else [text]
     return ["", *lines] if lines else []
 
 

@@ -24,6 +24,7 @@ from latency_gate.models import (
 )
 from latency_gate.report.chain import chart_lines
 from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of
+from latency_gate.report.trend import TrendChart, trend_charts
 
 __all__ = [
     "NUMBER_LABELS",
@@ -69,6 +70,7 @@ class TargetView:
     settings: tuple[tuple[str, str], ...]
     started: str
     duration: float
+    trend: tuple[TrendChart, ...] = ()  # against a history: its runs and this one, charted
 
     @property
     def breaches(self) -> tuple[Row, ...]:
@@ -280,6 +282,7 @@ def target_view(result: RunResult, scale: float) -> TargetView:
         settings=_settings(result.config),
         started=datetime.fromtimestamp(result.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         duration=max(0.0, result.finished_at - result.started_at),
+        trend=trend_charts(result),
     )
 
 

@@ -8,8 +8,11 @@
 - `dump_dom` / `screenshot`: Debian's chromium with the flags from shared/TESTING.md.
 - `read_png`: a small PNG decoder (8-bit RGB/RGBA, not interlaced: what Chromium writes), so the
   test needs no imaging library.
+- `MERMAID` / `mermaid_script`: npm's `mermaid` (the bundle, loaded from this folder by a
+  `<script src>` in the page's head) and a script that draws every ```mermaid block as GitHub
+  does, then runs the test's own script once the charts are drawn.
 
-`setup.sh` beside this file installs chromium, cmark-gfm and the CSS.
+`setup.sh` beside this file installs chromium, cmark-gfm, the CSS and mermaid.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from markdown_it import MarkdownIt
 
 HERE = Path(__file__).resolve().parent
 CSS = HERE / "node_modules" / "github-markdown-css" / "github-markdown-light.css"
+MERMAID = HERE / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
 CHROMIUM_NAMES = ("chromium", "chromium-browser")
 BROWSER_TIMEOUT = 60.0
 
@@ -46,6 +50,31 @@ def markdown_to_html(markdown: str, css: str, script: str = "") -> str:
     return _page(body, css, script)
 
 
+def mermaid_script(then: str) -> str:
+    """A page script that turns each ```mermaid block (cmark-gfm's `<pre><code
+    class="language-mermaid">`) into a drawn chart, as GitHub shows it, records how that went in
+    `document.body.dataset.mermaid` ("drawn N" or the error), then runs `then`."""
+    return (
+        "(async () => {\n"
+        "  const blocks = [...document.querySelectorAll('pre > code.language-mermaid')];\n"
+        "  for (const code of blocks) {\n"
+        "    const chart = document.createElement('div');\n"
+        "    chart.className = 'mermaid';\n"
+        "    chart.textContent = code.textContent;\n"
+        "    code.parentElement.replaceWith(chart);\n"
+        "  }\n"
+        "  try {\n"
+        "    mermaid.initialize({startOnLoad: false, theme: 'default'});\n"
+        "    await mermaid.run({querySelector: '.mermaid'});\n"
+        "    document.body.dataset.mermaid = 'drawn ' + blocks.length;\n"
+        "  } catch (error) {\n"
+        "    document.body.dataset.mermaid = 'error: ' + error;\n"
+        "  }\n"
+        f"  {then}\n"
+        "})();\n"
+    )
+
+
 CMARK_EXTENSIONS = ("table", "strikethrough", "autolink", "tagfilter")
 _ALERT = re.compile(
     r"<blockquote>\n<p>\[!(NOTE|TIP|IMPORTANT|WARNING|CAUTION)\]\n?(.*?)</blockquote>", re.DOTALL
@@ -57,16 +86,19 @@ def find_cmark() -> str | None:
     return shutil.which("cmark-gfm")
 
 
-def github_html(cmark: str, markdown: str, css: str, script: str = "") -> str:
+def github_html(
+    cmark: str, markdown: str, css: str, script: str = "", *, head_scripts: tuple[Path, ...] = ()
+) -> str:
     """A whole HTML page of `markdown` as github.com renders it: cmark-gfm with GitHub's
-    extensions (raw HTML kept, as GitHub keeps <details>), and `> [!NOTE]` as an alert."""
+    extensions (raw HTML kept, as GitHub keeps <details>), and `> [!NOTE]` as an alert.
+    `head_scripts` are loaded first (such as MERMAID), from their files."""
     args = [cmark, "--unsafe"]
     for extension in CMARK_EXTENSIONS:
         args += ["-e", extension]
     done = subprocess.run(
         args, input=markdown.encode(), capture_output=True, timeout=BROWSER_TIMEOUT, check=True
     )
-    return _page(_ALERT.sub(_alert, done.stdout.decode()), css, script)
+    return _page(_ALERT.sub(_alert, done.stdout.decode()), css, script, head_scripts)
 
 
 def _alert(match: re.Match[str]) -> str:
@@ -80,12 +112,13 @@ def _alert(match: re.Match[str]) -> str:
     )
 
 
-def _page(body: str, css: str, script: str) -> str:
+def _page(body: str, css: str, script: str, head_scripts: tuple[Path, ...] = ()) -> str:
+    loaded = "".join(f"<script src='{path.as_uri()}'></script>\n" for path in head_scripts)
     return (
         "<!doctype html>\n<html><head><meta charset='utf-8'>\n"
         f"<style>{css}\n.markdown-body {{ box-sizing: border-box; max-width: 980px; "
         "margin: 0 auto; padding: 45px; }}</style>\n"
-        f"</head><body>\n<article class='markdown-body'>\n{body}</article>\n"
+        f"{loaded}</head><body>\n<article class='markdown-body'>\n{body}</article>\n"
         f"<script>{script}</script>\n</body></html>\n"
     )
 
