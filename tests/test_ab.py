@@ -424,9 +424,9 @@ def test_cli_baseline_and_baseline_url_together_exit_2(
     done = invoke("probe", head.url, *FEW, "--baseline-url", base.url, "--baseline", "x.json")
     assert done.exit_code == 2, done.output
     assert done.output == (
-        "Error: invalid input --baseline-url: give --baseline (an earlier run's result) or "
-        "--baseline-url (a base measured beside the head in this run), not both: a run makes "
-        "one comparison\n"
+        "Error: invalid input --baseline-url: give one of --baseline (an earlier run's result), "
+        "--baseline-url (a base measured beside the head in this run) and --history, not "
+        "--baseline and --baseline-url: a run makes one comparison\n"
     )
     targets = tmp_path / "targets.yml"
     targets.write_text(
@@ -434,7 +434,7 @@ def test_cli_baseline_and_baseline_url_together_exit_2(
     )
     done = invoke("probe", "--targets", str(targets), *FEW, "--baseline", "x.json")
     assert done.exit_code == 2
-    assert "--baseline-url: give --baseline" in done.output
+    assert "--baseline-url: give one of --baseline" in done.output
     assert head.records == []
     assert base.records == []
 
@@ -518,7 +518,7 @@ def test_action_baseline_and_baseline_url_together_exit_2(
     )
     assert code == 2
     assert log.splitlines()[0] == f"::add-mask::{BASE_KEY}"
-    assert "baseline-url: give `baseline` (an earlier run's result) or `baseline-url`" in log
+    assert "baseline-url: give one of `baseline` (an earlier run's result), `baseline-url`" in log
     assert head.records == []
 
 

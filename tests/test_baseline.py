@@ -258,7 +258,8 @@ def test_summary_shows_base_head_delta_and_the_test() -> None:
     assert "### Against the baseline\n" in text
     assert (
         "Test: exact permutation test of each percentile at the limit (the exact conditional "
-        "test of two counts for the error rate), one-sided alpha 0.02 split over the looks."
+        "test of two counts for the error rate), one-sided alpha 0.02 for a regression and 0.1 "
+        "for 'not regressed', spent over the looks."
     ) in text
     # Each value keeps its unit on its line (no-break spaces): the result column is wide.
     assert (

@@ -27,6 +27,7 @@ from latency_gate.assess.checks import (
 )
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
 from latency_gate.assess.regression import (
+    Alphas,
     Regression,
     error_rate_regression,
     look_alpha,
@@ -249,7 +250,7 @@ class Gate:
         self,
         samples: Sequence[Sample],
         base_samples: Sequence[Sample] | None,
-        alpha: float,
+        alpha: Alphas,
         *,
         undecided_only: bool = False,
     ) -> None:
@@ -274,7 +275,8 @@ class Gate:
                     _failed(base),
                     max(len(base), 1),
                     max_relative=limit.relative or 0.0,
-                    alpha=alpha,
+                    alpha=alpha.regressed,
+                    alpha_within=alpha.within,
                 ).outcome
             elif number.pick is not None and number.q is not None:
                 found = percentile_regression(
@@ -283,7 +285,8 @@ class Gate:
                     number.q,
                     max_relative=limit.relative,
                     max_absolute=limit.absolute,
-                    alpha=alpha,
+                    alpha=alpha.regressed,
+                    alpha_within=alpha.within,
                     interval=False,
                 )
                 if found is None:
