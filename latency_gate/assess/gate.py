@@ -332,11 +332,21 @@ class Gate:
         judged = self.judged.get(number.name) or self._judge(number, limit, samples)
         if judged is None:
             return Check(**common, passed=None, interval=interval)
+        within = (
+            nearer_healthy(judged.events, judged.n, limit)
+            if number.name == "error_rate"
+            else value <= limit
+        )
         earlier = self.last_decided.get(number.name)
-        if judged.decision is Decision.UNDECIDED and earlier is not None:
+        agrees = earlier is not None and (earlier.decision is Decision.PASS) == within
+        if judged.decision is Decision.UNDECIDED and earlier is not None and agrees:
             # Decided at an earlier look; the calls taken since for other checks neither
-            # confirm nor overturn it. A FAIL (PASS) that the test reached at some look is
-            # wrong at most alpha (beta) of the time, so the earlier decision stands.
+            # confirm nor overturn it, and what every call says agrees with it. A FAIL (PASS)
+            # that the test reached at some look is wrong at most alpha (beta) of the time, so
+            # the earlier decision stands. Where every call says otherwise (a PASS beside a p95
+            # now over its budget), the check is what it is at the last look: undecided, and
+            # the policy below decides it, so a report never shows a PASS beside a value its
+            # own rule would fail.
             return Check(
                 **common,
                 passed=earlier.decision is Decision.PASS,
@@ -355,11 +365,6 @@ class Gate:
                 interval=interval,
                 decided=False,
             )
-        within = (
-            nearer_healthy(judged.events, judged.n, limit)
-            if number.name == "error_rate"
-            else value <= limit
-        )
         passed, by_policy = resolve(judged.decision, self.plan, within=within)
         note = ""
         if by_policy:
