@@ -610,7 +610,9 @@ def test_cli_two_alike_endpoints_do_not_regress(tmp_path: Path) -> None:
     with serve_in_thread(ALIKE, twin) as (head, base):
         done = invoke("probe", head.url, *FEW, "--baseline-url", base.url)
     assert done.exit_code == 0, done.output
-    assert "baseline: no number regressed beyond noise and the 10 % limit" in done.output
+    assert (
+        "against the base measured beside it: no number regressed beyond noise and the 10 % limit"
+    ) in done.output
 
 
 def test_the_json_holds_both_arms_and_validates(tmp_path: Path) -> None:
@@ -673,7 +675,9 @@ def test_side_by_side_source_is_a_code_span_whatever_it_holds() -> None:
     check = BaselineCheck(status="compared", kind="side-by-side", source="http://h/a`b``c")
     assert baseline_source_markdown(check).startswith("the base endpoint ```http://h/a`b``c```,")
     assert baseline_source_markdown(check.model_copy(update={"kind": "earlier-run"})) == (
-        "http://h/a\\`b\\`\\`c"
+        "http://h/a\\`b\\`\\`c; one earlier run: drift between runs is not accounted for (the "
+        "endpoint's load, the network or the runner moving between the two reads as a change; "
+        "--baseline-url or --history account for it)"
     )
 
 
