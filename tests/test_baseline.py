@@ -197,13 +197,15 @@ def invoke(*args: str) -> Result:
 
 
 def test_cli_unchanged_endpoint_passes(server: DemoServer, tmp_path: Path) -> None:
-    """Against an unchanged endpoint the baseline run passes and says nothing regressed."""
+    """Against an unchanged endpoint the baseline run passes and says nothing regressed. (A
+    limit of 50 %: one earlier run on a busy machine moves by more than 10 % from load alone,
+    which is what this comparison cannot see, docs/statistics.md table j.)"""
     base = tmp_path / "base.json"
     first = invoke("probe", server.url, *FEW, "--json", str(base))
     assert first.exit_code == 0, first.output
-    again = invoke("probe", server.url, *FEW, "--baseline", str(base))
+    again = invoke("probe", server.url, *FEW, "--baseline", str(base), "--max-regression", "50%")
     assert again.exit_code == 0, again.output
-    assert "baseline: no number regressed beyond noise and the 10 % limit" in again.output
+    assert "baseline: no number regressed beyond noise and the 50 % limit" in again.output
 
 
 def test_cli_twice_slower_fails_naming_the_regression(server: DemoServer, tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, 
 __all__ = [
     "TEST_NAME",
     "BaselinePlan",
-    "baseline_check",
+    "baseline_for",
     "compare",
     "config_differences",
     "match_baseline",
@@ -247,19 +247,9 @@ class BaselinePlan:
     runs: Mapping[str, RunResult | None] | None
 
 
-def baseline_check(
-    plan: BaselinePlan,
-    target: str,
-    samples: Sequence[Sample],
-    numbers: Numbers,
-    *,
-    outcomes: Mapping[str, Regression] | None = None,
-    alpha: Alphas | None = None,
-    gated: Collection[str] | None = None,
-    stopped_early: bool = False,
-    on_undecided: str = "pass",
-) -> BaselineCheck:
-    """A run of `target` against the plan's baseline, or the reason there is none."""
+def baseline_for(plan: BaselinePlan, target: str) -> RunResult | BaselineCheck:
+    """The plan's baseline run of `target`, or the check that says why there is none (the
+    reports say so plainly: a missing baseline never passes silently)."""
     if plan.runs is None:
         return missing_baseline(
             plan.source, "missing", f"no baseline file at {plan.source} (a first run?)"
@@ -273,15 +263,4 @@ def baseline_check(
             f"{plan.source} holds no run of {target!r}"
             + (f" (its runs: {known})" if known else ""),
         )
-    return compare(
-        samples,
-        numbers,
-        base,
-        plan.limit,
-        plan.source,
-        outcomes=outcomes,
-        alpha=alpha,
-        gated=gated,
-        stopped_early=stopped_early,
-        on_undecided=on_undecided,
-    )
+    return base

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -255,25 +255,25 @@ def ratio_interval(
     else:
         centre, width = head_q - base_q, spread
         to_limit = float
-    # The lower side: the smallest limit whose "worse still" test does not reject.
-    low, high = centre - width, centre
+    # The lower side: the smallest limit whose "worse still" test does not reject; the upper:
+    # the largest whose "better" test does not.
+    lower = _edge(lambda x: worse(to_limit(x)) > tail, inside=centre, outside=centre - width)
+    upper = _edge(lambda x: better(to_limit(x)) > tail, inside=centre, outside=centre + width)
+    return Interval(
+        to_limit(lower), to_limit(upper), level=level, method="the permutation test inverted"
+    )
+
+
+def _edge(kept: Callable[[float], bool], *, inside: float, outside: float) -> float:
+    """The last point from `inside` towards `outside` at which `kept` still holds, by bisection
+    (`kept` holds at `inside` and not beyond the edge)."""
     for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        if worse(to_limit(middle)) > tail:
-            high = middle
+        middle = (inside + outside) / 2
+        if kept(middle):
+            inside = middle
         else:
-            low = middle
-    lower = to_limit(high)
-    # The upper side: the largest limit whose "better" test does not reject.
-    low, high = centre, centre + width
-    for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        if better(to_limit(middle)) > tail:
-            low = middle
-        else:
-            high = middle
-    upper = to_limit(low)
-    return Interval(lower, upper, level=level, method="the permutation test inverted")
+            outside = middle
+    return inside
 
 
 @dataclass(frozen=True)
