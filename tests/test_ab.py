@@ -603,6 +603,30 @@ def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None
     assert "query-secret-42" not in markdown + (tmp_path / "r.json").read_text() + done.output
 
 
+def test_every_budget_off_still_tests_the_default_numbers(tmp_path: Path) -> None:
+    """A run that only compares (every budget off) is still asked "slower?": the default
+    budget's numbers are tested, and a head twice as slow as its base fails the run."""
+    slower = ALIKE.model_copy(update={"latency": 0.080, "seed": 6})
+    off = ("--max-warm-p95", "off", "--max-concurrent-p95", "off", "--max-error-rate", "off")
+    with serve_in_thread(slower, ALIKE) as (head, base):
+        done = invoke(
+            "probe",
+            head.url,
+            *FEW,
+            *off,
+            "--baseline-url",
+            base.url,
+            "--json",
+            str(tmp_path / "r.json"),
+        )
+    assert done.exit_code == 1, done.output
+    result = RunResult.model_validate_json((tmp_path / "r.json").read_text())
+    assert result.baseline is not None
+    tested = {d.number for d in result.baseline.deltas if d.outcome is not None}
+    assert tested == {"warm_p95", "concurrent_p95", "error_rate"}
+    assert "warm_p95" in {d.number for d in result.baseline.regressions}
+
+
 def test_cli_two_alike_endpoints_do_not_regress(tmp_path: Path) -> None:
     """Two endpoints of the same behaviour (the same service time and jitter, other seeds):
     exit 0, no number regressed."""

@@ -254,17 +254,19 @@ class Gate:
         *,
         undecided_only: bool = False,
     ) -> None:
-        """Each gated number's regression at this look's `alpha`, judged again on every call
-        (only numbers with a budget are tested: an ungated number is shown, not held to
-        anything), against the base arm of an A/B run when `base_samples` is given, else the
-        baseline run. A regression decided at a look keeps that decision when later calls
+        """Each compared number's regression at this look's `alpha`, judged again on every call
+        (only numbers with a budget are tested, or the default budget's when every budget is
+        off: `Budget.compared`; any other number is shown, not held to anything), against
+        the base arm of an A/B run when `base_samples` is given, else the baseline run. A
+        regression decided at a look keeps that decision when later calls
         leave it undecided (`regressions_decided`)."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
             return
+        compared = self.budget.compared()
         for number in GATED_NUMBERS:
-            if self._limit(number) is None:
+            if number.name not in compared:
                 continue
             if undecided_only and self.regressions.get(number.name) is not Regression.UNDECIDED:
                 continue

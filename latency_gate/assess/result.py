@@ -178,7 +178,7 @@ def judge_samples(
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
     history's (assess/history.py), made once here."""
     checks = gate.checks(samples, numbers)
-    gated = [c.number for c in checks if c.limit is not None]
+    gated = gate.budget.compared()
     if history is not None and baseline is None:
         baseline = history.as_baseline()
     # Every comparison is judged at the end alike: the gate's outcomes, what is left of alpha
