@@ -91,6 +91,11 @@ class Target(_Frozen):
     max_calls: int | None = Field(default=None, ge=1, le=100_000)
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     on_undecided_regression: Literal["fail", "pass"] = "pass"
+    # The capacity at the budget (assess/capacity.py): after the looks, the most calls at once
+    # whose concurrent p95 holds its budget, searched up to capacity_max; min_capacity gates it.
+    capacity: bool = False
+    capacity_max: int = Field(default=64, ge=1, le=10_000)
+    min_capacity: int | None = Field(default=None, ge=1, le=10_000)
     fresh_connections: bool = False
     follow_redirects: bool = False
     ca_bundle: str | None = None
@@ -219,6 +224,11 @@ NOT_COMPARED = (
     "max_calls",
     "on_undecided",
     "on_undecided_regression",
+    # The capacity search runs after the looks, on calls of its own: the run's numbers are
+    # measured alike with it or without (its own figure is compared on its own terms).
+    "capacity",
+    "capacity_max",
+    "min_capacity",
     # Where an A/B run's base was: not what the head measured.
     "baseline_url",
     "baseline_api_key",
