@@ -4,9 +4,14 @@ burst (assess/capacity_levels.py), with scripted levels: no endpoint."""
 from __future__ import annotations
 
 import itertools
+import os
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from conftest import REPO_ROOT
 
 from latency_gate.assess.capacity import CapacityRun, CapacitySearch, judged_again
 from latency_gate.assess.capacity_levels import LevelCalls, LevelLimits, judge_level, level_record
@@ -320,3 +325,20 @@ def test_a_file_s_capacity_judged_again_from_its_levels_calls() -> None:
     assert again.found == 3
     assert again.breaking == 4
     assert [lv.held for lv in again.levels] == [lv.held for lv in honest.levels]
+
+
+def test_the_simulation_of_the_search_runs(tmp_path: Path) -> None:
+    """bench/capacitysim.py, a few runs a cell: every table comes out, the clear cells right."""
+    done = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "capacitysim.py"), "--runs", "20"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO_ROOT)},
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    for table in ("## levels", "## accuracy", "## cost", "## caps"):
+        assert table in done.stdout
+    assert "| queued | 1 | 1.5 s | 1 | 0.0 % / 49.9 % | 100.0 % | 0.0 % | 0.0 % |" in done.stdout
