@@ -383,3 +383,18 @@ def test_the_chart_is_drawn_in_the_summary(tmp_path: Path) -> None:
     tops = [y for _, y, _ in bars]  # SVG y grows downward: a bar over the line has a smaller top
     assert all(top > line_y for top in tops[:4])  # 10 to 26 held: under the budget
     assert all(top < line_y for top in tops[4:])  # 27 and over broke: above it
+
+
+def test_a_search_stopped_by_the_cap_cannot_show_a_drop() -> None:
+    """Head stopped by max-calls at "at least 13" against a base of 26: undecided, not a
+    regression, said beside the verdict."""
+    base = _result(_searched(0.11))
+    plan = BaselinePlan("base.json", DEFAULT_LIMIT, {"local": base})
+    cut = _searched(0.11).model_copy(
+        update={"found": 13, "complete": False, "stopped_by_cap": True, "stopped": "max-calls"}
+    )
+    head = _result(cut, baseline=plan)
+    delta = next(d for d in head.baseline.deltas if d.number == "capacity")  # type: ignore[union-attr]
+    assert (delta.regressed, delta.outcome, delta.decided) == (False, "undecided", False)
+    assert head.verdict.passed
+    assert any(item.startswith("capacity regression undecided") for item in head.verdict.undecided)

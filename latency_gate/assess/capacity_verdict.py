@@ -243,22 +243,28 @@ def capacity_delta(
             number="capacity", base=float(base_found), head=float(head.found), note=why
         )
     threshold = base_found / (1.0 + relative)
-    regressed = head_found < threshold
-    if not head.complete and head_found >= threshold:
-        regressed = False  # "at least" that much: not lower
     note = (
         f"regresses below {threshold:.4g} calls at once (the base's {base_found:g} less the "
         f"{relative * 100:.0f} % limit)"
     )
-    if not head.complete and regressed:
-        note += "; this run's search did not end: at least its figure"
+    if not head.complete and head_found < threshold:
+        # "At least" that many: it cannot show a drop, nor rule one out.
+        return NumberDelta(
+            number="capacity",
+            base=float(base_found),
+            head=float(head.found),
+            decided=False,
+            outcome="undecided",
+            note=f"{note}; this run's search did not end ({head.stopped}): at least its figure",
+        )
+    regressed = head_found < threshold
     return NumberDelta(
         number="capacity",
         base=float(base_found),
         head=float(head.found),
         regressed=regressed,
         outcome="regressed" if regressed else "not regressed",
-        note=note,
+        note=note if regressed else "",
     )
 
 

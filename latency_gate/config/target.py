@@ -197,6 +197,9 @@ class Target(_Frozen):
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         for key in ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy"):
             data.pop(key, None)  # a run without a base keeps the settings it always had
+        if not self.capacity:  # nor does a run without the capacity search gain its settings
+            for key in ("capacity", "capacity_max", "min_capacity"):
+                data.pop(key, None)
         if self.baseline_url is not None:
             data["baseline_url"] = redact_url(self.baseline_url)
             data["baseline_api_key"] = None if self.baseline_api_key is None else REDACTED
