@@ -4,6 +4,7 @@ concurrencies, calls kept apart from the run's, the cap, an A/B run, the verdict
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 
 import pytest
@@ -203,3 +204,67 @@ async def test_the_queue_finding_and_the_capacity_agree_on_the_free_server() -> 
     text = " ".join(render_terminal([result]).split())
     assert "holds concurrent p95 ≤ 1.30 s up to 3 calls at once; breaks at 4" in text
     assert "so about 3 at once hold it; as the search found." in text
+
+
+class _ConnectionPool:
+    """A server that serves `workers` connections at a time, each held by its worker until the
+    client closes it or stays idle `keep_alive` seconds (cpp-httplib's thread per connection,
+    as llama.cpp's server runs it); each request answered after 50 ms."""
+
+    def __init__(self, workers: int, keep_alive: float) -> None:
+        self.workers = asyncio.Semaphore(workers)
+        self.keep_alive = keep_alive
+        self.server: asyncio.Server | None = None
+
+    async def __aenter__(self) -> str:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}/"
+
+    async def __aexit__(self, *_: object) -> None:
+        assert self.server is not None
+        self.server.close()
+        await self.server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        async with self.workers:
+            try:
+                while True:
+                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.keep_alive)
+                    length = next(
+                        (
+                            int(line.split(b":")[1])
+                            for line in head.split(b"\r\n")
+                            if line.lower().startswith(b"content-length:")
+                        ),
+                        0,
+                    )
+                    await reader.readexactly(length)
+                    await asyncio.sleep(0.05)
+                    writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+                    await writer.drain()
+            except (TimeoutError, asyncio.IncompleteReadError, ConnectionError):
+                pass
+            finally:
+                writer.close()
+
+
+async def test_a_burst_frees_each_connection_when_its_call_ends() -> None:
+    """Against a server of 3 connection workers (keep-alive 3 s), bursts of 6 at once: each
+    call's connection is closed as its answer ends, so the later calls get a worker within
+    a few answers' time, not after a keep-alive timeout (the stall llama.cpp's server showed:
+    calls of 35 s in bursts of 6 on a 1-slot server)."""
+    import time
+
+    from latency_gate.measure.clients import burst, ssl_context_for
+
+    async with _ConnectionPool(workers=3, keep_alive=3.0) as url:
+        target = build_target({"url": url, "concurrency": "6", "timeout": "10s"})
+        into: list = []  # type: ignore[type-arg]
+        began = time.monotonic()
+        await burst(target, ssl_context_for(target), True, into)
+        took = time.monotonic() - began
+    assert len(into) == 6
+    assert all(s.ok for s in into)
+    assert max(s.latency for s in into) < 1.0
+    assert took < 2.0

@@ -37,15 +37,16 @@ def llama(request: pytest.FixtureRequest) -> Iterator[tuple[int, str]]:
 
 
 def _one_call(base: str) -> float:
-    """The median of three streamed calls, one after another, in seconds."""
+    """The median of three streamed calls, one after another, in seconds (each on a new
+    connection: this server closes one after a streamed answer)."""
     took = []
-    with httpx.Client(timeout=60) as client:
-        for i in range(4):
-            body = {
-                "messages": [{"role": "user", "content": f"[{i:08x}] {PROMPT}"}],
-                "max_tokens": TOKENS,
-                "stream": True,
-            }
+    for i in range(4):
+        body = {
+            "messages": [{"role": "user", "content": f"[{i:08x}] {PROMPT}"}],
+            "max_tokens": TOKENS,
+            "stream": True,
+        }
+        with httpx.Client(timeout=60) as client:
             began = time.perf_counter()
             with client.stream("POST", f"{base}/v1/chat/completions", json=body) as answer:
                 for _ in answer.iter_bytes():
@@ -95,7 +96,8 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     )
     assert [s.error_detail for s in result.samples if not s.ok] == []
     assert capacity.complete
-    assert levels[capacity.found].held
+    if capacity.found:
+        assert levels[capacity.found].held
     if not capacity.reached_max:
         assert capacity.breaking == capacity.found + 1
         assert not levels[capacity.breaking].held
