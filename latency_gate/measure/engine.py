@@ -277,8 +277,10 @@ async def measure(
                 done = sum(s.phase is CallPhase.CONCURRENT for s in arm.samples)
                 progress(Progress("concurrent", done, done + target.concurrency))
                 await burst(arm.target, arm.context, kernel_stamps, arm.samples, first_index=done)
-        if search is not None:
-            await _search(arms[0], search, progress, kernel_stamps)
+    if search is not None:
+        # After the warm clients are closed: their kept-alive connections would hold what a
+        # server gives each connection (a thread, in llama.cpp's) through the search's bursts.
+        await _search(arms[0], search, progress, kernel_stamps)
     progress(Progress("done", len(into.samples), len(into.samples)))
 
 
