@@ -30,6 +30,7 @@ from latency_gate.assess import stats  # noqa: E402
 from latency_gate.assess.baseline import BaselinePlan  # noqa: E402
 from latency_gate.assess.gate import Gate, plan_for  # noqa: E402
 from latency_gate.assess.result import judge_samples  # noqa: E402
+from latency_gate.assess.sampling import SamplingPlan  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
 from latency_gate.config.plan import DEFAULT_CAPACITY_MAX, effective_max_calls  # noqa: E402
 from latency_gate.config.regression import RegressionLimit  # noqa: E402
@@ -296,6 +297,16 @@ def _as_result(samples: Sequence[Sample]) -> RunResult:
     )
 
 
+def _plan(settings: Settings) -> SamplingPlan:
+    """The sampling plan a target of these settings runs under (its cap sized as the edges do)."""
+    return plan_for(
+        max_calls=effective_max_calls(_PlanView(settings)),
+        concurrency=settings.concurrency,
+        on_undecided=settings.on_undecided,
+        on_undecided_regression=settings.on_undecided_regression,
+    )
+
+
 def run(
     endpoint: Endpoint,
     rng: random.Random,
@@ -306,13 +317,7 @@ def run(
 ) -> Outcome:
     """One run of the gate against `endpoint`, judged against `base`'s calls when given (one
     earlier run, `--baseline`), with `drift` moving the endpoint during the run."""
-    target = _PlanView(settings)
-    plan = plan_for(
-        max_calls=effective_max_calls(target),
-        concurrency=settings.concurrency,
-        on_undecided=settings.on_undecided,
-        on_undecided_regression=settings.on_undecided_regression,
-    )
+    plan = _plan(settings)
     base_result = None if base is None else _as_result(base)
     gate = Gate(
         budget=settings.budget,
@@ -425,14 +430,7 @@ def run_ab(
     """One A/B run (`--baseline-url`): the base endpoint measured beside the head, calls of the
     two arms in the engine's Thue-Morse order, each look extending both arms alike, the drift
     shared by both (one run factor, and a step at a call position counting both arms)."""
-    target = _PlanView(settings)
-    plan = plan_for(
-        max_calls=effective_max_calls(target),
-        concurrency=settings.concurrency,
-        on_undecided=settings.on_undecided,
-        on_undecided_regression=settings.on_undecided_regression,
-    )
-    gate = Gate(budget=settings.budget, plan=plan, base=None, limit=settings.limit)
+    gate = Gate(budget=settings.budget, plan=_plan(settings), base=None, limit=settings.limit)
     clock = Clock(drift, drift.run_factor(rng))
     arms = (Calls(clock=clock), Calls(clock=clock))
     endpoints = (head, base)

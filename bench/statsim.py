@@ -28,7 +28,9 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import candidates  # noqa: E402
 from gatesim import (  # noqa: E402
+    Drift,
     Endpoint,
     Outcome,
     Settings,
@@ -36,8 +38,10 @@ from gatesim import (  # noqa: E402
     lognormal,
     rng_for,
     run,
+    run_ab,
 )
 
+from latency_gate.assess.history import predict  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
 
 LATENCY = ("warm_p95", "concurrent_p95")
@@ -407,6 +411,155 @@ def table_regressions(runs: int) -> str:
     return "\n".join(rows)
 
 
+# --- A/B in one run (--baseline-url) --------------------------------------------------------------
+
+AB_CHANGES: list[tuple[str, Callable[[Endpoint], Endpoint]]] = [
+    ("unchanged", lambda e: e),
+    ("+5 % (under the 10 % limit)", lambda e: replace(e, scale=1.05)),
+    ("every call +25 %", lambda e: replace(e, scale=1.25)),
+    ("10 % of calls 3x slower", lambda e: replace(e, slow_share=0.1, slow_factor=3.0)),
+]
+AB_DRIFTS: list[tuple[str, Drift]] = [
+    ("none", Drift()),
+    ("tau 0.2", Drift(tau=0.2)),
+    ("+50 % from call 100", Drift(step_at=100, step=1.5)),
+]
+
+
+def _ab_row(outs: Sequence[Outcome]) -> tuple[float, float, float, float, float, float]:
+    runs = len(outs)
+    warm = sum(o.regressed("warm_p95") for o in outs) / runs
+    concurrent = sum(o.regressed("concurrent_p95") for o in outs) / runs
+    any_flagged = sum(any(o.regressed(n) for n in (*LATENCY, "error_rate")) for o in outs) / runs
+    warned = sum(bool(o.verdict.undecided) and o.verdict.passed for o in outs) / runs
+    red = sum(not o.verdict.passed for o in outs) / runs
+    return warm, concurrent, any_flagged, warned, red, sum(o.calls for o in outs) / runs
+
+
+def table_ab(runs: int) -> str:
+    """A/B in one run: the base measured beside the head, calls interleaved in the engine's
+    order, drift shared by both arms (a factor per run, or a step of +50 % a third of the way
+    in). Flagged: called a regression; warned: a PASS that names an undecided regression."""
+    rows = [
+        "| head against base | sigma | drift | warm p95 flagged | concurrent p95 flagged "
+        "| any number flagged | PASS, undecided warned | calls per arm |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    number = 0
+    for label, change in AB_CHANGES:
+        for sigma in REGRESSION_SIGMAS:
+            drifts = AB_DRIFTS if label == "unchanged" else AB_DRIFTS[:2]
+            for drift_label, drift in drifts:
+                base_ep = lognormal(sigma, multiple=0.2, fail_rate=BASE_FAIL_RATE)
+                head_ep = change(base_ep)
+                outs = [
+                    run_ab(head_ep, base_ep, rng_for("ab", number, i), drift=drift)
+                    for i in range(runs)
+                ]
+                warm, concurrent, any_flagged, warned, _, calls = _ab_row(outs)
+                rows.append(
+                    table_row(
+                        label,
+                        f"{sigma:g}",
+                        drift_label,
+                        pct(warm),
+                        pct(concurrent),
+                        pct(any_flagged),
+                        pct(warned),
+                        f"{calls:.0f}",
+                    )
+                )
+                progress(f"ab {rows[-1]}")
+                number += 1
+    return "\n".join(rows)
+
+
+# --- history (--history) -------------------------------------------------------------------------
+
+HISTORY_SIZES = (3, 5, 10, 20)
+HISTORY_TAUS = (0.0, 0.05, 0.1, 0.2)
+
+
+def _history_flags(
+    cell_number: int, runs: int, *, k: int, tau: float, change: Callable[[Endpoint], Endpoint]
+) -> tuple[float, float, float]:
+    """Share of runs whose warm p95, concurrent p95, and either, the shipped rule
+    (assess/history.py `predict`) calls a regression: K earlier runs and the head, each run
+    with its own drift factor exp(N(0, tau)) between runs."""
+    base_ep = lognormal(0.25, multiple=0.2)
+    flags = {"warm_p95": 0, "concurrent_p95": 0}
+    either = 0
+    for i in range(runs):
+        rng = rng_for("history", cell_number, i)
+        history = [run(base_ep, rng, drift=Drift(tau=tau)).numbers for _ in range(k)]
+        head = run(change(base_ep), rng, drift=Drift(tau=tau)).numbers
+        hit = False
+        for name in flags:
+            values = [getattr(n, name) for n in history if getattr(n, name) is not None]
+            found = predict(getattr(head, name), values, max_relative=0.10)
+            if found is not None and found.regressed:
+                flags[name] += 1
+                hit = True
+        either += hit
+    return flags["warm_p95"] / runs, flags["concurrent_p95"] / runs, either / runs
+
+
+def table_history(runs: int) -> str:
+    """Against a history of K earlier runs (lognormal sigma 0.25), drift between runs tau:
+    false alarms of an unchanged endpoint per number, and two regressions caught."""
+    rows = [
+        "| K | tau | unchanged: warm p95 flagged | unchanged: concurrent p95 flagged "
+        "| 10 % of calls 3x slower caught | every call +50 % caught |",
+        "|---|---|---|---|---|---|",
+    ]
+    number = 0
+    for k in HISTORY_SIZES:
+        for tau in HISTORY_TAUS:
+            warm, concurrent, _ = _history_flags(number, runs, k=k, tau=tau, change=lambda e: e)
+            _, _, tail = _history_flags(
+                number + 1,
+                runs,
+                k=k,
+                tau=tau,
+                change=lambda e: replace(e, slow_share=0.1, slow_factor=3.0),
+            )
+            _, _, slower = _history_flags(
+                number + 2, runs, k=k, tau=tau, change=lambda e: replace(e, scale=1.5)
+            )
+            rows.append(
+                table_row(str(k), f"{tau:g}", pct(warm), pct(concurrent), pct(tail), pct(slower))
+            )
+            progress(f"history {rows[-1]}")
+            number += 3
+    return "\n".join(rows)
+
+
+def table_earlier_run_drift(runs: int) -> str:
+    """One earlier run as the baseline, an unchanged endpoint, drift between the two runs tau:
+    how often a number is called a regression (what 'one earlier run: drift between runs is not
+    accounted for' costs)."""
+    rows = [
+        "| tau | sigma | warm p95 flagged | concurrent p95 flagged | any number flagged |",
+        "|---|---|---|---|---|",
+    ]
+    number = 0
+    for tau in (0.0, 0.05, 0.1, 0.2):
+        for sigma in REGRESSION_SIGMAS:
+            base_ep = lognormal(sigma, multiple=0.2, fail_rate=BASE_FAIL_RATE)
+            outs = []
+            for i in range(runs):
+                rng = rng_for("drift", number, i)
+                base = run(base_ep, rng, drift=Drift(tau=tau))
+                outs.append(run(base_ep, rng, base=base.samples, drift=Drift(tau=tau)))
+            warm, concurrent, any_flagged, _, _, _ = _ab_row(outs)
+            rows.append(
+                table_row(f"{tau:g}", f"{sigma:g}", pct(warm), pct(concurrent), pct(any_flagged))
+            )
+            progress(f"drift {rows[-1]}")
+            number += 1
+    return "\n".join(rows)
+
+
 TABLES: dict[str, Callable[[int], str]] = {
     "budget": table_budget,
     "correlated": table_correlated,
@@ -414,6 +567,10 @@ TABLES: dict[str, Callable[[int], str]] = {
     "caps": table_caps,
     "coverage": table_coverage,
     "regressions": table_regressions,
+    "ab": table_ab,
+    "history": table_history,
+    "earlier-run-drift": table_earlier_run_drift,
+    "candidates": candidates.table,
 }
 
 DEFAULT_RUNS = {
@@ -423,6 +580,10 @@ DEFAULT_RUNS = {
     "caps": 500,
     "coverage": 1000,
     "regressions": 300,
+    "ab": 200,
+    "history": 400,
+    "earlier-run-drift": 300,
+    "candidates": 300,
 }
 
 

@@ -424,9 +424,9 @@ def test_cli_baseline_and_baseline_url_together_exit_2(
     done = invoke("probe", head.url, *FEW, "--baseline-url", base.url, "--baseline", "x.json")
     assert done.exit_code == 2, done.output
     assert done.output == (
-        "Error: invalid input --baseline-url: give --baseline (an earlier run's result) or "
-        "--baseline-url (a base measured beside the head in this run), not both: a run makes "
-        "one comparison\n"
+        "Error: invalid input --baseline-url: give one of --baseline (an earlier run's result), "
+        "--baseline-url (a base measured beside the head in this run) and --history, not "
+        "--baseline and --baseline-url: a run makes one comparison\n"
     )
     targets = tmp_path / "targets.yml"
     targets.write_text(
@@ -434,7 +434,7 @@ def test_cli_baseline_and_baseline_url_together_exit_2(
     )
     done = invoke("probe", "--targets", str(targets), *FEW, "--baseline", "x.json")
     assert done.exit_code == 2
-    assert "--baseline-url: give --baseline" in done.output
+    assert "--baseline-url: give one of --baseline" in done.output
     assert head.records == []
     assert base.records == []
 
@@ -518,7 +518,7 @@ def test_action_baseline_and_baseline_url_together_exit_2(
     )
     assert code == 2
     assert log.splitlines()[0] == f"::add-mask::{BASE_KEY}"
-    assert "baseline-url: give `baseline` (an earlier run's result) or `baseline-url`" in log
+    assert "baseline-url: give one of `baseline` (an earlier run's result), `baseline-url`" in log
     assert head.records == []
 
 
@@ -603,6 +603,30 @@ def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None
     assert "query-secret-42" not in markdown + (tmp_path / "r.json").read_text() + done.output
 
 
+def test_every_budget_off_still_tests_the_default_numbers(tmp_path: Path) -> None:
+    """A run that only compares (every budget off) is still asked "slower?": the default
+    budget's numbers are tested, and a head twice as slow as its base fails the run."""
+    slower = ALIKE.model_copy(update={"latency": 0.080, "seed": 6})
+    off = ("--max-warm-p95", "off", "--max-concurrent-p95", "off", "--max-error-rate", "off")
+    with serve_in_thread(slower, ALIKE) as (head, base):
+        done = invoke(
+            "probe",
+            head.url,
+            *FEW,
+            *off,
+            "--baseline-url",
+            base.url,
+            "--json",
+            str(tmp_path / "r.json"),
+        )
+    assert done.exit_code == 1, done.output
+    result = RunResult.model_validate_json((tmp_path / "r.json").read_text())
+    assert result.baseline is not None
+    tested = {d.number for d in result.baseline.deltas if d.outcome is not None}
+    assert tested == {"warm_p95", "concurrent_p95", "error_rate"}
+    assert "warm_p95" in {d.number for d in result.baseline.regressions}
+
+
 def test_cli_two_alike_endpoints_do_not_regress(tmp_path: Path) -> None:
     """Two endpoints of the same behaviour (the same service time and jitter, other seeds):
     exit 0, no number regressed."""
@@ -610,7 +634,9 @@ def test_cli_two_alike_endpoints_do_not_regress(tmp_path: Path) -> None:
     with serve_in_thread(ALIKE, twin) as (head, base):
         done = invoke("probe", head.url, *FEW, "--baseline-url", base.url)
     assert done.exit_code == 0, done.output
-    assert "baseline: no number regressed beyond noise and the 10 % limit" in done.output
+    assert (
+        "against the base measured beside it: no number regressed beyond noise and the 10 % limit"
+    ) in done.output
 
 
 def test_the_json_holds_both_arms_and_validates(tmp_path: Path) -> None:
@@ -673,7 +699,9 @@ def test_side_by_side_source_is_a_code_span_whatever_it_holds() -> None:
     check = BaselineCheck(status="compared", kind="side-by-side", source="http://h/a`b``c")
     assert baseline_source_markdown(check).startswith("the base endpoint ```http://h/a`b``c```,")
     assert baseline_source_markdown(check.model_copy(update={"kind": "earlier-run"})) == (
-        "http://h/a\\`b\\`\\`c"
+        "http://h/a\\`b\\`\\`c; one earlier run: drift between runs is not accounted for (the "
+        "endpoint's load, the network or the runner moving between the two reads as a change; "
+        "--baseline-url or --history account for it)"
     )
 
 

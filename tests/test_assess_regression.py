@@ -175,7 +175,23 @@ def test_the_interval_covers_at_its_level() -> None:
 
 
 def test_alpha_is_spent_haybittle_peto() -> None:
-    """0.001 at each look before the last; the last gets what is left of 0.02."""
-    assert look_alpha(0, last=False) == INTERIM_ALPHA == 0.001
-    assert look_alpha(8, last=True) == pytest.approx(REGRESSION_ALPHA - 8 * INTERIM_ALPHA)
-    assert look_alpha(0, last=True) == pytest.approx(REGRESSION_ALPHA)
+    """0.001 (regressed) and 0.01 (not regressed) at each look before the last; the last gets
+    what is left of 0.02 and 0.10."""
+    assert look_alpha(0, last=False).regressed == INTERIM_ALPHA == 0.001
+    assert look_alpha(0, last=False).within == 0.01
+    last = look_alpha(8, last=True)
+    assert last.regressed == pytest.approx(REGRESSION_ALPHA - 8 * INTERIM_ALPHA)
+    assert last.within == pytest.approx(0.10 - 8 * 0.01)
+    assert look_alpha(0, last=True).regressed == pytest.approx(REGRESSION_ALPHA)
+
+
+def test_the_two_sides_take_their_own_alpha() -> None:
+    """The same data, "not regressed" at a lenient alpha-within while "regressed" stays strict:
+    an unchanged endpoint shown within the limit at 10 % is undecided at 2 %."""
+    head, base = _lognormal(21, 150, 0.25), _lognormal(22, 150, 0.25)
+    strict = percentile_regression(head, base, 95, alpha=0.02, interval=False)
+    lenient = percentile_regression(head, base, 95, alpha=0.02, alpha_within=0.10, interval=False)
+    assert strict is not None
+    assert lenient is not None
+    assert lenient.outcome is Regression.NOT_REGRESSED
+    assert strict.outcome is Regression.UNDECIDED

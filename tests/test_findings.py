@@ -291,7 +291,7 @@ def test_rate_limited_counts_429s_and_retry_after() -> None:
     ]
     run = [*healthy_samples(), *limited]
     assert _find(run)["rate-limited"].evidence == (
-        "2 of 83 calls got HTTP 429 (1 warm, 1 concurrent); Retry-After: 7"
+        "2 of 133 calls got HTTP 429 (1 warm, 1 concurrent); Retry-After: 7"
     )
 
 

@@ -147,7 +147,10 @@ def test_cli_auto_does_not_append_outside_actions(server: DemoServer, tmp_path: 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--history", "h", "--baseline", "b.json"], "--history: give --baseline or --history"),
+        (
+            ["--history", "h", "--baseline", "b.json"],
+            "--history: give one of --baseline (an earlier run's result), --baseline-url",
+        ),
         (["--history", "h", "--history-size", "2"], "--history-size: expected a whole number of"),
         (["--history-size", "5"], "--history-size: needs --history"),
         (["--history", "h", "--history-append", "maybe"], "--history-append: expected auto, true"),
@@ -264,10 +267,16 @@ def test_action_warns_of_a_skipped_file(server: DemoServer, tmp_path: Path) -> N
     [
         ({"history": "../outside"}, "history: '../outside' is outside the workspace"),
         ({"history": "."}, "history: '.' is the workspace itself"),
-        ({"history": "h", "baseline": "b.json"}, "history: give `baseline` or `history`"),
+        (
+            {"history": "h", "baseline": "b.json"},
+            "history: give one of `baseline` (an earlier run's result), `baseline-url`",
+        ),
         ({"history": "h", "history-size": "1"}, "history-size: expected a whole number of"),
         ({"history-append": "sometimes"}, "history-append: expected auto, true or false"),
-        ({"max-regression": "20%"}, "max-regression: needs `baseline` or `history`"),
+        (
+            {"max-regression": "20%"},
+            "max-regression: needs `baseline`, `baseline-url` or `history` to compare with",
+        ),
     ],
 )
 def test_action_bad_history_inputs_exit_2(

@@ -21,8 +21,11 @@ from dataclasses import dataclass
 
 from latency_gate.assess.regression import (
     REGRESSION_ALPHA,
+    WITHIN_ALPHA,
+    Alphas,
     Regression,
     error_rate_regression,
+    look_alpha,
     percentile_regression,
 )
 from latency_gate.assess.stats import first_tokens, latencies
@@ -36,7 +39,7 @@ from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, 
 __all__ = [
     "TEST_NAME",
     "BaselinePlan",
-    "baseline_check",
+    "baseline_for",
     "compare",
     "config_differences",
     "match_baseline",
@@ -45,7 +48,8 @@ __all__ = [
 
 TEST_NAME = (
     "exact permutation test of each percentile at the limit (the exact conditional test of two "
-    f"counts for the error rate), one-sided alpha {REGRESSION_ALPHA:g} split over the looks"
+    f"counts for the error rate), one-sided alpha {REGRESSION_ALPHA:g} for a regression and "
+    f"{WITHIN_ALPHA:g} for 'not regressed', spent over the looks"
 )
 _Q = {"warm_p50": 50.0, "warm_p95": 95.0, "concurrent_p95": 95.0, "ttft_p95": 95.0}
 
@@ -111,7 +115,7 @@ def compare(
     source: str,
     *,
     outcomes: Mapping[str, Regression] | None = None,
-    alpha: float = REGRESSION_ALPHA,
+    alpha: Alphas | None = None,
     gated: Collection[str] | None = None,
     stopped_early: bool = False,
     on_undecided: str = "pass",
@@ -119,7 +123,8 @@ def compare(
 ) -> BaselineCheck:
     """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
     interval of head / base, and the outcome: `outcomes[number]` when the looks judged it
-    (assess/gate.py), else the test on every call at `alpha`.
+    (assess/gate.py), else the test on every call at `alpha` (each side's whole alpha when
+    None).
 
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
     "side-by-side", `source` its redacted URL), used instead of `base` (None then).
@@ -129,6 +134,7 @@ def compare(
     `on_undecided` is "fail" (counted as one, `by_policy`); when the run stopped early because a
     check had already failed it (`stopped_early`), it was not needed and is said so.
     """
+    final = alpha or look_alpha(0, last=True)
     side_by_side = base_samples is not None
     if base_samples is not None:
         base_numbers = numbers_of(base_samples)
@@ -157,7 +163,8 @@ def compare(
                 sum(not s.ok for s in base_samples),
                 max(len(base_samples), 1),
                 max_relative=limit.relative or 0.0,
-                alpha=alpha,
+                alpha=final.regressed,
+                alpha_within=final.within,
             )
             outcome, note = errors.outcome, errors.note
             interval = (errors.ratio_interval.low, errors.ratio_interval.high)
@@ -170,7 +177,8 @@ def compare(
                 _Q[number],
                 max_relative=limit.relative,
                 max_absolute=limit.absolute,
-                alpha=alpha,
+                alpha=final.regressed,
+                alpha_within=final.within,
             )
             if found is None:
                 note = "too few calls to tell from noise"
@@ -239,19 +247,9 @@ class BaselinePlan:
     runs: Mapping[str, RunResult | None] | None
 
 
-def baseline_check(
-    plan: BaselinePlan,
-    target: str,
-    samples: Sequence[Sample],
-    numbers: Numbers,
-    *,
-    outcomes: Mapping[str, Regression] | None = None,
-    alpha: float = REGRESSION_ALPHA,
-    gated: Collection[str] | None = None,
-    stopped_early: bool = False,
-    on_undecided: str = "pass",
-) -> BaselineCheck:
-    """A run of `target` against the plan's baseline, or the reason there is none."""
+def baseline_for(plan: BaselinePlan, target: str) -> RunResult | BaselineCheck:
+    """The plan's baseline run of `target`, or the check that says why there is none (the
+    reports say so plainly: a missing baseline never passes silently)."""
     if plan.runs is None:
         return missing_baseline(
             plan.source, "missing", f"no baseline file at {plan.source} (a first run?)"
@@ -265,15 +263,4 @@ def baseline_check(
             f"{plan.source} holds no run of {target!r}"
             + (f" (its runs: {known})" if known else ""),
         )
-    return compare(
-        samples,
-        numbers,
-        base,
-        plan.limit,
-        plan.source,
-        outcomes=outcomes,
-        alpha=alpha,
-        gated=gated,
-        stopped_early=stopped_early,
-        on_undecided=on_undecided,
-    )
+    return base

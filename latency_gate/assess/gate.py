@@ -27,6 +27,7 @@ from latency_gate.assess.checks import (
 )
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
 from latency_gate.assess.regression import (
+    Alphas,
     Regression,
     error_rate_regression,
     look_alpha,
@@ -249,21 +250,23 @@ class Gate:
         self,
         samples: Sequence[Sample],
         base_samples: Sequence[Sample] | None,
-        alpha: float,
+        alpha: Alphas,
         *,
         undecided_only: bool = False,
     ) -> None:
-        """Each gated number's regression at this look's `alpha`, judged again on every call
-        (only numbers with a budget are tested: an ungated number is shown, not held to
-        anything), against the base arm of an A/B run when `base_samples` is given, else the
-        baseline run. A regression decided at a look keeps that decision when later calls
+        """Each compared number's regression at this look's `alpha`, judged again on every call
+        (only numbers with a budget are tested, or the default budget's when every budget is
+        off: `Budget.compared`; any other number is shown, not held to anything), against
+        the base arm of an A/B run when `base_samples` is given, else the baseline run. A
+        regression decided at a look keeps that decision when later calls
         leave it undecided (`regressions_decided`)."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
             return
+        compared = self.budget.compared()
         for number in GATED_NUMBERS:
-            if self._limit(number) is None:
+            if number.name not in compared:
                 continue
             if undecided_only and self.regressions.get(number.name) is not Regression.UNDECIDED:
                 continue
@@ -274,7 +277,8 @@ class Gate:
                     _failed(base),
                     max(len(base), 1),
                     max_relative=limit.relative or 0.0,
-                    alpha=alpha,
+                    alpha=alpha.regressed,
+                    alpha_within=alpha.within,
                 ).outcome
             elif number.pick is not None and number.q is not None:
                 found = percentile_regression(
@@ -283,7 +287,8 @@ class Gate:
                     number.q,
                     max_relative=limit.relative,
                     max_absolute=limit.absolute,
-                    alpha=alpha,
+                    alpha=alpha.regressed,
+                    alpha_within=alpha.within,
                     interval=False,
                 )
                 if found is None:
@@ -329,11 +334,21 @@ class Gate:
         judged = self.judged.get(number.name) or self._judge(number, limit, samples)
         if judged is None:
             return Check(**common, passed=None, interval=interval)
+        within = (
+            nearer_healthy(judged.events, judged.n, limit)
+            if number.name == "error_rate"
+            else value <= limit
+        )
         earlier = self.last_decided.get(number.name)
-        if judged.decision is Decision.UNDECIDED and earlier is not None:
+        agrees = earlier is not None and (earlier.decision is Decision.PASS) == within
+        if judged.decision is Decision.UNDECIDED and earlier is not None and agrees:
             # Decided at an earlier look; the calls taken since for other checks neither
-            # confirm nor overturn it. A FAIL (PASS) that the test reached at some look is
-            # wrong at most alpha (beta) of the time, so the earlier decision stands.
+            # confirm nor overturn it, and what every call says agrees with it. A FAIL (PASS)
+            # that the test reached at some look is wrong at most alpha (beta) of the time, so
+            # the earlier decision stands. Where every call says otherwise (a PASS beside a p95
+            # now over its budget), the check is what it is at the last look: undecided, and
+            # the policy below decides it, so a report never shows a PASS beside a value its
+            # own rule would fail.
             return Check(
                 **common,
                 passed=earlier.decision is Decision.PASS,
@@ -352,11 +367,6 @@ class Gate:
                 interval=interval,
                 decided=False,
             )
-        within = (
-            nearer_healthy(judged.events, judged.n, limit)
-            if number.name == "error_rate"
-            else value <= limit
-        )
         passed, by_policy = resolve(judged.decision, self.plan, within=within)
         note = ""
         if by_policy:

@@ -13,10 +13,12 @@ low, UNDECIDED otherwise. The test is exact when head is base scaled by the limi
 docs/statistics.md measures it on other shapes and against tests of the tail alone, and says why
 this one was kept (with both sides measured alike, as in an A/B run, it sees a slow tail best).
 
-Looks. The test runs at each look of a run; `look_alpha` splits the overall one-sided
-REGRESSION_ALPHA the Haybittle-Peto way: INTERIM_ALPHA at each look before the last, what is
-left at the last, where the calls are most and so is the power (a union bound: the whole
-procedure is wrong at most REGRESSION_ALPHA of the time, each side).
+Looks. The test runs at each look of a run; `look_alpha` splits each side's overall one-sided
+alpha the Haybittle-Peto way: a little at each look before the last, what is left at the last,
+where the calls are most and so is the power (a union bound: the whole procedure is wrong at most
+its overall alpha of the time). The two sides differ: "regressed" (REGRESSION_ALPHA, 0.02) fails
+a deploy; "not regressed" (WITHIN_ALPHA, 0.10) only says "no regression beyond the limit, at
+90 %" instead of warning that the calls could not tell, and stops sampling for that number.
 
 The reported 95 % interval of the ratio (or the difference) is the same test inverted: every
 limit r at which neither one-sided test at 2.5 % rejects (`ratio_interval`). It agrees with the
@@ -31,7 +33,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
@@ -44,6 +46,9 @@ __all__ = [
     "INTERIM_ALPHA",
     "REGRESSION_ALPHA",
     "RESAMPLES",
+    "WITHIN_ALPHA",
+    "WITHIN_INTERIM_ALPHA",
+    "Alphas",
     "ErrorRateRegression",
     "PercentileRegression",
     "Regression",
@@ -54,10 +59,13 @@ __all__ = [
 ]
 
 DEFAULT_RELATIVE = 0.10
-# Overall one-sided error per number and side, over every look of a run.
+# Overall one-sided errors per number over every look of a run: calling an endpoint regressed
+# when it is worse by at most the limit, and calling it "not regressed" when it is worse by more.
 REGRESSION_ALPHA = 0.02
+WITHIN_ALPHA = 0.10
 # Spent at each look before the last (Haybittle-Peto); the last gets what is left.
 INTERIM_ALPHA = 0.001
+WITHIN_INTERIM_ALPHA = 0.01
 RESAMPLES = 999
 # Deals for each limit tried when the test is inverted into an interval, and the halvings of the
 # search on each side (a width of 2 in log space to 1e-4).
@@ -65,12 +73,23 @@ INTERVAL_RESAMPLES = 499
 _BISECTIONS = 14
 
 
-def look_alpha(looks_before: int, *, last: bool) -> float:
-    """The one-sided alpha of the regression test at a look: INTERIM_ALPHA at a look before the
-    last; at the last, what `looks_before` interim looks left of REGRESSION_ALPHA."""
+@dataclass(frozen=True)
+class Alphas:
+    """The one-sided alphas of one look: for "regressed" and for "not regressed"."""
+
+    regressed: float
+    within: float
+
+
+def look_alpha(looks_before: int, *, last: bool) -> Alphas:
+    """The alphas of the regression test at a look: the interim ones at a look before the last;
+    at the last, what `looks_before` interim looks left of each side's overall alpha."""
     if not last:
-        return INTERIM_ALPHA
-    return max(INTERIM_ALPHA, REGRESSION_ALPHA - INTERIM_ALPHA * looks_before)
+        return Alphas(INTERIM_ALPHA, WITHIN_INTERIM_ALPHA)
+    return Alphas(
+        max(INTERIM_ALPHA, REGRESSION_ALPHA - INTERIM_ALPHA * looks_before),
+        max(WITHIN_INTERIM_ALPHA, WITHIN_ALPHA - WITHIN_INTERIM_ALPHA * looks_before),
+    )
 
 
 class Regression(StrEnum):
@@ -108,6 +127,7 @@ def percentile_regression(
     max_relative: float | None = None,
     max_absolute: float | None = None,
     alpha: float = REGRESSION_ALPHA,
+    alpha_within: float | None = None,
     resamples: int = RESAMPLES,
     interval: bool = True,
 ) -> PercentileRegression | None:
@@ -115,9 +135,11 @@ def percentile_regression(
 
     `head` and `base` are successful calls' latencies (seconds) of the number's phase. With
     neither limit given, max_relative is DEFAULT_RELATIVE. Returns None when either side has
-    fewer than 2 values (nothing to deal). `interval=False` skips the 95 % intervals (the
-    looks need the decision only). Deterministic: the deals are seeded from the data.
+    fewer than 2 values (nothing to deal). `alpha` is the "regressed" side's, `alpha_within`
+    the "not regressed" side's (`alpha` when None). `interval=False` skips the 95 % intervals
+    (the looks need the decision only). Deterministic: the deals are seeded from the data.
     """
+    within = alpha if alpha_within is None else alpha_within
     if len(head) < 2 or len(base) < 2:
         return None
     if max_relative is None and max_absolute is None:
@@ -132,10 +154,10 @@ def percentile_regression(
             verdicts.append((False, False))
         else:
             scaled = _Deals(head, base, q, relative=True, seed=seed, resamples=resamples)
-            verdicts.append(scaled.at_limit(1 + max_relative, alpha))
+            verdicts.append(scaled.at_limit(1 + max_relative, alpha, within))
     if max_absolute is not None:
         shifted = _Deals(head, base, q, relative=False, seed=seed, resamples=resamples)
-        verdicts.append(shifted.at_limit(max_absolute, alpha))
+        verdicts.append(shifted.at_limit(max_absolute, alpha, within))
     if verdicts and all(beyond for beyond, _ in verdicts):
         outcome = Regression.REGRESSED
     elif any(within for _, within in verdicts):
@@ -195,10 +217,11 @@ class _Deals:
         at_most = sum(d <= observed for d in null)
         return (1 + at_least) / (1 + self.resamples), (1 + at_most) / (1 + self.resamples)
 
-    def at_limit(self, limit: float, alpha: float) -> tuple[bool, bool]:
-        """(beyond, within): the exact permutation test at the limit, both one-sided ways."""
+    def at_limit(self, limit: float, alpha: float, within: float) -> tuple[bool, bool]:
+        """(beyond, within): the exact permutation test at the limit, both one-sided ways, at
+        `alpha` and `within` each."""
         worse, better = self.p_values(limit)
-        return worse <= alpha, better <= alpha
+        return worse <= alpha, better <= within
 
 
 def ratio_interval(
@@ -232,25 +255,25 @@ def ratio_interval(
     else:
         centre, width = head_q - base_q, spread
         to_limit = float
-    # The lower side: the smallest limit whose "worse still" test does not reject.
-    low, high = centre - width, centre
+    # The lower side: the smallest limit whose "worse still" test does not reject; the upper:
+    # the largest whose "better" test does not.
+    lower = _edge(lambda x: worse(to_limit(x)) > tail, inside=centre, outside=centre - width)
+    upper = _edge(lambda x: better(to_limit(x)) > tail, inside=centre, outside=centre + width)
+    return Interval(
+        to_limit(lower), to_limit(upper), level=level, method="the permutation test inverted"
+    )
+
+
+def _edge(kept: Callable[[float], bool], *, inside: float, outside: float) -> float:
+    """The last point from `inside` towards `outside` at which `kept` still holds, by bisection
+    (`kept` holds at `inside` and not beyond the edge)."""
     for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        if worse(to_limit(middle)) > tail:
-            high = middle
+        middle = (inside + outside) / 2
+        if kept(middle):
+            inside = middle
         else:
-            low = middle
-    lower = to_limit(high)
-    # The upper side: the largest limit whose "better" test does not reject.
-    low, high = centre, centre + width
-    for _ in range(_BISECTIONS):
-        middle = (low + high) / 2
-        if better(to_limit(middle)) > tail:
-            low = middle
-        else:
-            high = middle
-    upper = to_limit(low)
-    return Interval(lower, upper, level=level, method="the permutation test inverted")
+            outside = middle
+    return inside
 
 
 @dataclass(frozen=True)
@@ -274,6 +297,7 @@ def error_rate_regression(
     *,
     max_relative: float = DEFAULT_RELATIVE,
     alpha: float = REGRESSION_ALPHA,
+    alpha_within: float | None = None,
 ) -> ErrorRateRegression:
     """Test "head's failure share <= base's x (1 + max_relative)".
 
@@ -303,7 +327,9 @@ def error_rate_regression(
 
     low95, high95 = clopper_pearson(head_failed, total, LEVEL)
     interval = Interval(to_ratio(low95), to_ratio(high95), method="exact conditional")
-    low, high = clopper_pearson(head_failed, total, 1 - 2 * alpha)
+    low, _ = clopper_pearson(head_failed, total, 1 - 2 * alpha)
+    within = alpha if alpha_within is None else alpha_within
+    _, high = clopper_pearson(head_failed, total, 1 - 2 * within)
     ratio_low, ratio_high = to_ratio(low), to_ratio(high)
     limit = 1 + max_relative
     if ratio_low is not None and ratio_low > limit:

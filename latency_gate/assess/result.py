@@ -6,9 +6,10 @@ The one place a `RunResult` is assembled, for a finished run and an interrupted 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 
 from latency_gate.assess import stats
-from latency_gate.assess.baseline import BaselinePlan, baseline_check, compare
+from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare
 from latency_gate.assess.capacity_verdict import base_capacities, capacity_check, capacity_delta
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
@@ -188,36 +189,30 @@ def judge_samples(
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
     history's (assess/history.py), made once here."""
     checks = gate.checks(samples, numbers)
-    gated = [c.number for c in checks if c.limit is not None]
+    gated = gate.budget.compared()
     if history is not None and baseline is None:
         baseline = history.as_baseline()
+    # Every comparison is judged at the end alike: the gate's outcomes, what is left of alpha
+    # for a number the looks did not test, which numbers have a budget, and the policy.
+    judging = partial(
+        compare,
+        outcomes=gate.regression_outcomes,
+        alpha=look_alpha(max(gate.looks - 1, 0), last=True),
+        gated=gated,
+        stopped_early=gate.failed_early,
+        on_undecided=gate.plan.on_undecided_regression,
+    )
     check = None
     if base_arm is not None:
         source, base_samples = base_arm
-        check = compare(
-            samples,
-            numbers,
-            None,
-            gate.limit or DEFAULT_LIMIT,
-            source,
-            outcomes=gate.regression_outcomes,
-            alpha=look_alpha(max(gate.looks - 1, 0), last=True),
-            gated=gated,
-            stopped_early=gate.failed_early,
-            on_undecided=gate.plan.on_undecided_regression,
-            base_samples=base_samples,
-        )
+        limit = gate.limit or DEFAULT_LIMIT
+        check = judging(samples, numbers, None, limit, source, base_samples=base_samples)
     elif baseline is not None:
-        check = baseline_check(
-            baseline,
-            target,
-            samples,
-            numbers,
-            outcomes=gate.regression_outcomes,
-            alpha=look_alpha(max(gate.looks - 1, 0), last=True),
-            gated=gated,
-            stopped_early=gate.failed_early,
-            on_undecided=gate.plan.on_undecided_regression,
+        found = baseline_for(baseline, target)
+        check = (
+            found
+            if isinstance(found, BaselineCheck)
+            else judging(samples, numbers, found, baseline.limit, baseline.source)
         )
     if history is not None and base_arm is None:
         check = history_check(history, target, samples, numbers, gated=gated, newest=check)

@@ -4,9 +4,9 @@ Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential call
 `concurrency` (10) calls; its five numbers keep their meaning. After each look the engine asks
 `next_step`: while a gated check is undecided, the next look adds `warm_batch` (20) sequential
 calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
-check is undecided; when only the error rate is undecided, bursts again (the quickest calls to
-make): enough for it to pass if every call succeeds (`error_calls_to_pass`), at most the calls
-left spread evenly over the looks left. It stops when every gated check is decided at the same
+check is undecided; when the error rate is undecided, bursts again (the quickest calls to make):
+enough for it to pass if every call succeeds (`error_calls_to_pass`), at most the calls left
+spread evenly over the looks left. It stops when every gated check is decided at the same
 look, after `max_looks` looks, or when the next step would pass `max_calls` calls in all (a step
 is trimmed to what fits first).
 
@@ -121,11 +121,12 @@ def next_step(
     warm = plan.warm_batch if Phase.WARM in phases else 0
     bursts = plan.bursts_per_look if phases & {Phase.CONCURRENT, Phase.ALL} else 0
     room = max(0, plan.max_calls - calls_made)
-    if phases == {Phase.ALL}:
-        # Only the error rate is left: rare failures need many calls, and bursts are the
+    if Phase.ALL in phases:
+        # The error rate is undecided: rare failures need many calls, and bursts are the
         # quickest to make, so take what could decide it if every call succeeds, at most the
-        # calls left spread evenly over the looks left.
-        per_look = room // (plan.max_looks - looks_done) // plan.concurrency
+        # calls left spread evenly over the looks left (also when other checks take calls too:
+        # a run that the regressions keep going must not leave the error rate short of calls).
+        per_look = (room - warm) // (plan.max_looks - looks_done) // plan.concurrency
         if error_calls_to_pass is not None:
             per_look = min(per_look, math.ceil(error_calls_to_pass / plan.concurrency))
         bursts = max(bursts, per_look)

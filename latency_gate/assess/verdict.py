@@ -65,24 +65,9 @@ def judge(
     )
 
 
-def undecided_reason(delta: NumberDelta) -> str:
-    """ "warm p95 regression undecided: 1.00 s → 1.30 s (+30 %), head / base 0.95 to 1.71 (95 %);
-    not called a regression"."""
-    label = delta.number.replace("_", " ")
-    change = f" ({delta.relative * 100:+.0f} %)" if delta.relative is not None else ""
-    spread = ""
-    if delta.interval is not None and None not in delta.interval:
-        low, high = delta.interval
-        spread = f", head / base {low:.2f} to {high:.2f} (95 %)"
-    return (
-        f"{label} regression undecided: {fmt_value(delta.base, delta.number)} → "
-        f"{fmt_value(delta.head, delta.number)}{change}{spread}; the calls could not tell it "
-        "from noise, so it was not called a regression"
-    )
-
-
-def regression_reason(delta: NumberDelta) -> str:
-    """ "regression: warm p95 1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (95 %)"."""
+def _movement(delta: NumberDelta) -> tuple[str, str]:
+    """("warm p95", "1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (95 %)"), against a
+    history the bound it went above instead of the interval."""
     label = delta.number.replace("_", " ")
     change = f" ({delta.relative * 100:+.0f} %)" if delta.relative is not None else ""
     spread = ""
@@ -92,12 +77,26 @@ def regression_reason(delta: NumberDelta) -> str:
     if delta.threshold is not None:  # against a history (assess/history.py)
         bound = fmt_value(delta.threshold, delta.number)
         spread = f" against the history, above its bound of {bound} (the limit included)"
+    moved = f"{fmt_value(delta.base, delta.number)} → {fmt_value(delta.head, delta.number)}"
+    return label, f"{moved}{change}{spread}"
+
+
+def undecided_reason(delta: NumberDelta) -> str:
+    """ "warm p95 regression undecided: 1.00 s → 1.30 s (+30 %), head / base 0.95 to 1.71 (95 %);
+    not called a regression"."""
+    label, moved = _movement(delta)
+    return (
+        f"{label} regression undecided: {moved}; the calls could not tell it from noise, so it "
+        "was not called a regression"
+    )
+
+
+def regression_reason(delta: NumberDelta) -> str:
+    """ "regression: warm p95 1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (95 %)"."""
     what = (
         "undecided regression, counted as one by policy (on-undecided-regression: fail)"
         if delta.by_policy
         else "regression"
     )
-    return (
-        f"{what}: {label} {fmt_value(delta.base, delta.number)} → "
-        f"{fmt_value(delta.head, delta.number)}{change}{spread}"
-    )
+    label, moved = _movement(delta)
+    return f"{what}: {label} {moved}"

@@ -57,6 +57,21 @@ class Budget(_Frozen):
     max_error_rate: float | None = Field(default=0.01, ge=0, le=1)
     max_ttft_p95: float | None = Field(default=None, gt=0)
 
+    def compared(self) -> frozenset[str]:
+        """The numbers a comparison (a baseline, an A/B base, a history) tests for regression:
+        those with a budget; with every budget off, the default budget's (warm p95, concurrent
+        p95, error rate), so a run that only compares is still asked "slower?" on the numbers
+        whose statistics docs/statistics.md gives."""
+        gated = {name.removeprefix("max_") for name, value in self if value is not None}
+        return frozenset(gated or _DEFAULT_GATED)
+
+
+_DEFAULT_GATED = frozenset(
+    name.removeprefix("max_")
+    for name, field in Budget.model_fields.items()
+    if field.default is not None
+)
+
 
 class Header(_Frozen):
     name: str

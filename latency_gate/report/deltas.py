@@ -6,14 +6,15 @@ bound."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
-from latency_gate.formatting import clean_text, fmt_bounds, fmt_duration, fmt_value, md_escape
+from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value, md_escape
 from latency_gate.models import BaselineCheck
+from latency_gate.report.markup import md_url
 from latency_gate.report.view import NUMBER_LABELS
 
 __all__ = [
+    "ONE_EARLIER_RUN",
     "DeltaRow",
     "HistoryRow",
     "baseline_source_markdown",
@@ -119,22 +120,24 @@ def regression_limit_text(check: BaselineCheck) -> str:
     return " and ".join(parts) or "any amount"
 
 
+# One earlier run as the base: what its comparison cannot see, said with it (docs/statistics.md,
+# tables f and j measure what it costs).
+ONE_EARLIER_RUN = (
+    "one earlier run: drift between runs is not accounted for (the endpoint's load, the network "
+    "or the runner moving between the two reads as a change; --baseline-url or --history account "
+    "for it)"
+)
+
+
 def baseline_source_markdown(check: BaselineCheck) -> str:
-    """Where the base came from, as Markdown: the file as given (escaped), or for an A/B run
-    the base URL (redacted) in a code span and the words that both were measured side by side,
-    interleaved, in this run."""
+    """Where the base came from, as Markdown: the file as given (escaped) and what one earlier
+    run cannot see, or for an A/B run the base URL (redacted) in a code span and the words that
+    both were measured side by side, interleaved, in this run."""
     if check.kind != "side-by-side":
+        if check.history is None:
+            return f"{md_escape(check.source)}; {md_escape(ONE_EARLIER_RUN)}"
         return md_escape(check.source)
     return (
-        f"the base endpoint {_code_span(check.source)}, measured side by side with the head in "
+        f"the base endpoint {md_url(check.source)}, measured side by side with the head in "
         "this run (the same request, the calls of the two interleaved)"
     )
-
-
-def _code_span(text: str) -> str:
-    """`text` on one line in a code span whatever backticks it holds (CommonMark: a fence of
-    more backticks than its longest run, padded when it starts or ends with one)."""
-    shown = clean_text(text)
-    fence = "`" * (max((len(run) for run in re.findall("`+", shown)), default=0) + 1)
-    pad = " " if shown.startswith("`") or shown.endswith("`") else ""
-    return f"{fence}{pad}{shown}{pad}{fence}"

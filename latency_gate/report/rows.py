@@ -79,7 +79,7 @@ class Row:
     def word(self) -> str:
         """PASS, FAIL, or "—" for a number that is reported, not gated; "undecided" said."""
         if self.passed is None and not self.decided:
-            return "undecided"
+            return "not needed"  # undecided when another check had already failed the run
         word = {True: "PASS", False: "FAIL", None: "—"}[self.passed]
         return f"{word} (undecided)" if self.by_policy else word
 

@@ -16,7 +16,7 @@ from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
-from latency_gate.report.deltas import history_heading, regression_limit_text
+from latency_gate.report.deltas import ONE_EARLIER_RUN, history_heading, regression_limit_text
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -235,6 +235,13 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
                 else f"no number regressed beyond the runs' spread and the {limit} limit"
             )
             text = f"{history_heading(check)}{who}: {found}"
+        elif check.kind == "side-by-side":
+            found = (
+                f"{len(check.regressions)} regressed beyond noise"
+                if check.regressions
+                else f"no number regressed beyond noise and the {limit} limit"
+            )
+            text = f"against the base measured beside it{who}: {found}"
         elif check.regressions:
             text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
         else:
@@ -242,6 +249,8 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
         if judged == "newest":
             text += f"; {clean_text(check.message)}"
         lines += _wrap(text) if judged is not None else [text]
+        if check.status == "compared" and judged is None and check.kind != "side-by-side":
+            lines += _wrap(f"  {ONE_EARLIER_RUN}")
     return ["", *lines] if lines else []
 
 
