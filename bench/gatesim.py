@@ -17,6 +17,7 @@ import functools
 import json
 import math
 import random
+import statistics
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -48,6 +49,9 @@ from latency_gate.models import (  # noqa: E402
 
 Z95 = 1.6448536269514722
 SHAPE_FILE = ROOT / "bench" / "data" / "llama_shape.json"
+# The same server recorded on a machine busy with other work (load average about 4 on 2 cores):
+# the starved server's heavy tails, a shape real endpoints also have.
+STARVED_SHAPE_FILE = ROOT / "bench" / "data" / "llama_shape_busy.json"
 
 # --- shapes: the latency of one call, its p95 scaled to a given value --------------------------
 
@@ -65,6 +69,10 @@ class Lognormal:
 
     def draw(self, rng: random.Random, p95: float) -> float:
         return p95 * math.exp(self.sigma * (rng.gauss(0.0, 1.0) - Z95))
+
+    def share_over(self, multiple: float) -> float:
+        """The share of calls over the budget when the true p95 is `multiple` x the budget."""
+        return 1.0 - statistics.NormalDist().cdf(Z95 - math.log(multiple) / self.sigma)
 
 
 @dataclass(frozen=True)
@@ -87,14 +95,21 @@ class Recorded:
     def draw(self, rng: random.Random, p95: float) -> float:
         return self.values[rng.randrange(len(self.values))] * p95 / self.p95
 
+    def share_over(self, multiple: float) -> float:
+        """The share of calls over the budget when the true p95 is `multiple` x the budget."""
+        return sum(v * multiple > self.p95 for v in self.values) / len(self.values)
+
 
 Shape = Lognormal | Recorded
 
 
-def recorded(kind: str) -> Recorded:
-    """The llama.cpp test server's recorded latencies of one kind: "warm" or "concurrent"."""
-    data = json.loads(SHAPE_FILE.read_text(encoding="utf-8"))
-    return Recorded(f"llama.cpp, {kind}", tuple(data[kind]))
+def recorded(kind: str, *, starved: bool = False) -> Recorded:
+    """The llama.cpp test server's recorded latencies of one kind: "warm" or "concurrent"
+    (`starved`: recorded on a busy machine)."""
+    path = STARVED_SHAPE_FILE if starved else SHAPE_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    name = "llama.cpp starved" if starved else "llama.cpp"
+    return Recorded(f"{name}, {kind}", tuple(data[kind]))
 
 
 # --- the endpoint ----------------------------------------------------------------------------
@@ -140,6 +155,11 @@ def lognormal(sigma: float, **fields: float) -> Endpoint:
 def llama(**fields: float) -> Endpoint:
     """An endpoint shaped like the llama.cpp test server, warm and concurrent calls apart."""
     return Endpoint(recorded("warm"), recorded("concurrent"), **fields)
+
+
+def llama_starved(**fields: float) -> Endpoint:
+    """The llama.cpp test server recorded on a busy machine: heavy, irregular tails."""
+    return Endpoint(recorded("warm", starved=True), recorded("concurrent", starved=True), **fields)
 
 
 @functools.lru_cache(maxsize=64)
