@@ -39,6 +39,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
+from statsim import pct, progress, table_row  # noqa: E402
+
 from latency_gate.assess.capacity import CapacitySearch  # noqa: E402
 from latency_gate.assess.capacity_levels import (  # noqa: E402
     PERCENTILE_TEST,
@@ -226,18 +228,6 @@ def cell(model: str, slots: int, rounds: int, runs: int, *, sweep: bool = True) 
         levels=fmean(f.levels for f in found),
         sweep=fmean(swept),
     )
-
-
-def pct(x: float) -> str:
-    return f"{x * 100:.1f} %"
-
-
-def table_row(*cells: str) -> str:
-    return "| " + " | ".join(cells) + " |"
-
-
-def progress(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
 
 
 def table_accuracy(runs: int) -> tuple[str, list[Cell]]:

@@ -17,11 +17,10 @@ from latency_gate.config.plan import LEVEL_BURSTS, LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
 from latency_gate.report.trend import (
-    BUDGET_COLOUR,
     BUDGET_REACH,
     CHART_HEIGHT,
-    RUNS_COLOUR,
     axis_top,
+    chart_header,
     chart_number,
     chart_text,
 )
@@ -75,17 +74,7 @@ class CapacityChart:
             top = max(top, self.budget)
         labels = ", ".join(chart_text(str(level)) for level, _ in self.levels)
         lines = [
-            # The bars in GitHub's blue, the budget in its red (as the trend charts).
-            "---",
-            "config:",
-            "  xyChart:",
-            f"    height: {CHART_HEIGHT}",
-            "  themeVariables:",
-            "    xyChart:",
-            f'      plotColorPalette: "{RUNS_COLOUR}, {BUDGET_COLOUR}"',
-            "---",
-            "xychart-beta",
-            f"    title {chart_text(self.title)}",
+            *chart_header(self.title, CHART_HEIGHT),  # bars blue, the budget red, as the trend's
             f'    x-axis "calls at once" [{labels}]',
             f'    y-axis "p95, seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
             f"    bar [{', '.join(chart_number(v) for v in values)}]",

@@ -60,20 +60,7 @@ class TrendChart:
         if self.budget_drawn and self.budget is not None:
             top = max(top, self.budget)
         lines = [
-            # Mermaid's default palette starts with a pale lavender that is hard to see on white:
-            # the runs in GitHub's blue, the budget in its red (frontmatter config, Mermaid
-            # 10.5+, the release that brought xychart-beta), and a height that keeps several
-            # charts on a screen.
-            "---",
-            "config:",
-            "  xyChart:",
-            f"    height: {height}",
-            "  themeVariables:",
-            "    xyChart:",
-            f'      plotColorPalette: "{RUNS_COLOUR}, {BUDGET_COLOUR}"',
-            "---",
-            "xychart-beta",
-            f"    title {chart_text(self.title)}",
+            *chart_header(self.title, height),
             f"    x-axis [{labels}]",
             f'    y-axis "seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
             f"    line [{', '.join(chart_number(v) for v in values)}]",
@@ -82,6 +69,26 @@ class TrendChart:
             budget = chart_number(self.budget)
             lines.append(f"    line [{', '.join(budget for _ in values)}]")
         return tuple(lines)
+
+
+def chart_header(title: str, height: int) -> tuple[str, ...]:
+    """The first lines of an xychart-beta block: its config and its title.
+
+    Mermaid's default palette starts with a pale lavender that is hard to see on white: the
+    data in GitHub's blue, the budget in its red (frontmatter config, Mermaid 10.5+, the
+    release that brought xychart-beta), and a height that keeps several charts on a screen."""
+    return (
+        "---",
+        "config:",
+        "  xyChart:",
+        f"    height: {height}",
+        "  themeVariables:",
+        "    xyChart:",
+        f'      plotColorPalette: "{RUNS_COLOUR}, {BUDGET_COLOUR}"',
+        "---",
+        "xychart-beta",
+        f"    title {chart_text(title)}",
+    )
 
 
 def chart_text(text: str) -> str:
