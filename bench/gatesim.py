@@ -33,7 +33,7 @@ from latency_gate.assess.gate import Gate, plan_for  # noqa: E402
 from latency_gate.assess.result import judge_samples  # noqa: E402
 from latency_gate.assess.sampling import SamplingPlan  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
-from latency_gate.config.plan import effective_max_calls  # noqa: E402
+from latency_gate.config.plan import DEFAULT_CAPACITY_MAX, effective_max_calls  # noqa: E402
 from latency_gate.config.regression import RegressionLimit  # noqa: E402
 from latency_gate.models import (  # noqa: E402
     BaselineCheck,
@@ -401,6 +401,14 @@ class _PlanView:
     @property
     def on_undecided(self) -> str:
         return self.settings.on_undecided
+
+    @property
+    def capacity(self) -> bool:
+        return False  # the gate's own runs: the capacity search is bench/capacitysim.py's
+
+    @property
+    def capacity_max(self) -> int:
+        return DEFAULT_CAPACITY_MAX
 
 
 def rng_for(table: str, cell: int, run: int) -> random.Random:

@@ -127,7 +127,10 @@ def md_or_dash(value: object) -> str:
 
 
 def fmt_value(value: float | None, number: str) -> str:
-    """A number's value in its unit: a percentage for rates, a duration for the rest."""
+    """A number's value in its unit: a percentage for rates, calls at once for the capacity, a
+    duration for the rest."""
+    if number == "capacity":
+        return "—" if value is None else f"{value:,.0f} at once"
     return fmt_percent(value) if number.endswith("rate") else fmt_duration(value)
 
 

@@ -7,142 +7,48 @@ its first byte went to the network (or its connection attempt began, for a call 
 
 from __future__ import annotations
 
-from enum import StrEnum
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+# The call models live in sample.py (one call), these in this module (one run); both are
+# importable from here.
+from latency_gate.sample import (
+    CallPhase,
+    CallTimings,
+    ErrorKind,
+    Sample,
+    StampSource,
+    TokenGaps,
+)
+from latency_gate.sample import Frozen as _Frozen
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "BaselineCheck",
+    "Bounds",
+    "CallPhase",
+    "CallTimings",
+    "Capacity",
+    "CapacityLevel",
+    "Check",
+    "ErrorKind",
+    "Finding",
+    "Floor",
+    "History",
+    "HistoryRun",
+    "NumberDelta",
+    "Numbers",
+    "PhaseStats",
+    "RunResult",
+    "Sample",
+    "Sampling",
+    "StampSource",
+    "TokenGaps",
+    "Verdict",
+]
 
 SCHEMA_VERSION: Literal[1] = 1
-
-
-class CallPhase(StrEnum):
-    """Which part of a run a call belongs to."""
-
-    COLD = "cold"
-    WARM = "warm"
-    CONCURRENT = "concurrent"
-
-
-class ErrorKind(StrEnum):
-    """Why a call failed. Every failed call has exactly one."""
-
-    HTTP_4XX = "http_4xx"
-    HTTP_429 = "http_429"
-    HTTP_5XX = "http_5xx"
-    REDIRECT = "redirect"
-    CONNECT_TIMEOUT = "connect_timeout"
-    READ_TIMEOUT = "read_timeout"
-    WRITE_TIMEOUT = "write_timeout"
-    TOTAL_TIMEOUT = "total_timeout"
-    CONNECTION_REFUSED = "connection_refused"
-    CONNECTION_RESET = "connection_reset"
-    CONNECTION_CLOSED = "connection_closed"
-    DNS = "dns"
-    TLS = "tls"
-    PROTOCOL = "protocol"
-    STREAM_ERROR = "stream_error"
-    STREAM_CUT = "stream_cut"
-    EMPTY_ANSWER = "empty_answer"
-    MALFORMED = "malformed"
-    INTERRUPTED = "interrupted"
-    OTHER = "other"
-
-
-class StampSource(StrEnum):
-    """Where a call's timestamps came from, best first (docs/design.md, "Clock")."""
-
-    KERNEL = "kernel"  # SO_TIMESTAMPNS receive stamps on the raw socket
-    READ_RETURN = "read-return"  # time.time_ns() when the socket read returned
-
-
-class _Frozen(BaseModel):
-    # defer_build: each model's validator is built when first used, not at import; the first
-    # request then goes out ~20 ms sooner (docs/benchmarks.md, "Start-up").
-    model_config = ConfigDict(frozen=True, extra="forbid", defer_build=True)
-
-
-class CallTimings(_Frozen):
-    """Phase boundaries of one call, seconds from the call's t0; None when the phase did not happen.
-
-    `dns`, `connect` and `tls` are durations (only on a call that opened a connection);
-    the rest are offsets from t0, in the order the bytes arrive.
-    """
-
-    dns: float | None = None
-    connect: float | None = None
-    tls: float | None = None
-    request_sent: float | None = None
-    headers: float | None = None
-    first_byte: float | None = None
-    first_event: float | None = Field(
-        default=None,
-        description="the first delta a user could see: reasoning or answer text (streams only)",
-    )
-    first_token: float | None = Field(default=None, description="the first answer delta")
-    second_token: float | None = Field(
-        default=None, description="the second visible delta (reasoning or answer), streams only"
-    )
-    last_token: float | None = None
-    last_byte: float | None = None
-
-
-class TokenGaps(_Frozen):
-    """Gaps between the visible deltas (reasoning or answer) of one streamed call, in seconds.
-
-    Deltas that came in the same socket read are 0 apart. `count` and `max` cover every gap;
-    `p50` and `p95` the first `kept` of them (a capped list, so memory stays bounded).
-    """
-
-    count: int = Field(ge=1)
-    kept: int = Field(ge=1)
-    p50: float
-    p95: float
-    max: float
-    max_at: float = Field(description="seconds from t0 to the end of the longest gap")
-    mean: float = Field(description="(last - first visible delta) / gaps: aiperf's per-call ITL")
-
-
-class Sample(_Frozen):
-    """One HTTP call as the probe saw it."""
-
-    phase: CallPhase
-    index: int = Field(ge=0, description="position within its phase, from 0")
-    started_at: float = Field(description="wall-clock start, seconds since the epoch")
-    ok: bool
-    latency: float | None = Field(
-        default=None, description="seconds from t0 to the last byte of the answer"
-    )
-    status: int | None = None
-    error: ErrorKind | None = None
-    error_detail: str | None = Field(
-        default=None, description="short, redacted description; untrusted text"
-    )
-    retry_after: str | None = None
-    timings: CallTimings = CallTimings()
-    bytes_received: int = 0
-    tokens: int | None = None
-    tokens_source: Literal["usage", "deltas"] | None = None
-    token_events: int = Field(default=0, description="content deltas seen in a stream")
-    token_reads: int = Field(
-        default=0, description="socket reads that delivered at least one content delta"
-    )
-    reasoning_events: int = Field(default=0, description="reasoning (thinking) deltas seen")
-    token_gaps: TokenGaps | None = None
-    output_tokens_per_s: float | None = Field(
-        default=None,
-        description="tokens after the first / seconds from first to last visible delta",
-    )
-    http_version: str | None = Field(
-        default=None, description="the HTTP version of the answer, as HTTP/1.1 or HTTP/2"
-    )
-    prompt_varied: bool = Field(
-        default=False, description="this call's prompt was made unique (--vary-prompt)"
-    )
-    new_connection: bool = False
-    retries: int = Field(
-        default=0, description="retries on a fresh connection after a stale pooled one"
-    )
-    stamp_source: StampSource = StampSource.READ_RETURN
 
 
 class PhaseStats(_Frozen):
@@ -365,6 +271,63 @@ class Sampling(_Frozen):
     )
 
 
+class CapacityLevel(_Frozen):
+    """One level of the capacity search: `concurrency` calls started together, in bursts, judged
+    on that level's calls alone (docs/statistics.md, "Capacity")."""
+
+    concurrency: int = Field(ge=1)
+    calls: int = Field(ge=0)
+    bursts: int = Field(ge=0)
+    p95: float | None = Field(description="p95 latency of the level's successful calls")
+    errors: int = Field(ge=0, description="failed calls of the level")
+    ttft_p95: float | None = Field(default=None, description="first-token p95 of the level")
+    held: bool = Field(description="every budgeted check of the level passed")
+    decided_by: Literal["the run", "test", "level cap", "max-calls"] = Field(
+        description="the run: the run's own concurrent check (level c0, not measured again); "
+        "test: the sequential test decided; level cap: on-undecided decided at the level's "
+        "last burst; max-calls: on-undecided decided when the cap stopped the search"
+    )
+    broke_on: tuple[str, ...] = Field(default=(), description="the checks that broke it")
+    wrong_at_most: float | None = Field(
+        default=None,
+        description="how often a level on the wrong side of its budget is decided so, at most: "
+        "the test's bound, or the exact rate of the looks taken at the cap",
+    )
+    seconds: float | None = Field(
+        default=None, description="time its bursts took (None for the run's own level)"
+    )
+    samples: tuple[Sample, ...] = Field(
+        default=(),
+        description="the level's calls, apart from the run's `samples` (empty for the run's "
+        "own level: those are its concurrent calls)",
+    )
+
+
+class Capacity(_Frozen):
+    """The most calls at once whose concurrent p95 holds its budget (`--capacity`), and the
+    search that found it. Its calls are its levels' own: `RunResult.samples` and the numbers,
+    findings and budget checks of the run do not include them."""
+
+    found: int = Field(ge=0, description="the highest level that held (0: not even one call)")
+    complete: bool = Field(description="the search ended by itself (not stopped by max-calls)")
+    reached_max: bool = Field(description="found is --capacity-max: the search went no higher")
+    stopped_by_cap: bool = Field(
+        description="max-calls stopped the search: the capacity is at least `found`"
+    )
+    breaking: int | None = Field(description="the lowest level that broke the budget")
+    breaking_p95: float | None = Field(description="that level's p95 latency")
+    limit: float = Field(description="the concurrent p95 budget each level was held to")
+    ttft_limit: float | None = None
+    error_limit: float | None = None
+    on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
+    start: int = Field(description="the run's concurrency, the first level (judged by the run)")
+    maximum: int = Field(description="--capacity-max")
+    calls: int = Field(description="calls the search made (the run's own level not counted)")
+    seconds: float = Field(description="time the search's bursts took")
+    stopped: str = Field(default="", description="why the search stopped, in words")
+    levels: tuple[CapacityLevel, ...] = Field(description="the levels in the order tried")
+
+
 class RunResult(_Frozen):
     """Everything one probe of one target measured. The JSON result file."""
 
@@ -410,6 +373,9 @@ class RunResult(_Frozen):
     ready_after: float | None = Field(
         default=None,
         description="seconds --wait-ready polled before the endpoint answered (None: no wait)",
+    )
+    capacity: Capacity | None = Field(
+        default=None, description="the capacity at the budget (--capacity); None: not searched"
     )
 
     @property

@@ -28,12 +28,13 @@ from latency_gate.measure.engine import (
     measure,
 )
 from latency_gate.measure.floor import measure_floor
-from latency_gate.models import RunResult, Sample
+from latency_gate.models import Capacity, RunResult, Sample
 from latency_gate.report.progress import Look, TargetProgress
 from latency_gate.report.result_file import parse_runs
 
 if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
+    from latency_gate.assess.capacity import CapacityRun
     from latency_gate.assess.gate import Gate
     from latency_gate.assess.history import HistoryPlan
 
@@ -65,6 +66,7 @@ class _Judge:
         self.into = into
         self.max_regression = max_regression
         self._gate: Gate | None = None
+        self.capacity: CapacityRun | None = None
         self._looks = 1
         # A printer of ours also says why each look after the first is taken (a user's own
         # callback of probe() gets the Progress events it always got, nothing else).
@@ -90,6 +92,26 @@ class _Judge:
             concurrency = self.target.concurrency
             self._on_look(Look(self._looks, step.warm_calls, step.bursts, concurrency, step.reason))
         return MoreCalls(step.warm_calls, step.bursts, step.reason)
+
+    def search(self, burst: Sequence[Sample], seconds: float) -> int | None:
+        """The engine's question during the capacity search (after the looks): the concurrency
+        of the next burst, given the last one's calls (none the first time, when the search
+        starts from the run's own concurrent check)."""
+        if self.capacity is None:
+            from latency_gate.assess.capacity import start_search  # noqa: PLC0415 (start-up)
+
+            self.capacity = start_search(self.target, self.gate, self.into.samples)
+        else:
+            self.capacity.add_burst(burst, seconds)
+        return self.capacity.next_burst()
+
+    def searched(self, *, interrupted: bool) -> Capacity | None:
+        """The capacity found, when the search ran (an interrupted one says so)."""
+        if self.capacity is None:
+            return None
+        if interrupted:
+            self.capacity.interrupt()
+        return self.capacity.capacity()
 
 
 async def probe(
@@ -161,6 +183,7 @@ async def _measure(
         kernel_stamps=kernel_stamps,
         sleep=sleep,
         more=judge.more,
+        search=judge.search if target.capacity else None,
     )
 
 
@@ -204,6 +227,7 @@ def _result(
         ready_after=into.ready_after,
         base_samples=into.base_samples,
         history=history,
+        capacity=judge.searched(interrupted=interrupted),
     )
     warnings = [] if into.stopped_early is None else [into.stopped_early]
     base_unready = target.wait_ready > 0 and into.base_ready_after is None

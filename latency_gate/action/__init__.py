@@ -99,7 +99,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         check_writable(json_path, output_path)
         check_open_files(
             settings.all_targets,
-            lambda t: "concurrency" if not settings.targets else f"target {t.name!r}, concurrency",
+            lambda t, key: key if not settings.targets else f"target {t.name!r}, {key}",
         )
     except ConfigError as exc:
         # A secret given to the wrong input is quoted back by its message; the runner masks

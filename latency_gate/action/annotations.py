@@ -30,9 +30,11 @@ def annotate(result: RunResult, out: TextIO) -> None:
         if check.passed is not False or view.no_success:
             continue
         label = NUMBER_LABELS.get(check.number, check.number)
-        if check.value is None:
-            row = next(row for row in view.rows if row.number == check.number)
+        row = next((row for row in view.rows if row.number == check.number), None)
+        if check.value is None and row is not None:
             message, title = row.breach, f"latency-gate: {label} not measured"
+        elif row is not None and row.minimum:  # the capacity, under its min-capacity
+            message, title = row.breach, f"latency-gate: {label} under its minimum"
         else:
             actual = fmt_value_beside(check.value, check.limit, check.number)
             budget = _show(check.number, check.limit) if check.limit is not None else "—"

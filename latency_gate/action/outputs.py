@@ -1,5 +1,5 @@
-"""The step outputs: the verdict, the five numbers in seconds, where the JSON result is and the
-PR comment's URL, as the strings GitHub hands to later steps.
+"""The step outputs: the verdict, the five numbers in seconds, the capacity (calls at once),
+where the JSON result is and the PR comment's URL, as the strings GitHub hands to later steps.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ def output_values(
         value: float | None = None if numbers is None else getattr(numbers, number)
         return "" if value is None else f"{value:.6f}"
 
+    capacity = results[0].capacity if len(results) == 1 else None
     return {
         "passed": "true" if passed else "false",
         "verdict": "PASS" if passed else "FAIL",
@@ -33,6 +34,7 @@ def output_values(
         "warm-p95": seconds("warm_p95"),
         "concurrent-p95": seconds("concurrent_p95"),
         "error-rate": seconds("error_rate"),
+        "capacity": "" if capacity is None else str(capacity.found),
         "report-path": report_path,
         "comment-url": comment_url or "",
     }

@@ -19,13 +19,16 @@ from typing import Any, overload
 from pydantic import ValidationError
 
 from latency_gate.assess import stats
+from latency_gate.assess.capacity import judged_again
+from latency_gate.assess.capacity_levels import LevelLimits
+from latency_gate.assess.capacity_verdict import capacity_check
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
 from latency_gate.config.plan import effective_max_calls
-from latency_gate.models import Numbers, RunResult, Sample
+from latency_gate.models import CallPhase, Capacity, Check, Numbers, RunResult, Sample
 
 __all__ = ["budget_of", "rejudge"]
 
@@ -55,6 +58,8 @@ def rejudge(run: RunResult) -> RunResult:
         concurrency=_count(config, "concurrency", 10),
         max_calls=_count(config, "max_calls", None),
         on_undecided=str(config.get("on_undecided", "fail")),
+        capacity=config.get("capacity") is True,
+        capacity_max=_count(config, "capacity_max", 64),
     )
     gate = Gate(
         budget=budget,
@@ -69,8 +74,14 @@ def rejudge(run: RunResult) -> RunResult:
     _replay(gate, samples, first=_first_look(run, plan), concurrency=plan.concurrency)
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
+    checks = gate.checks(samples, numbers)
+    capacity = _capacity_again(run, budget, plan, checks, gate.history.get("concurrent_p95"))
+    if plan.capacity or run.capacity is not None:
+        min_capacity = _count(config, "min_capacity", None) if "min_capacity" in config else None
+        row = capacity_check(capacity, min_capacity)
+        checks = checks if row is None else (*checks, row)
     verdict = judge(
-        gate.checks(samples, numbers),
+        checks,
         successful_calls=successful,
         interrupted=run.interrupted,
         regressions=() if run.baseline is None else run.baseline.regressions,
@@ -101,7 +112,36 @@ def rejudge(run: RunResult) -> RunResult:
                 concurrency=plan.concurrency,
             ),
             "warnings": tuple(warnings),
+            "capacity": capacity,
         }
+    )
+
+
+def _capacity_again(
+    run: RunResult,
+    budget: Budget,
+    plan: _Settings,
+    checks: tuple[Check, ...],
+    looks: list[int] | None,
+) -> Capacity | None:
+    """The file's capacity judged again from its levels' calls, under the run's own budget."""
+    if run.capacity is None:
+        return None
+    if budget.max_concurrent_p95 is None:
+        raise ValueError("its capacity was searched without a concurrent p95 budget")
+    limits = LevelLimits(
+        concurrent_p95=budget.max_concurrent_p95,
+        error_rate=budget.max_error_rate,
+        ttft_p95=budget.max_ttft_p95,
+        on_undecided=plan.on_undecided,
+    )
+    concurrent = [s for s in run.samples if s.phase is CallPhase.CONCURRENT]
+    return judged_again(
+        run.capacity,
+        limits,
+        concurrent=concurrent,
+        looks=looks or [len(concurrent)],
+        run_check=next((c for c in checks if c.number == "concurrent_p95"), None),
     )
 
 
@@ -127,6 +167,8 @@ class _Settings:
     concurrency: int
     max_calls: int | None
     on_undecided: str
+    capacity: bool = False
+    capacity_max: int = 64
 
 
 def _first_look(run: RunResult, plan: _Settings) -> int:

@@ -10,6 +10,7 @@ from functools import partial
 
 from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare
+from latency_gate.assess.capacity_verdict import base_capacities, capacity_check, capacity_delta
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.history import HistoryPlan, history_check
@@ -22,6 +23,7 @@ from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import (
     BaselineCheck,
     CallPhase,
+    Capacity,
     Check,
     Floor,
     Numbers,
@@ -76,6 +78,7 @@ def assess_run(
     base_samples: Sequence[Sample] = (),
     max_regression: RegressionLimit | None = None,
     history: HistoryPlan | None = None,
+    capacity: Capacity | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict.
 
@@ -85,7 +88,8 @@ def assess_run(
     arm, `base_samples`, by the gate's limit (`max_regression` when the gate is made here);
     `baseline` is then not used. With a `history` (and no `baseline`), a target with too few
     runs for the history's rule is compared with its newest run (`HistoryPlan.as_baseline`).
-    The budget checks judge `samples` alone.
+    The budget checks judge `samples` alone; `capacity` (the search's, with --capacity) is a
+    row of its own, gated by min-capacity, and compared with the base's.
     """
     if history is not None and baseline is None:
         baseline = history.as_baseline()
@@ -107,6 +111,9 @@ def assess_run(
         interrupted=interrupted,
         base_arm=side_by_side,
         history=history,
+        capacity=capacity,
+        searched=target.capacity,
+        min_capacity=target.min_capacity,
     )
     warnings: list[str] = list(plan_warnings(target))
     if interrupted:
@@ -157,6 +164,7 @@ def assess_run(
             first_look=stats.numbers(samples[: gate.first_look_calls]),
         ),
         ready_after=ready_after,
+        capacity=capacity,
     )
 
 
@@ -170,6 +178,9 @@ def judge_samples(
     interrupted: bool = False,
     base_arm: tuple[str, Sequence[Sample]] | None = None,
     history: HistoryPlan | None = None,
+    capacity: Capacity | None = None,
+    searched: bool = False,
+    min_capacity: int | None = None,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
     took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
@@ -205,6 +216,17 @@ def judge_samples(
         )
     if history is not None and base_arm is None:
         check = history_check(history, target, samples, numbers, gated=gated, newest=check)
+    if searched:
+        checks, check = _with_capacity(
+            checks,
+            check,
+            capacity,
+            min_capacity=min_capacity,
+            target=target,
+            baseline=baseline,
+            history=history,
+            earlier=base_arm is None,
+        )
     verdict = judge(
         checks,
         successful_calls=sum(s.ok for s in samples),
@@ -213,6 +235,32 @@ def judge_samples(
         deltas=() if check is None else check.deltas,
     )
     return checks, check, verdict
+
+
+def _with_capacity(
+    checks: tuple[Check, ...],
+    check: BaselineCheck | None,
+    capacity: Capacity | None,
+    *,
+    min_capacity: int | None,
+    target: str,
+    baseline: BaselinePlan | None,
+    history: HistoryPlan | None,
+    earlier: bool,
+) -> tuple[tuple[Check, ...], BaselineCheck | None]:
+    """The capacity's row among the checks, and against an earlier run or a history, its row
+    among the comparison's (an A/B run's base arm is not searched)."""
+    row = capacity_check(capacity, min_capacity)
+    if row is not None:
+        checks = (*checks, row)
+    bases = base_capacities(target, baseline, history) if earlier else None
+    if check is None or check.status != "compared" or bases is None:
+        return checks, check
+    limit = history.limit if history is not None else baseline.limit if baseline else None
+    delta = capacity_delta(capacity, bases[0], limit or DEFAULT_LIMIT, history=bases[1])
+    if delta is not None:
+        check = check.model_copy(update={"deltas": (*check.deltas, delta)})
+    return checks, check
 
 
 def floor_from(

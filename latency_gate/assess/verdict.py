@@ -39,6 +39,8 @@ def judge(
             continue
         if c.value is None:
             reasons.append(f"{c.number} has no data")
+        elif c.number == "capacity":  # a floor, min-capacity (assess/capacity_verdict.py)
+            reasons.append("capacity under its minimum")
         elif c.by_policy:
             how = "by its value" if "by its value" in c.note else "by policy"
             reasons.append(f"{c.number} undecided, failed {how}")

@@ -69,6 +69,17 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
     "[default: pass, with a warning].",
 )
 @click.option(
+    "--capacity",
+    is_flag=True,
+    default=None,
+    help="After the run, search the most calls at once whose concurrent p95 holds its budget.",
+)
+@click.option("--capacity-max", help="The most calls at once the search tries [default: 64].")
+@click.option(
+    "--min-capacity",
+    help="Fail when the capacity found is lower; implies --capacity [default: not gated].",
+)
+@click.option(
     "--fresh-connections",
     is_flag=True,
     default=None,
@@ -191,7 +202,7 @@ def probe_command(
     check_writable({"--json": json_path, "--markdown": markdown_path})
     check_open_files(
         targets,
-        lambda t: "--concurrency" if targets_path is None else f"target {t.name!r}, concurrency",
+        lambda t, key: f"--{key}" if targets_path is None else f"target {t.name!r}, {key}",
     )
     progress_for, log = progress_log()
     results = run_with_signals(

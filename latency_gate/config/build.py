@@ -75,6 +75,9 @@ TARGET_KEYS = (
     "max-calls",
     "on-undecided",
     "on-undecided-regression",
+    "capacity",
+    "capacity-max",
+    "min-capacity",
     "fresh-connections",
     "follow-redirects",
     "ca-bundle",
@@ -155,6 +158,9 @@ def build_target(
     take("max-calls", _parse_max_calls)
     take("on-undecided", _parse_on_undecided)
     take("on-undecided-regression", _parse_on_undecided_regression)
+    take("capacity", parse_bool)
+    take("capacity-max", parse_count)
+    take("min-capacity", _parse_min_capacity)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: _ca_bundle(s, base_dir, root))
@@ -197,6 +203,8 @@ def build_target(
     fields["headers"] = tuple(headers)
     fields["baseline_headers"] = tuple(base_headers)
     fields["budget"] = Budget(**budget)
+    if fields.get("min_capacity") is not None:
+        fields["capacity"] = True  # a minimum to hold is a search to make
     try:
         target = Target(**fields)
     except ValidationError as exc:
@@ -208,6 +216,7 @@ def build_target(
         ) from None
     # What no run could decide (config/plan.py), refused before the first call.
     undecidable = [InputProblem(spelled(key), text) for key, text in plan_problems(target)]
+    undecidable += [InputProblem(spelled(key), text) for key, text in capacity_problems(target)]
     if undecidable:
         raise ConfigError(undecidable)
     return target
@@ -316,6 +325,42 @@ def _parse_on_undecided_regression(text: str) -> str:
     if choice not in {"fail", "pass"}:
         raise ValueError(f"expected fail or pass, got {text!r}")
     return choice
+
+
+def _parse_min_capacity(text: str) -> int | None:
+    """A count of calls at once, or empty/off for none (the capacity is reported, not gated)."""
+    return None if text.strip().lower() in _OFF else parse_count(text)
+
+
+def capacity_problems(target: Target) -> list[tuple[str, str]]:
+    """(input, message) for capacity settings no search can honour: a minimum above the most
+    searched, a search from a concurrency above it, a search with no concurrent p95 budget."""
+    problems: list[tuple[str, str]] = []
+    if target.min_capacity is not None and target.min_capacity > target.capacity_max:
+        problems.append(
+            (
+                "min-capacity",
+                f"{target.min_capacity} is above capacity-max {target.capacity_max}, the most "
+                "calls at once the search tries: raise capacity-max or lower min-capacity",
+            )
+        )
+    if target.capacity and target.concurrency > target.capacity_max:
+        problems.append(
+            (
+                "capacity-max",
+                f"{target.capacity_max} is below concurrency {target.concurrency}, the level the "
+                "search starts from: raise capacity-max or lower concurrency",
+            )
+        )
+    if target.capacity and target.budget.max_concurrent_p95 is None:
+        problems.append(
+            (
+                "capacity" if target.min_capacity is None else "min-capacity",
+                "the capacity is the most calls at once whose concurrent p95 holds its budget, "
+                "and max-concurrent-p95 is off: give it a budget",
+            )
+        )
+    return problems
 
 
 def _parse_max_calls(text: str) -> int | None:

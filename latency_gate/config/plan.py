@@ -16,6 +16,7 @@ loading the judging layer (start-up, docs/benchmarks.md).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -24,11 +25,14 @@ if TYPE_CHECKING:
     from latency_gate.config.target import Budget
 
 __all__ = [
+    "DEFAULT_CAPACITY_MAX",
     "DEFAULT_MAX_CALLS",
     "ERROR_ALPHA",
     "ERROR_BETA",
     "ERROR_FAILING",
     "ERROR_HEALTHY",
+    "LEVEL_BURSTS",
+    "LEVEL_CALLS",
     "LOOK_WARM_CALLS",
     "MAX_LOOKS",
     "PERCENTILE_ALPHA",
@@ -39,11 +43,13 @@ __all__ = [
     "clean_calls_to_pass",
     "effective_max_calls",
     "error_shares",
+    "level_bursts",
     "needs_of",
     "odds_shifted",
     "percentile_shares",
     "plan_problems",
     "plan_warnings",
+    "search_worst_calls",
 ]
 
 # The sampling plan (assess/sampling.py): looks after the first add LOOK_WARM_CALLS warm calls,
@@ -66,6 +72,13 @@ ERROR_BETA = 0.04
 # The error budget's calls for its stated error rates near the budget: ERROR_ROOM / budget
 # (500 for 0.01; docs/statistics.md, table d).
 ERROR_ROOM = 5.0
+
+# The capacity search (assess/capacity.py, docs/statistics.md "Capacity"): each level of
+# concurrency takes bursts while its checks are undecided, at most LEVEL_BURSTS of them and no
+# more once it has LEVEL_CALLS calls; the search goes no higher than --capacity-max.
+LEVEL_CALLS = 80
+LEVEL_BURSTS = 16
+DEFAULT_CAPACITY_MAX = 64
 
 
 def odds_shifted(share: float, factor: float) -> float:
@@ -117,11 +130,14 @@ class CallsNeeded:
     latency: int
     error: int
     why: str
+    # The capacity search's worst case (0 without --capacity): added on top, since the search
+    # runs after the looks, on what the cap leaves.
+    capacity: int = 0
 
     @property
     def design(self) -> int:
         """The cap under which every stated error rate holds."""
-        return max(self.minimum, self.latency, self.error)
+        return max(self.minimum, self.latency, self.error) + self.capacity
 
 
 def calls_needed(budget: Budget, *, warm_calls: int, concurrency: int) -> CallsNeeded:
@@ -174,21 +190,64 @@ class _Planned(Protocol):
     def max_calls(self) -> int | None: ...
     @property
     def on_undecided(self) -> str: ...
+    @property
+    def capacity(self) -> bool: ...
+    @property
+    def capacity_max(self) -> int: ...
 
 
 def needs_of(target: _Planned) -> CallsNeeded:
-    """What a target's checks need in calls."""
-    return calls_needed(target.budget, warm_calls=target.warm_calls, concurrency=target.concurrency)
+    """What a target's checks need in calls (with --capacity, the search's worst case too)."""
+    needs = calls_needed(
+        target.budget, warm_calls=target.warm_calls, concurrency=target.concurrency
+    )
+    if not target.capacity:
+        return needs
+    worst = search_worst_calls(target.concurrency, target.capacity_max)
+    return CallsNeeded(needs.minimum, needs.latency, needs.error, needs.why, capacity=worst)
 
 
 def effective_max_calls(target: _Planned) -> int:
     """The cap a run of `target` works under: its `max_calls`, or when none was given, the calls
     its checks can need (DEFAULT_MAX_CALLS at least, and never under what a perfect endpoint
-    needs to have every check decided)."""
+    needs to have every check decided), plus the capacity search's worst case."""
     if target.max_calls is not None:
         return target.max_calls
     needs = needs_of(target)
-    return min(LARGEST_CAP, max(DEFAULT_MAX_CALLS, needs.latency, needs.minimum))
+    return min(LARGEST_CAP, max(DEFAULT_MAX_CALLS, needs.latency, needs.minimum) + needs.capacity)
+
+
+def level_bursts(concurrency: int) -> int:
+    """The most bursts one level of the capacity search takes at this concurrency."""
+    return max(1, min(LEVEL_BURSTS, math.ceil(LEVEL_CALLS / concurrency)))
+
+
+def search_worst_calls(start: int, maximum: int) -> int:
+    """The most calls the capacity search can make from a run at concurrency `start` (whose own
+    burst decided that level) up to `maximum`, every level taken to its cap: the search of
+    assess/capacity.py (double while levels hold, then halve the gap; from a failed start, level
+    1 first), followed down its costliest branch."""
+    start = min(start, maximum)
+
+    def cost(level: int) -> int:
+        return level * level_bursts(level)
+
+    @functools.cache
+    def halving(held: int, failed: int) -> int:
+        if failed - held <= 1:
+            return 0
+        middle = (held + failed) // 2
+        return cost(middle) + max(halving(middle, failed), halving(held, middle))
+
+    @functools.cache
+    def doubling(held: int) -> int:
+        if held >= maximum:
+            return 0
+        higher = min(2 * held, maximum)
+        return cost(higher) + max(doubling(higher), halving(held, higher))
+
+    from_failed = 0 if start <= 1 else cost(1) + halving(1, start)
+    return max(doubling(start), from_failed)
 
 
 def plan_problems(target: _Planned) -> list[tuple[str, str]]:
@@ -232,16 +291,29 @@ def plan_warnings(target: _Planned) -> list[str]:
     needs = needs_of(target)
     cap = effective_max_calls(target)
     warnings: list[str] = []
-    if target.max_calls is None and cap > DEFAULT_MAX_CALLS:
+    if target.max_calls is None and needs.capacity:
+        checks = cap - needs.capacity
+        warnings.append(
+            f"max-calls sized to {cap:,}: {checks:,} for the checks and up to "
+            f"{needs.capacity:,} for the capacity search"
+        )
+    elif target.max_calls is None and cap > DEFAULT_MAX_CALLS:
         what = needs.why if cap == needs.minimum else f"the calls of {MAX_LOOKS} looks"
         warnings.append(f"max-calls sized to {cap:,} to fit the checks ({what})")
-    if cap < needs.design:
+    checks = needs.design - needs.capacity
+    if needs.capacity and cap < needs.design:
+        warnings.append(
+            f"max-calls {cap:,} may stop the capacity search before it ends (after the checks' "
+            f"{checks:,} calls it can take up to {needs.capacity:,}): its figure is then the "
+            "highest level that held, said as 'at least'"
+        )
+    if cap < checks:
         how = {
             "fail": "fail there, undecided",
             "pass": "pass there, undecided",
         }.get(target.on_undecided, "be decided there by its value")
         warnings.append(
-            f"max-calls {cap:,} is under the {needs.design:,} calls the checks can need: a "
+            f"max-calls {cap:,} is under the {checks:,} calls the checks can need: a "
             f"check near its budget may {how}, with error rates over the stated ones (each "
             "check's line says the ones of this run)"
         )

@@ -106,6 +106,11 @@ class Target(_Frozen):
     max_calls: int | None = Field(default=None, ge=1, le=100_000)
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     on_undecided_regression: Literal["fail", "pass"] = "pass"
+    # The capacity at the budget (assess/capacity.py): after the looks, the most calls at once
+    # whose concurrent p95 holds its budget, searched up to capacity_max; min_capacity gates it.
+    capacity: bool = False
+    capacity_max: int = Field(default=64, ge=1, le=10_000)
+    min_capacity: int | None = Field(default=None, ge=1, le=10_000)
     fresh_connections: bool = False
     follow_redirects: bool = False
     ca_bundle: str | None = None
@@ -207,6 +212,9 @@ class Target(_Frozen):
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         for key in ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy"):
             data.pop(key, None)  # a run without a base keeps the settings it always had
+        if not self.capacity:  # nor does a run without the capacity search gain its settings
+            for key in ("capacity", "capacity_max", "min_capacity"):
+                data.pop(key, None)
         if self.baseline_url is not None:
             data["baseline_url"] = redact_url(self.baseline_url)
             data["baseline_api_key"] = None if self.baseline_api_key is None else REDACTED
@@ -234,6 +242,11 @@ NOT_COMPARED = (
     "max_calls",
     "on_undecided",
     "on_undecided_regression",
+    # The capacity search runs after the looks, on calls of its own: the run's numbers are
+    # measured alike with it or without (its own figure is compared on its own terms).
+    "capacity",
+    "capacity_max",
+    "min_capacity",
     # Where an A/B run's base was: not what the head measured.
     "baseline_url",
     "baseline_api_key",

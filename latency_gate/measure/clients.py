@@ -96,7 +96,8 @@ async def burst(
     first_index: int = 0,
 ) -> None:
     """`target.concurrency` calls at once, one small client each; connections opened first
-    unless asked not to. The samples land in `into` in index order, also when cancelled."""
+    unless asked not to, and each closed as its call ends. The samples land in `into` in index
+    order, also when cancelled."""
     backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
     timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
     clients = [
@@ -120,6 +121,10 @@ async def burst(
             body, varied = _body(target)
             await go.wait()
             sample = await call(client, target, CallPhase.CONCURRENT, index, body=body)
+            # Its connection goes as its answer ends, as an independent user's would: a server
+            # that gives each connection a thread (llama.cpp's) would otherwise keep the later
+            # calls of the burst waiting for a thread until a keep-alive timeout.
+            await client.aclose()
             return sample.model_copy(update={"prompt_varied": True}) if varied else sample
 
         tasks = [asyncio.create_task(one(c, first_index + i)) for i, c in enumerate(clients)]

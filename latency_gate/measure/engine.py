@@ -6,6 +6,12 @@ Nothing here judges: what to measure beyond the first look is the caller's `more
 (latency_gate.run asks latency_gate.assess). The clients it calls through are in clients.py,
 the wait for a starting server in ready.py.
 
+The capacity search (`--capacity`) comes after the looks: the caller's `search` callback says the
+concurrency of each next burst from the calls of the one before (latency_gate.run asks
+latency_gate.assess.capacity), and the engine makes it with the same burst machinery at that
+concurrency (one small client per call, connections opened ahead). Its calls are the search's:
+they go to the callback, not into `Measurement.samples`. In an A/B run only the head is searched.
+
 A/B in one run (a target with a `baseline_url`): the base is a second arm, measured the same
 way and interleaved with the head, one call at a time: the cold calls head then base, each on
 its own new connection; the warm calls in the Thue-Morse order (ABBA BAAB BAAB ABBA ...), each
@@ -38,12 +44,13 @@ __all__ = [
     "MoreCalls",
     "Progress",
     "ProgressCallback",
+    "SearchPolicy",
     "Stage",
     "arm_order",
     "measure",
 ]
 
-Stage = Literal["floor", "ready", "idle", "cold", "warm", "concurrent", "done"]
+Stage = Literal["floor", "ready", "idle", "cold", "warm", "concurrent", "capacity", "done"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +81,9 @@ class MoreCalls:
 
 # Asked after each look with the samples so far: what to measure next, or None to stop.
 MorePolicy = Callable[[Sequence[Sample]], MoreCalls | None]
+# The capacity search, asked after the looks and after each of its bursts with that burst's
+# calls and seconds (none and 0 the first time): the concurrency of the next burst, or None.
+SearchPolicy = Callable[[Sequence[Sample], float], int | None]
 
 
 @dataclass(frozen=True)
@@ -198,13 +208,15 @@ async def measure(
     kernel_stamps: bool = True,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     more: MorePolicy | None = None,
+    search: SearchPolicy | None = None,
 ) -> None:
-    """Idle wait, cold call, warm calls, one burst; then what `more` asks for, until it says stop.
+    """Idle wait, cold call, warm calls, one burst; then what `more` asks for, until it says stop;
+    then the bursts `search` asks for, until it says stop.
 
     With a `baseline_url`, the base is measured alike, interleaved (into `into.base_samples`),
-    and each `more` step applies to both. Never raises for endpoint trouble: every failure is a
-    sample with its ErrorKind. A cancellation propagates; the calls finished by then are in
-    `into.samples` (and `into.base_samples`).
+    and each `more` step applies to both; `search` bursts go to the head alone. Never raises for
+    endpoint trouble: every failure is a sample with its ErrorKind. A cancellation propagates;
+    the calls finished by then are in `into.samples` (and `into.base_samples`).
     """
     arms = _arms(target, into)
     if target.wait_ready > 0:
@@ -265,7 +277,28 @@ async def measure(
                 done = sum(s.phase is CallPhase.CONCURRENT for s in arm.samples)
                 progress(Progress("concurrent", done, done + target.concurrency))
                 await burst(arm.target, arm.context, kernel_stamps, arm.samples, first_index=done)
+    if search is not None:
+        # After the warm clients are closed: their kept-alive connections would hold what a
+        # server gives each connection (a thread, in llama.cpp's) through the search's bursts.
+        await _search(arms[0], search, progress, kernel_stamps)
     progress(Progress("done", len(into.samples), len(into.samples)))
+
+
+async def _search(
+    arm: _Arm, search: SearchPolicy, progress: ProgressCallback, kernel_stamps: bool
+) -> None:
+    """The capacity search's bursts, each at the concurrency `search` asks for, until it says
+    stop; each burst's calls and seconds (connections opened ahead included) go back to it."""
+    calls: list[Sample] = []
+    seconds = 0.0
+    while (concurrency := search(calls, seconds)) is not None:
+        level = arm.target.model_copy(update={"concurrency": concurrency})
+        calls = []
+        progress(Progress("capacity", 0, concurrency))
+        began = time.monotonic()
+        await burst(level, arm.context, kernel_stamps, calls)
+        seconds = time.monotonic() - began
+        progress(Progress("capacity", len(calls), concurrency))
 
 
 async def _warm(

@@ -2,7 +2,8 @@
 
 A run that meets EMFILE half way through would count the machine's limit as the endpoint's
 failure; so the soft open-files limit is raised as far as the hard one allows, and a
-`concurrency` that still does not fit is refused before the first call.
+`concurrency` (or, with `--capacity`, a `capacity-max`: the largest burst the search may make)
+that still does not fit is refused before the first call.
 """
 
 from __future__ import annotations
@@ -13,19 +14,27 @@ from collections.abc import Callable, Sequence
 from latency_gate.config import Target
 from latency_gate.errors import ConfigError, InputProblem
 
-__all__ = ["SPARE_FILES", "check_open_files"]
+__all__ = ["SPARE_FILES", "check_open_files", "largest_burst"]
 
 # Files the process holds besides the burst's sockets: the interpreter, the floor's server and
 # its clients, the warm client, the log.
 SPARE_FILES = 64
 
 
+def largest_burst(target: Target) -> tuple[int, str]:
+    """The most calls a run of `target` starts together, and the setting that says so."""
+    if target.capacity and target.capacity_max > target.concurrency:
+        return target.capacity_max, "capacity-max"
+    return target.concurrency, "concurrency"
+
+
 def check_open_files(
-    targets: Sequence[Target], spelled: Callable[[Target], str] = lambda target: "concurrency"
+    targets: Sequence[Target],
+    spelled: Callable[[Target, str], str] = lambda target, key: key,
 ) -> None:
     """Raise the soft RLIMIT_NOFILE toward what the largest burst needs; ConfigError naming
-    each target whose `concurrency` still does not fit."""
-    needed = max(target.concurrency for target in targets) + SPARE_FILES
+    each target whose `concurrency` (or `capacity-max`) still does not fit."""
+    needed = max(largest_burst(target)[0] for target in targets) + SPARE_FILES
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < needed:
         raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
@@ -38,13 +47,13 @@ def check_open_files(
         return
     problems = [
         InputProblem(
-            spelled(target),
-            f"{target.concurrency} concurrent calls need about "
-            f"{target.concurrency + SPARE_FILES} open files, but this machine allows "
-            f"{soft} (ulimit -n); lower it, or raise the limit",
+            spelled(target, key),
+            f"{burst} concurrent calls need about {burst + SPARE_FILES} open files, but this "
+            f"machine allows {soft} (ulimit -n); lower it, or raise the limit",
         )
         for target in targets
-        if target.concurrency + SPARE_FILES > soft
+        for burst, key in [largest_burst(target)]
+        if burst + SPARE_FILES > soft
     ]
     if problems:
         raise ConfigError(problems)

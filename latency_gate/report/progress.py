@@ -94,9 +94,11 @@ class ProgressLog:
 
         def show(event: Progress) -> None:
             self._current = (shown, event, started)
-            if event.stage in seen:
+            # A line for each level of the capacity search, not only its first.
+            key = f"capacity {event.total}" if event.stage == "capacity" else event.stage
+            if key in seen:
                 return
-            seen.add(event.stage)
+            seen.add(key)
             text = describe(event, shown)
             if event.stage == "done":
                 text += f" in {self._clock() - started:.1f} s"
@@ -153,6 +155,9 @@ def describe(event: Progress, name: str) -> str:
         case "concurrent":
             calls = "call" if event.total == 1 else "calls"
             return f"{name}: {event.total} concurrent {calls}"
+        case "capacity":
+            calls = "call" if event.total == 1 else "calls"
+            return f"{name}: capacity search, {event.total} {calls} at once"
         case _:
             return f"{name}: done"
 

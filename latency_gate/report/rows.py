@@ -23,6 +23,7 @@ NUMBER_LABELS = {
     "ttft_concurrent_p95": "conc. ttft p95",
     "itl_p95": "inter-token p95",
     "longest_stall": "longest stall",
+    "capacity": "capacity",
 }
 # Streamed runs only: shown when measured, never gated (yet).
 _TOKEN_TIMING = ("ttft_warm_p95", "ttft_concurrent_p95", "itl_p95", "longest_stall")
@@ -55,7 +56,19 @@ class Row:
 
     @property
     def limit_text(self) -> str:
-        return fmt_value(self.limit, self.number)
+        """The budget: "3.00 s", "1.0 %"; the capacity's is a minimum, "≥ 8 at once"."""
+        text = fmt_value(self.limit, self.number)
+        return f"≥ {text}" if self.minimum and self.limit is not None else text
+
+    @property
+    def minimum(self) -> bool:
+        """The limit is a floor (the capacity's min-capacity), not a ceiling."""
+        return self.number == "capacity"
+
+    @property
+    def budget_text(self) -> str:
+        """The budget with its side: "≤ 3.00 s", "≥ 8 at once"."""
+        return self.limit_text if self.minimum else f"≤ {self.limit_text}"
 
     @property
     def interval_text(self) -> str:
@@ -83,6 +96,8 @@ class Row:
         "warm p95 not measured: none of the 3 warm calls succeeded"."""
         if self.value is None:
             return f"{self.label} not measured: {self.missing or 'no call gave it a value'}"
+        if self.minimum:
+            return f"{self.label} {self.value_text}, under the {self.limit_text} asked"
         if self.by_policy:
             return (
                 f"{self.label} {self.value_text}: undecided against its {self.limit_text} "

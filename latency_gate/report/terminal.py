@@ -83,6 +83,7 @@ def render_terminal(
     lines += ["", *_table(views, names, color)]
     lines += _comparison(results)
     lines += _baselines(results, names)
+    lines += _capacities(views, names, verbose=verbose)
     detailed = [verbose or not view.result.verdict.passed for view in views]
     # The findings of a target whose detail is not shown: with several targets their titles (the
     # evidence is detail), with one its evidence too (there is room on the screen).
@@ -168,7 +169,7 @@ def _cell(row: Row | None) -> tuple[str, str]:
         return "—", ""
     if row.passed is None:
         return row.value_text, ""
-    return f"{row.value_text} {row.word} (≤ {row.limit_text})", row.word.split()[0]
+    return f"{row.value_text} {row.word} ({row.budget_text})", row.word.split()[0]
 
 
 def _table(views: Sequence[TargetView], names: Sequence[str], color: bool) -> list[str]:
@@ -253,6 +254,48 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
     return ["", *lines] if lines else []
 
 
+def _capacities(views: Sequence[TargetView], names: Sequence[str], *, verbose: bool) -> list[str]:
+    """The capacity of each target that searched it: its sentence; for one target (or with
+    `verbose`) a line per level, the search's cost, what it rests on and the queue beside it."""
+    lines: list[str] = []
+    several = len(views) > 1
+    for view, name in zip(views, names, strict=True):
+        cv = view.capacity
+        if cv is None:
+            continue
+        lines += ["", *_wrap(f"capacity{' of ' + name if several else ''}: {cv.headline}")]
+        if several and not verbose:
+            continue
+        table = [("at once", "calls", "p95", "result")] + [
+            (row.level, f"{row.calls:,}", row.p95, f"{row.word} {row.how}") for row in cv.rows
+        ]
+        widths = [max(len(cells[i]) for cells in table) for i in range(3)]
+        for cells in table:
+            lines.append(
+                "  "
+                + "  ".join(
+                    [
+                        cells[0].ljust(widths[0]),
+                        cells[1].rjust(widths[1]),
+                        cells[2].ljust(widths[2]),
+                    ]
+                )
+                + "  "
+                + cells[3]
+            )
+        capacity = cv.capacity
+        lines += _wrap(
+            f"the search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}", "  "
+        )
+        failed = any(row.number == "capacity" and row.passed is False for row in view.rows)
+        if verbose or failed:
+            for text in cv.rests_on:
+                lines += _wrap(text, "  ")
+        if cv.queue:
+            lines += _wrap(cv.queue, "  ")
+    return lines
+
+
 def _detail(view: TargetView, name: str, *, verbose: bool) -> list[str]:
     """One target's detail: what the outcomes rule out (a failing check's, or every one with
     `verbose`), where the time went, findings with evidence, counts, sampling, errors, the
@@ -263,6 +306,8 @@ def _detail(view: TargetView, name: str, *, verbose: bool) -> list[str]:
     if name:
         lines.append(f"{name} ({result.verdict.label}):")
     for row in view.rows:
+        if row.number == "capacity":
+            continue  # said with the capacity's own lines
         if row.meaning and (verbose or row.passed is False):
             lines += _wrap(f"{row.label}: {_one_line_long(row.meaning)}", pad)
     lines += terminal_chain([result], [name], indent=pad)[1:]  # its blank line is the one above

@@ -19,7 +19,7 @@ from latency_gate.formatting import fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.rows import NUMBER_LABELS
 
-__all__ = ["TREND_NUMBERS", "TrendChart", "trend_charts"]
+__all__ = ["TREND_NUMBERS", "TrendChart", "axis_top", "chart_number", "chart_text", "trend_charts"]
 
 # Charted, in this order, when gated (warm p50 always: the typical call beside the tail).
 TREND_NUMBERS = ("warm_p95", "concurrent_p95", "ttft_p95", "warm_p50")
@@ -54,47 +54,56 @@ class TrendChart:
 
     def source(self, height: int) -> tuple[str, ...]:
         """The lines of the ```mermaid block, the chart `height` pixels high."""
-        labels = ", ".join(_quoted(label) for label, _ in self.points)
+        labels = ", ".join(chart_text(label) for label, _ in self.points)
         values = [value for _, value in self.points]
         top = max(values)
         if self.budget_drawn and self.budget is not None:
             top = max(top, self.budget)
         lines = [
-            # Mermaid's default palette starts with a pale lavender that is hard to see on white:
-            # the runs in GitHub's blue, the budget in its red (frontmatter config, Mermaid
-            # 10.5+, the release that brought xychart-beta), and a height that keeps several
-            # charts on a screen.
-            "---",
-            "config:",
-            "  xyChart:",
-            f"    height: {height}",
-            "  themeVariables:",
-            "    xyChart:",
-            f'      plotColorPalette: "{RUNS_COLOUR}, {BUDGET_COLOUR}"',
-            "---",
-            "xychart-beta",
-            f"    title {_quoted(self.title)}",
+            *chart_header(self.title, height),
             f"    x-axis [{labels}]",
-            f'    y-axis "seconds" 0 --> {_number(_ceiling(top * 1.05))}',
-            f"    line [{', '.join(_number(v) for v in values)}]",
+            f'    y-axis "seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
+            f"    line [{', '.join(chart_number(v) for v in values)}]",
         ]
         if self.budget_drawn and self.budget is not None:
-            budget = _number(self.budget)
+            budget = chart_number(self.budget)
             lines.append(f"    line [{', '.join(budget for _ in values)}]")
         return tuple(lines)
 
 
-def _quoted(text: str) -> str:
+def chart_header(title: str, height: int) -> tuple[str, ...]:
+    """The first lines of an xychart-beta block: its config and its title.
+
+    Mermaid's default palette starts with a pale lavender that is hard to see on white: the
+    data in GitHub's blue, the budget in its red (frontmatter config, Mermaid 10.5+, the
+    release that brought xychart-beta), and a height that keeps several charts on a screen."""
+    return (
+        "---",
+        "config:",
+        "  xyChart:",
+        f"    height: {height}",
+        "  themeVariables:",
+        "    xyChart:",
+        f'      plotColorPalette: "{RUNS_COLOUR}, {BUDGET_COLOUR}"',
+        "---",
+        "xychart-beta",
+        f"    title {chart_text(title)}",
+    )
+
+
+def chart_text(text: str) -> str:
+    """A quoted string for a Mermaid chart (a title, a label)."""
     # Ours alone, but a quote or a bracket would still end the string or the list early.
     cleaned = "".join(c for c in text if c.isprintable() and c not in '"[]{}%;#`')
     return f'"{cleaned}"'
 
 
-def _number(value: float) -> str:
+def chart_number(value: float) -> str:
+    """A number as a Mermaid chart reads it."""
     return f"{value:.6g}"
 
 
-def _ceiling(value: float) -> float:
+def axis_top(value: float) -> float:
     """A round top for the y axis at or above `value`: 1, 1.5, 2, 4, 5 or 8 times a power of
     ten. Mermaid draws about ten ticks by d3's rule, and for these tops at most 11 (a top of 1.2,
     2.5, 3 or 6 gets 13 to 16, whose labels run into each other); finer than 1-2-5, as a coarse

@@ -22,6 +22,7 @@ from latency_gate.models import (
     Sample,
     StampSource,
 )
+from latency_gate.report.capacity import CapacityView, capacity_view
 from latency_gate.report.chain import chart_lines
 from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of
 from latency_gate.report.trend import TrendChart, trend_charts
@@ -71,6 +72,7 @@ class TargetView:
     started: str
     duration: float
     trend: tuple[TrendChart, ...] = ()  # against a history: its runs and this one, charted
+    capacity: CapacityView | None = None  # --capacity: the capacity at the budget
 
     @property
     def breaches(self) -> tuple[Row, ...]:
@@ -132,15 +134,27 @@ class TargetView:
         return tuple((row.label, row.meaning) for row in self.rows if row.meaning)
 
     @property
+    def search_calls(self) -> int:
+        """The capacity search's calls (0 without --capacity): counted against the cap too."""
+        return 0 if self.result.capacity is None else self.result.capacity.calls
+
+    @property
     def calls_against_cap(self) -> str:
         """ "81 of at most 300 calls"; "31 calls (the first look's; cap 10)" when a cap below the
-        first look's calls let it finish; "81 calls" for a result without sampling."""
+        first look's calls let it finish; "81 calls" for a result without sampling; with the
+        capacity search, "265 of at most 1,380 calls (135 of them for the capacity search)"."""
         sampling = self.result.sampling
+        total = self.total_calls + self.search_calls
+        search = (
+            f" ({self.search_calls:,} of them for the capacity search)"
+            if self.result.capacity is not None
+            else ""
+        )
         if sampling is None:
-            return f"{self.total_calls:,} call{'s' if self.total_calls != 1 else ''}"
+            return f"{total:,} call{'s' if total != 1 else ''}{search}"
         if self.total_calls > sampling.max_calls:  # the first look is made whole, whatever the cap
-            return f"{self.total_calls:,} calls (the first look's; cap {sampling.max_calls:,})"
-        return f"{self.total_calls:,} of at most {sampling.max_calls:,} calls"
+            return f"{total:,} calls (the first look's; cap {sampling.max_calls:,}){search}"
+        return f"{total:,} of at most {sampling.max_calls:,} calls{search}"
 
     @property
     def sampling_line(self) -> str:
@@ -283,6 +297,7 @@ def target_view(result: RunResult, scale: float) -> TargetView:
         started=datetime.fromtimestamp(result.started_at, UTC).strftime("%Y-%m-%d %H:%M:%S UTC"),
         duration=max(0.0, result.finished_at - result.started_at),
         trend=trend_charts(result),
+        capacity=capacity_view(result),
     )
 
 
@@ -303,7 +318,7 @@ def time_to_verdict(views: Sequence[TargetView]) -> str:
     if len(views) == 1:
         calls = views[0].calls_against_cap
     else:
-        total = sum(view.total_calls for view in views)
+        total = sum(view.total_calls + view.search_calls for view in views)
         caps = [view.result.sampling.max_calls for view in views if view.result.sampling]
         calls = (
             f"{total:,} of at most {sum(caps):,} calls"

@@ -56,6 +56,15 @@ def queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Find
     )
 
 
+def served_at_once(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> int | None:
+    """How many calls at once a queued burst was served ("served about N at a time"), when the
+    queue finding applies to these calls; None when it does not. The capacity's report holds
+    its figure against this one (report/capacity.py)."""
+    if queued(samples, numbers, streaming) is None or numbers.warm_p50 is None:
+        return None
+    return _slots(ok_calls(samples, CallPhase.CONCURRENT), numbers.warm_p50)
+
+
 def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
     """Streamed answers: at least half the burst got its first token only after another call of
     the burst had ended, and QUEUE_MIN_EXTRA after the fastest: they waited for a slot. Read

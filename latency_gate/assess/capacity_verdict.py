@@ -1,0 +1,297 @@
+"""The capacity found, held to `--min-capacity` and against a base: a check row, a regression
+row, and the sentences the reports say it in.
+
+- The check ("capacity"): PASS when the capacity found is at least `min-capacity` (reported, not
+  gated, without one). What it rests on: the level that held and the one above it that broke,
+  each with what its test ruled out and how often such a level is decided wrongly
+  (PERCENTILE_ALPHA and PERCENTILE_BETA of config/plan.py when its test decided; the exact rate
+  of its looks when `on-undecided` did).
+- The regression: against an earlier run (or a history, its runs' median capacity) held to the
+  same concurrent p95 budget, a capacity lower than the base's by more than the relative limit
+  of `max-regression` (head < base / (1 + limit)) regressed. Both searches are read up to the
+  lower of their two `capacity-max`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.assess.capacity_levels import PERCENTILE_TEST
+from latency_gate.assess.history import MIN_RUNS, HistoryPlan
+from latency_gate.config.plan import ERROR_ALPHA
+from latency_gate.config.regression import RegressionLimit
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside
+from latency_gate.models import Capacity, CapacityLevel, Check, NumberDelta
+
+__all__ = [
+    "base_capacities",
+    "capacity_check",
+    "capacity_delta",
+    "capacity_headline",
+    "level_clause",
+    "level_meaning",
+]
+
+_NAMES = {"concurrent_p95": "p95", "ttft_p95": "first-token p95", "error_rate": "error rate"}
+
+
+def _calls(n: int) -> str:
+    return f"{n} call{'s' if n != 1 else ''}"
+
+
+def broke_because(level: CapacityLevel, capacity: Capacity) -> str:
+    """Why a level broke, in a few words: "p95 3.40 s", "p95 1.20 s; 4 of 52 calls failed"."""
+    p95 = fmt_value_beside(level.p95, capacity.limit, "concurrent_p95")
+    parts = [f"p95 {p95}" if level.p95 is not None else "no call succeeded"]
+    if "ttft_p95" in level.broke_on and level.ttft_p95 is not None:
+        parts.append(f"first-token p95 {fmt_duration(level.ttft_p95)}")
+    if "error_rate" in level.broke_on:
+        parts.append(f"{level.errors} of {_calls(level.calls)} failed")
+    return "; ".join(parts)
+
+
+def capacity_headline(capacity: Capacity) -> str:
+    """The capacity in one sentence, what every report says first:
+    "holds concurrent p95 ≤ 3.00 s up to 12 calls at once; breaks at 13 (p95 3.40 s)"."""
+    budget = f"concurrent p95 ≤ {fmt_duration(capacity.limit)}"
+    breaking = next(
+        (lv for lv in capacity.levels if not lv.held and lv.concurrency == capacity.breaking),
+        None,
+    )
+    broke = "" if breaking is None else f" ({broke_because(breaking, capacity)})"
+    if not capacity.complete:
+        why = capacity.stopped or "the search did not end"
+        held = (
+            f"holds {budget} up to at least {_calls(capacity.found)} at once"
+            if capacity.found
+            else f"was not shown to hold {budget} at any concurrency"
+        )
+        text = f"{held} ({why})"
+        if breaking is not None:
+            text += f"; broke at {breaking.concurrency}{broke}"
+        return text
+    if capacity.found == 0:
+        return f"does not hold {budget} even one call at a time{broke}"
+    if capacity.reached_max:
+        return (
+            f"holds {budget} up to {_calls(capacity.found)} at once, the most searched "
+            f"(capacity-max {capacity.maximum})"
+        )
+    return (
+        f"holds {budget} up to {_calls(capacity.found)} at once; "
+        f"breaks at {capacity.breaking}{broke}"
+    )
+
+
+def level_meaning(level: CapacityLevel, capacity: Capacity) -> str:
+    """What one level's outcome ruled out, with how often such a level is decided so wrongly:
+    "12 held: rules out 12.0 % or more of its calls over 3.00 s (such a level holds at most
+    3.0 % of the time)"."""
+    limit = fmt_duration(capacity.limit)
+    after = _calls(level.calls)
+    if level.decided_by == "test":
+        how = f"after {after}, by the test"
+    elif level.decided_by == "the run":
+        how = f"after {after}, by the run's own concurrent check"
+    else:
+        where = "its last burst" if level.decided_by == "level cap" else "max-calls"
+        how = f"after {after}, undecided at {where} and decided by {capacity.on_undecided}"
+    chance = level.wrong_at_most
+    if level.held:
+        ruled = f"rules out {fmt_percent(PERCENTILE_TEST.p1)} or more of its calls over {limit}"
+        if chance is None:
+            chance = PERCENTILE_TEST.beta
+        tail = f"such a level holds at most {fmt_percent(chance)} of the time"
+        return f"{level.concurrency} held {how}: {ruled} ({tail})"
+    if level.broke_on == ("error_rate",):
+        budget = capacity.error_limit or 0.0
+        ruled = f"rules out a failure rate of {fmt_percent(budget / 2)} or less"
+        chance = ERROR_ALPHA if chance is None else chance
+    else:
+        ruled = f"rules out {fmt_percent(PERCENTILE_TEST.p0)} or fewer of its calls over {limit}"
+        chance = PERCENTILE_TEST.alpha if chance is None else chance
+    tail = f"such a level breaks at most {fmt_percent(chance)} of the time"
+    return f"{level.concurrency} broke {how}: {ruled} ({tail})"
+
+
+def level_clause(level: CapacityLevel, capacity: Capacity) -> str:
+    """`level_meaning` in few words, for the check's sentence: "26 held after 52 calls by the
+    test (rules out ≥ 12.0 % of its calls over 3.00 s, wrong at most 3.0 % of the time)"."""
+    after = f"after {_calls(level.calls)}"
+    how = {
+        "test": "by the test",
+        "the run": "by the run's concurrent check",
+        "level cap": f"by {capacity.on_undecided} at its last burst",
+        "max-calls": f"by {capacity.on_undecided} when max-calls stopped it",
+    }[level.decided_by]
+    chance = level.wrong_at_most
+    if level.held:
+        ruled = f"rules out ≥ {fmt_percent(PERCENTILE_TEST.p1)} of its calls over"
+        chance = PERCENTILE_TEST.beta if chance is None else chance
+    elif level.broke_on == ("error_rate",):
+        ruled = f"rules out ≤ {fmt_percent((capacity.error_limit or 0.0) / 2)} failing, under"
+        chance = ERROR_ALPHA if chance is None else chance
+    else:
+        ruled = f"rules out ≤ {fmt_percent(PERCENTILE_TEST.p0)} of its calls over"
+        chance = PERCENTILE_TEST.alpha if chance is None else chance
+    word = "held" if level.held else "broke"
+    return (
+        f"{level.concurrency} {word} {after} {how} ({ruled} {fmt_duration(capacity.limit)}, "
+        f"wrong at most {fmt_percent(chance)} of the time)"
+    )
+
+
+def _deciding(capacity: Capacity) -> list[CapacityLevel]:
+    """The levels the figure rests on: the highest that held and the lowest that broke."""
+    held = [lv for lv in capacity.levels if lv.held and lv.concurrency == capacity.found]
+    broke = [lv for lv in capacity.levels if not lv.held and lv.concurrency == capacity.breaking]
+    return held[:1] + broke[:1]
+
+
+def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check | None:
+    """The capacity as a row of the verdict: gated by `min_capacity`, reported without it.
+    None when the capacity was not asked for (no search and no minimum)."""
+    if capacity is None:
+        if min_capacity is None:
+            return None
+        return Check(
+            number="capacity",
+            value=None,
+            limit=float(min_capacity),
+            passed=False,
+            note="no data",
+            meaning="the capacity was not searched: the run ended before its looks did",
+        )
+    found = float(capacity.found)
+    rests = "; ".join(level_clause(lv, capacity) for lv in _deciding(capacity))
+    note = "" if capacity.complete else f"at least {capacity.found}: {capacity.stopped}"
+    if min_capacity is None:
+        return Check(
+            number="capacity",
+            value=found,
+            limit=None,
+            passed=None,
+            note=note,
+            n=capacity.calls,
+            meaning=rests,
+        )
+    passed = capacity.found >= min_capacity
+    word = "PASS" if passed else "FAIL"
+    side = "at least" if passed else "under"
+    at_least = "at least " if not capacity.complete else ""
+    meaning = f"{word}: {at_least}{capacity.found} at once, {side} the {min_capacity} asked"
+    if rests:
+        meaning += f". {_capitalised(rests)}"
+    return Check(
+        number="capacity",
+        value=found,
+        limit=float(min_capacity),
+        passed=passed,
+        note=note,
+        n=capacity.calls,
+        meaning=meaning,
+    )
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _comparable(head: Capacity, base: Capacity) -> str:
+    """Why two capacities cannot be compared, or ""."""
+    if not math.isclose(head.limit, base.limit):
+        return (
+            f"not compared: the base's levels were held to {fmt_duration(base.limit)}, this "
+            f"run's to {fmt_duration(head.limit)}"
+        )
+    if not base.complete and not head.complete:
+        return "not compared: neither search ended (max-calls stopped both)"
+    return ""
+
+
+def capacity_delta(
+    head: Capacity | None,
+    bases: Sequence[Capacity],
+    limit: RegressionLimit,
+    *,
+    history: bool = False,
+) -> NumberDelta | None:
+    """The capacity against the base's (an earlier run's; with `history`, the median of its
+    runs' capacities): regressed when head < base / (1 + relative limit), both read up to the
+    lower of their capacity-max. None when neither side searched."""
+    if head is None and not bases:
+        return None
+    relative = limit.relative if limit.relative is not None else 0.0
+    if head is None or not bases:
+        side = "this run" if head is None else "the base"
+        return NumberDelta(
+            number="capacity",
+            base=None if not bases else float(_median([b.found for b in bases])),
+            head=None if head is None else float(head.found),
+            note=f"not compared: {side} did not search the capacity (--capacity)",
+        )
+    reach = min(head.maximum, *(b.maximum for b in bases))
+    base_found = _median([min(b.found, reach) for b in bases])
+    why = "" if history else _comparable(head, bases[0])
+    if not why and any(not math.isclose(b.limit, head.limit) for b in bases):
+        why = "not compared: some of the history's runs held their levels to another budget"
+    head_found = min(head.found, reach)
+    if why:
+        return NumberDelta(
+            number="capacity", base=float(base_found), head=float(head.found), note=why
+        )
+    threshold = base_found / (1.0 + relative)
+    note = (
+        f"regresses below {threshold:.4g} calls at once (the base's {base_found:g} less the "
+        f"{relative * 100:.0f} % limit)"
+    )
+    if not head.complete and head_found < threshold:
+        # "At least" that many: it cannot show a drop, nor rule one out.
+        return NumberDelta(
+            number="capacity",
+            base=float(base_found),
+            head=float(head.found),
+            decided=False,
+            outcome="undecided",
+            note=f"{note}; this run's search did not end ({head.stopped}): at least its figure",
+        )
+    regressed = head_found < threshold
+    return NumberDelta(
+        number="capacity",
+        base=float(base_found),
+        head=float(head.found),
+        regressed=regressed,
+        outcome="regressed" if regressed else "not regressed",
+        note=note if regressed else "",
+    )
+
+
+def _median(values: Sequence[int]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    if len(ordered) % 2:
+        return float(ordered[middle])
+    return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def base_capacities(
+    target: str, baseline: BaselinePlan | None, history: HistoryPlan | None
+) -> tuple[list[Capacity], bool] | None:
+    """The capacities a run's capacity is compared with, and whether they are a history's
+    (several runs): the baseline run's, the history's runs' (with MIN_RUNS or more; else its
+    newest, as the rest of the comparison does). None when there is no base run at all."""
+    if history is not None:
+        runs = history.of(target).runs
+        if len(runs) >= MIN_RUNS:
+            return [run.capacity for run in runs if run.capacity is not None], True
+        if runs:
+            return [runs[0].capacity] if runs[0].capacity is not None else [], False
+        return None
+    if baseline is None or baseline.runs is None:
+        return None
+    base = baseline.runs.get(target)
+    if base is None:
+        return None
+    return ([base.capacity] if base.capacity is not None else []), False

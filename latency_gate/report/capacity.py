@@ -1,0 +1,194 @@
+"""The capacity at the budget, as the reports show it: the sentence, a row per level, the cost of
+the search, what the queue finding says beside it, and p95 against calls at once as a Mermaid
+`xychart-beta` (bars: each level's p95; a flat line: the budget).
+
+Every character here is ours: counts, durations and fixed words (no target name or endpoint
+text), so the chart and the rows need no escaping beyond the templates' own.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from latency_gate.assess.capacity_verdict import capacity_headline, level_meaning
+from latency_gate.assess.findings.load import served_at_once
+from latency_gate.config.plan import LEVEL_BURSTS, LEVEL_CALLS
+from latency_gate.formatting import fmt_duration, fmt_value_beside
+from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
+from latency_gate.report.trend import (
+    BUDGET_REACH,
+    CHART_HEIGHT,
+    axis_top,
+    chart_header,
+    chart_number,
+    chart_text,
+)
+
+__all__ = ["CapacityChart", "CapacityView", "LevelRow", "capacity_view"]
+
+
+@dataclass(frozen=True)
+class LevelRow:
+    """One level as a report row (ours alone: counts and durations)."""
+
+    concurrency: int
+    own: bool  # the run's own level (c0), judged by its concurrent check
+    calls: int
+    bursts: int
+    p95: str
+    errors: int
+    ttft_p95: str
+    held: bool
+    how: str
+    seconds: str
+
+    @property
+    def level(self) -> str:
+        return f"{self.concurrency} (the run's)" if self.own else str(self.concurrency)
+
+    @property
+    def word(self) -> str:
+        return "held" if self.held else "broke"
+
+    @property
+    def mark(self) -> str:
+        return "✅ held" if self.held else "❌ broke"
+
+
+@dataclass(frozen=True)
+class CapacityChart:
+    """p95 against calls at once: a bar per level tried (by concurrency), the budget a line."""
+
+    title: str
+    levels: tuple[tuple[int, float], ...]
+    budget: float
+    budget_drawn: bool
+
+    @property
+    def mermaid(self) -> tuple[str, ...]:
+        """The lines of the ```mermaid block."""
+        values = [p95 for _, p95 in self.levels]
+        top = max(values)
+        if self.budget_drawn:
+            top = max(top, self.budget)
+        labels = ", ".join(chart_text(str(level)) for level, _ in self.levels)
+        lines = [
+            *chart_header(self.title, CHART_HEIGHT),  # bars blue, the budget red, as the trend's
+            f'    x-axis "calls at once" [{labels}]',
+            f'    y-axis "p95, seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
+            f"    bar [{', '.join(chart_number(v) for v in values)}]",
+        ]
+        if self.budget_drawn:
+            lines.append(f"    line [{', '.join(chart_number(self.budget) for _ in values)}]")
+        return tuple(lines)
+
+
+@dataclass(frozen=True)
+class CapacityView:
+    """A run's capacity prepared for the reports."""
+
+    capacity: Capacity
+    headline: str
+    rows: tuple[LevelRow, ...]
+    cost: str
+    rests_on: tuple[str, ...]
+    queue: str
+    chart: CapacityChart | None
+
+
+def _how(level: CapacityLevel, capacity: Capacity) -> str:
+    if level.decided_by == "the run":
+        return "by the run's concurrent check"
+    if level.decided_by == "test":
+        return "by the test"
+    where = "at its last burst" if level.decided_by == "level cap" else "when max-calls stopped it"
+    return f"by {capacity.on_undecided} {where}"
+
+
+def _row(level: CapacityLevel, capacity: Capacity) -> LevelRow:
+    return LevelRow(
+        concurrency=level.concurrency,
+        own=level.decided_by == "the run",
+        calls=level.calls,
+        bursts=level.bursts,
+        p95=fmt_value_beside(level.p95, capacity.limit, "concurrent_p95"),
+        errors=level.errors,
+        ttft_p95=fmt_duration(level.ttft_p95) if level.ttft_p95 is not None else "—",
+        held=level.held,
+        how=_how(level, capacity),
+        seconds=fmt_duration(level.seconds) if level.seconds is not None else "—",
+    )
+
+
+def _cost(capacity: Capacity) -> str:
+    searched = sum(lv.decided_by != "the run" for lv in capacity.levels)
+    plural = "s" if searched != 1 else ""
+    return (
+        f"The search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}, {searched} "
+        f"level{plural} beyond the run's own ({capacity.start} at once: its concurrent calls, "
+        "not measured again). Each level is bursts of that many calls started together, "
+        f"repeated while its test was undecided (at most {LEVEL_BURSTS} bursts, none after "
+        f"{LEVEL_CALLS} calls)."
+    )
+
+
+def _queue(result: RunResult, capacity: Capacity) -> str:
+    """What the queue finding says beside the capacity ("served about 1 at a time")."""
+    warm = result.numbers.warm_p50
+    start = capacity.start
+    first_burst = [
+        s for s in result.samples if s.phase is not CallPhase.CONCURRENT or s.index < start
+    ]
+    served = served_at_once(first_burst, result.numbers, result.config.get("stream") is True)
+    if served is None or warm is None or warm <= 0:
+        return ""
+    fits = served * capacity.limit / warm
+    about = math.floor(fits)
+    found = capacity.found
+    said = "as the search found" if about == found else f"the search found {found}"
+    return (
+        f"The queue finding says served about {served} at a time, at {fmt_duration(warm)} a call "
+        f"(warm p50): {served} x {fmt_duration(capacity.limit)} / {fmt_duration(warm)} = "
+        f"{fits:.1f} calls end within the budget, so about {about} at once hold it; {said}."
+    )
+
+
+def _chart(capacity: Capacity) -> CapacityChart | None:
+    points = sorted(
+        {lv.concurrency: lv.p95 for lv in capacity.levels if lv.p95 is not None}.items()
+    )
+    if len(points) < 2:
+        return None
+    top = max(p95 for _, p95 in points)
+    drawn = capacity.limit <= BUDGET_REACH * top
+    budget = fmt_duration(capacity.limit)
+    title = (
+        f"p95 by calls at once (red: the budget, {budget})"
+        if drawn
+        else f"p95 by calls at once (budget {budget}, above the chart)"
+    )
+    return CapacityChart(title, tuple(points), capacity.limit, drawn)
+
+
+def capacity_view(result: RunResult) -> CapacityView | None:
+    """The capacity of a run for the reports; None when it was not searched."""
+    capacity = result.capacity
+    if capacity is None:
+        return None
+    ordered = sorted(capacity.levels, key=lambda lv: lv.concurrency)
+    deciding = [
+        lv
+        for lv in ordered
+        if (lv.held and lv.concurrency == capacity.found)
+        or (not lv.held and lv.concurrency == capacity.breaking)
+    ]
+    return CapacityView(
+        capacity=capacity,
+        headline=capacity_headline(capacity),
+        rows=tuple(_row(lv, capacity) for lv in ordered),
+        cost=_cost(capacity),
+        rests_on=tuple(level_meaning(lv, capacity) for lv in deciding),
+        queue=_queue(result, capacity),
+        chart=_chart(capacity),
+    )

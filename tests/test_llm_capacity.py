@@ -1,0 +1,109 @@
+"""The capacity search on a real llama.cpp server (SmolLM2-135M, 2 threads) with 1, 2 and 4
+slots: the figure found for a budget of 2.5 single calls, and the search's cost.
+
+The budget is set from the server itself (the median of three streamed calls made first), so
+the test asks the same question on a fast machine and a slow one: how many calls at once end
+within two and a half times one call? With one slot, calls queue: two do, three do not.
+With more slots llama.cpp batches them on the same two threads, each slot slowing the others,
+so more calls at once hold the budget, but not slots-times more. Kept short for CI: 16-token
+answers, 3 warm calls, the run's bursts of 2, only concurrent p95 gated.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from conftest import _serve_llama
+
+from latency_gate.config import build_target
+from latency_gate.report.terminal import render_terminal
+from latency_gate.run import probe
+
+pytestmark = pytest.mark.llm
+
+PROMPT = "Name three colours."
+TOKENS = 16
+
+
+@pytest.fixture(scope="module", params=[1, 2, 4], ids=lambda n: f"{n}-slots")
+def llama(request: pytest.FixtureRequest) -> Iterator[tuple[int, str]]:
+    """One llama.cpp server at a time, with 1, 2 and 4 slots; (slots, base URL)."""
+    for url in _serve_llama(n_parallel=request.param):  # stops the server after the one yield
+        yield request.param, url
+
+
+def _one_call(base: str) -> float:
+    """The median of three streamed calls, one after another, in seconds (each on a new
+    connection: this server closes one after a streamed answer)."""
+    took = []
+    for i in range(4):
+        body = {
+            "messages": [{"role": "user", "content": f"[{i:08x}] {PROMPT}"}],
+            "max_tokens": TOKENS,
+            "stream": True,
+        }
+        with httpx.Client(timeout=60) as client:
+            began = time.perf_counter()
+            with client.stream("POST", f"{base}/v1/chat/completions", json=body) as answer:
+                for _ in answer.iter_bytes():
+                    pass
+            took.append(time.perf_counter() - began)
+    return statistics.median(took[1:])  # the first warms the server
+
+
+async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
+    """The search ends on its own, at a level that held just below one that broke, within
+    the run's seconds; one slot holds 2 calls at once within 2.5 calls' time, more slots at
+    least as many."""
+    slots, base = llama
+    single = _one_call(base)
+    budget = round(2.5 * single, 3)
+    target = build_target(
+        {
+            "url": f"{base}/v1/chat/completions",
+            "prompt": PROMPT,
+            "stream": "true",
+            "max-tokens": str(TOKENS),
+            "warm-calls": "3",
+            "concurrency": "2",
+            "timeout": "60s",
+            "max-warm-p95": "off",
+            "max-error-rate": "off",
+            "max-concurrent-p95": f"{budget}s",
+            "capacity": "true",
+            "capacity-max": "16",
+        }
+    )
+    began = time.monotonic()
+    result = await probe(target, measure_floor=False)
+    took = time.monotonic() - began
+    capacity = result.capacity
+    assert capacity is not None
+    levels = {lv.concurrency: lv for lv in capacity.levels}
+    print(  # the figures of docs/benchmarks.md, "Capacity on llama.cpp"
+        f"\n{slots} slots: one call {single * 1000:.0f} ms, budget {budget * 1000:.0f} ms, "
+        f"capacity {capacity.found}, levels "
+        + ", ".join(
+            f"{c}: {'held' if lv.held else 'broke'} p95 "
+            f"{(lv.p95 or 0) * 1000:.0f} ms ({lv.calls} calls)"
+            for c, lv in sorted(levels.items())
+        )
+        + f"; search {capacity.calls} calls in {capacity.seconds:.1f} s; run {took:.1f} s"
+    )
+    assert [s.error_detail for s in result.samples if not s.ok] == []
+    assert capacity.complete
+    if capacity.found:
+        assert levels[capacity.found].held
+    if not capacity.reached_max:
+        assert capacity.breaking == capacity.found + 1
+        assert not levels[capacity.breaking].held
+    if slots == 1:
+        assert capacity.found == 2
+        text = " ".join(render_terminal([result]).split())
+        assert "as if served about 1 at a time" in text
+    else:
+        assert capacity.found >= 2
