@@ -28,9 +28,8 @@ from __future__ import annotations
 import argparse
 import math
 import random
-import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import NormalDist, fmean
@@ -39,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from statsim import pct, progress, table_row  # noqa: E402
+from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
 from latency_gate.assess.capacity import CapacitySearch  # noqa: E402
 from latency_gate.assess.capacity_levels import (  # noqa: E402
@@ -395,21 +394,6 @@ def summary(cells: Sequence[Cell]) -> str:
     )
 
 
-def _keeping(table: str) -> Callable[[re.Match[str]], str]:
-    return lambda match: match[1] + table + "\n" + match[2]
-
-
-def write_tables(doc: Path, tables: dict[str, str]) -> None:
-    """Replace each `<!-- capsim:NAME -->...<!-- /capsim:NAME -->` block in `doc`."""
-    text = doc.read_text(encoding="utf-8")
-    for name, table in tables.items():
-        pattern = re.compile(rf"(<!-- capsim:{name} -->\n).*?(<!-- /capsim:{name} -->)", re.DOTALL)
-        text, count = pattern.subn(_keeping(table), text)
-        if count != 1:
-            raise SystemExit(f"{doc}: no capsim:{name} block")
-    doc.write_text(text, encoding="utf-8")
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="simulated runs a cell")
@@ -425,7 +409,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for name, table in tables.items():
         print(f"## {name}\n\n{table}\n")
     if args.write:
-        write_tables(ROOT / "docs" / "statistics.md", tables)
+        write_tables(ROOT / "docs" / "statistics.md", tables, marker="capsim")
     return 0
 
 

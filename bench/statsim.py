@@ -596,16 +596,16 @@ def _keeping_marks(table: str) -> Callable[[re.Match[str]], str]:
     return lambda match: match[1] + table + "\n" + match[2]
 
 
-def write_tables(doc: Path, tables: dict[str, str]) -> None:
-    """Replace each `<!-- statsim:NAME -->...<!-- /statsim:NAME -->` block in `doc`."""
+def write_tables(doc: Path, tables: dict[str, str], marker: str = "statsim") -> None:
+    """Replace each `<!-- MARKER:NAME -->...<!-- /MARKER:NAME -->` block in `doc`."""
     text = doc.read_text(encoding="utf-8")
     for name, table in tables.items():
         pattern = re.compile(
-            rf"(<!-- statsim:{name} -->\n).*?(<!-- /statsim:{name} -->)", re.DOTALL
+            rf"(<!-- {marker}:{name} -->\n).*?(<!-- /{marker}:{name} -->)", re.DOTALL
         )
         text, count = pattern.subn(_keeping_marks(table), text)
         if count != 1:
-            raise SystemExit(f"{doc}: no statsim:{name} block")
+            raise SystemExit(f"{doc}: no {marker}:{name} block")
     doc.write_text(text, encoding="utf-8")
 
 

@@ -20,13 +20,12 @@ from latency_gate.report.markdown import render_markdown
 from latency_gate.report.result_file import dump_runs
 
 
-def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem | None:
-    """Why the action may not write `path` (relative to the workspace, or absolute), if so.
-
-    Symbolic links and `..` are followed first: the file must land inside the workspace,
-    the one folder the job shares with later steps (and, for the Docker action, the only
-    one that outlives its container).
-    """
+def _placed_in_workspace(
+    name: str, path: Path, workspace: Path, *, kind: str, rule: str, example: str
+) -> Path | InputProblem:
+    """Where `path` (relative to the workspace, or absolute) lands once symbolic links and `..`
+    are followed, or why the action may not keep a `kind` ("file", "folder") there: a control
+    character in its name, or a place outside the workspace (or the workspace itself)."""
     text = str(path)
     controls = [at for at, char in enumerate(text, 1) if unicodedata.category(char) == "Cc"]
     if controls:
@@ -35,19 +34,40 @@ def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem
         return InputProblem(
             name,
             f"holds a control character at position {controls[0]} (a line break?); "
-            "give a plain file name",
+            f"give a plain {kind} name",
         )
     root = workspace.resolve()
     try:
         target = (path if path.is_absolute() else workspace / path).resolve()
     except (OSError, RuntimeError) as exc:
-        return InputProblem(name, f"cannot resolve {str(path)!r}: {exc}")
+        return InputProblem(name, f"cannot resolve {text!r}: {exc}")
     if target == root or not target.is_relative_to(root):
+        where = "the workspace itself" if target == root else "outside the workspace"
         return InputProblem(
             name,
-            f"{str(path)!r} is outside the workspace ({root}); the action writes only inside "
-            "it: give a path relative to the workspace, such as latency/result.json",
+            f"{text!r} is {where} ({root}); {rule}: give a path relative to the workspace, "
+            f"such as {example}",
         )
+    return target
+
+
+def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem | None:
+    """Why the action may not write `path` (relative to the workspace, or absolute), if so.
+
+    Symbolic links and `..` are followed first: the file must land inside the workspace,
+    the one folder the job shares with later steps (and, for the Docker action, the only
+    one that outlives its container).
+    """
+    target = _placed_in_workspace(
+        name,
+        path,
+        workspace,
+        kind="file",
+        rule="the action writes only inside it",
+        example="latency/result.json",
+    )
+    if isinstance(target, InputProblem):
+        return target
     if target.is_dir():
         return InputProblem(name, f"{str(path)!r} is a directory; name the file to write")
     if target.exists() and not target.is_file():
@@ -63,28 +83,18 @@ def folder_path_problem(name: str, path: Path, workspace: Path) -> InputProblem 
     if so: like a written file (written_path_problem) it must lie inside the workspace, after
     symbolic links and `..`, and not be the workspace itself; a file there is not a folder.
     It need not exist yet (a first run)."""
-    text = str(path)
-    controls = [at for at, char in enumerate(text, 1) if unicodedata.category(char) == "Cc"]
-    if controls:
-        return InputProblem(
-            name,
-            f"holds a control character at position {controls[0]} (a line break?); "
-            "give a plain folder name",
-        )
-    root = workspace.resolve()
-    try:
-        target = (path if path.is_absolute() else workspace / path).resolve()
-    except (OSError, RuntimeError) as exc:
-        return InputProblem(name, f"cannot resolve {text!r}: {exc}")
-    if target == root or not target.is_relative_to(root):
-        return InputProblem(
-            name,
-            f"{text!r} is {'the workspace itself' if target == root else 'outside the workspace'}"
-            f" ({root}); the action keeps its folders only inside it: give a path relative to "
-            "the workspace, such as .latency-history",
-        )
+    target = _placed_in_workspace(
+        name,
+        path,
+        workspace,
+        kind="folder",
+        rule="the action keeps its folders only inside it",
+        example=".latency-history",
+    )
+    if isinstance(target, InputProblem):
+        return target
     if target.exists() and not target.is_dir():
-        return InputProblem(name, f"{text!r} is a file, not a folder")
+        return InputProblem(name, f"{str(path)!r} is a file, not a folder")
     return None
 
 
