@@ -20,6 +20,7 @@ __all__ = [
     "fmt_value_beside",
     "md_escape",
     "md_or_dash",
+    "plural",
 ]
 
 ESCAPE_CAP = 300
@@ -85,6 +86,11 @@ _ESCAPES = {
     ">": "&gt;",
     "#": "\\#",  # never a heading; `#123` itself goes in a code span (see _REFERENCE)
 }
+
+
+def plural(count: int, word: str) -> str:
+    """ "1 call", "3 calls"."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def clean_text(text: str, limit: int = ESCAPE_CAP) -> str:

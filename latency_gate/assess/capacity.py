@@ -30,9 +30,9 @@ from latency_gate.assess.capacity_levels import (
     LevelLimits,
     judge_level,
     level_record,
-    policy,
 )
 from latency_gate.assess.gate import Gate
+from latency_gate.assess.sampling import on_undecided_policy
 from latency_gate.config import Target
 from latency_gate.config.plan import level_bursts
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, Check, Sample
@@ -226,7 +226,7 @@ class CapacityRun:
             limit=self.limits.concurrent_p95,
             ttft_limit=self.limits.ttft_p95,
             error_limit=self.limits.error_rate,
-            on_undecided=policy(self.limits.on_undecided),
+            on_undecided=on_undecided_policy(self.limits.on_undecided),
             start=self.start_level.concurrency,
             maximum=self.maximum,
             calls=self.calls,
@@ -343,7 +343,7 @@ def judged_again(
             "limit": limits.concurrent_p95,
             "ttft_limit": limits.ttft_p95,
             "error_limit": limits.error_rate,
-            "on_undecided": policy(limits.on_undecided),
+            "on_undecided": on_undecided_policy(limits.on_undecided),
             "calls": sum(lv.calls for lv in levels if lv.decided_by != "the run"),
         }
     )

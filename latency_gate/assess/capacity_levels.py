@@ -24,7 +24,7 @@ from latency_gate.assess.checks import (
     worst_errors,
 )
 from latency_gate.assess.intervals import linear_percentile
-from latency_gate.assess.sampling import SamplingPlan, resolve
+from latency_gate.assess.sampling import SamplingPlan, on_undecided_policy, resolve
 from latency_gate.assess.sequential import Decision
 from latency_gate.config.plan import ERROR_ALPHA, ERROR_BETA
 from latency_gate.models import CapacityLevel, Sample
@@ -37,7 +37,6 @@ __all__ = [
     "LevelLimits",
     "judge_level",
     "level_record",
-    "policy",
 ]
 
 Decided = Literal["the run", "test", "level cap", "max-calls"]
@@ -135,7 +134,7 @@ def judge_level(
         return LevelJudged(True, "test", (), PERCENTILE_TEST.beta)
     if not last:
         return LevelJudged(None)
-    plan = SamplingPlan(on_undecided=policy(limits.on_undecided))
+    plan = SamplingPlan(on_undecided=on_undecided_policy(limits.on_undecided))
     for name in pending:
         values, limit = latency[name]
         value = linear_percentile(values, P95)
@@ -151,10 +150,6 @@ def judge_level(
     if not pending:  # only the error rate was open: its own test's bounds
         wrong_pass, wrong_fail = ERROR_BETA, ERROR_ALPHA
     return LevelJudged(not broke, "level cap", broke, wrong_fail if broke else wrong_pass)
-
-
-def policy(name: str) -> Literal["estimate", "fail", "pass"]:
-    return "pass" if name == "pass" else "fail" if name == "fail" else "estimate"
 
 
 def level_record(

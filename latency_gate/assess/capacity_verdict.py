@@ -22,7 +22,7 @@ from latency_gate.assess.capacity_levels import PERCENTILE_TEST
 from latency_gate.assess.history import MIN_RUNS, HistoryPlan
 from latency_gate.config.plan import ERROR_ALPHA
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside, plural
 from latency_gate.models import Capacity, CapacityLevel, Check, NumberDelta
 
 __all__ = [
@@ -37,10 +37,6 @@ __all__ = [
 _NAMES = {"concurrent_p95": "p95", "ttft_p95": "first-token p95", "error_rate": "error rate"}
 
 
-def _calls(n: int) -> str:
-    return f"{n} call{'s' if n != 1 else ''}"
-
-
 def broke_because(level: CapacityLevel, capacity: Capacity) -> str:
     """Why a level broke, in a few words: "p95 3.40 s", "p95 1.20 s; 4 of 52 calls failed"."""
     p95 = fmt_value_beside(level.p95, capacity.limit, "concurrent_p95")
@@ -48,7 +44,7 @@ def broke_because(level: CapacityLevel, capacity: Capacity) -> str:
     if "ttft_p95" in level.broke_on and level.ttft_p95 is not None:
         parts.append(f"first-token p95 {fmt_duration(level.ttft_p95)}")
     if "error_rate" in level.broke_on:
-        parts.append(f"{level.errors} of {_calls(level.calls)} failed")
+        parts.append(f"{level.errors} of {plural(level.calls, 'call')} failed")
     return "; ".join(parts)
 
 
@@ -64,7 +60,7 @@ def capacity_headline(capacity: Capacity) -> str:
     if not capacity.complete:
         why = capacity.stopped or "the search did not end"
         held = (
-            f"holds {budget} up to at least {_calls(capacity.found)} at once"
+            f"holds {budget} up to at least {plural(capacity.found, 'call')} at once"
             if capacity.found
             else f"was not shown to hold {budget} at any concurrency"
         )
@@ -76,11 +72,11 @@ def capacity_headline(capacity: Capacity) -> str:
         return f"does not hold {budget} even one call at a time{broke}"
     if capacity.reached_max:
         return (
-            f"holds {budget} up to {_calls(capacity.found)} at once, the most searched "
+            f"holds {budget} up to {plural(capacity.found, 'call')} at once, the most searched "
             f"(capacity-max {capacity.maximum})"
         )
     return (
-        f"holds {budget} up to {_calls(capacity.found)} at once; "
+        f"holds {budget} up to {plural(capacity.found, 'call')} at once; "
         f"breaks at {capacity.breaking}{broke}"
     )
 
@@ -90,7 +86,7 @@ def level_meaning(level: CapacityLevel, capacity: Capacity) -> str:
     "12 held: rules out 12.0 % or more of its calls over 3.00 s (such a level holds at most
     3.0 % of the time)"."""
     limit = fmt_duration(capacity.limit)
-    after = _calls(level.calls)
+    after = plural(level.calls, "call")
     if level.decided_by == "test":
         how = f"after {after}, by the test"
     elif level.decided_by == "the run":
@@ -119,7 +115,7 @@ def level_meaning(level: CapacityLevel, capacity: Capacity) -> str:
 def level_clause(level: CapacityLevel, capacity: Capacity) -> str:
     """`level_meaning` in few words, for the check's sentence: "26 held after 52 calls by the
     test (rules out ≥ 12.0 % of its calls over 3.00 s, wrong at most 3.0 % of the time)"."""
-    after = f"after {_calls(level.calls)}"
+    after = f"after {plural(level.calls, 'call')}"
     how = {
         "test": "by the test",
         "the run": "by the run's concurrent check",

@@ -33,7 +33,14 @@ from latency_gate.assess.regression import (
     look_alpha,
     percentile_regression,
 )
-from latency_gate.assess.sampling import NextStep, Phase, SamplingPlan, next_step, resolve
+from latency_gate.assess.sampling import (
+    NextStep,
+    Phase,
+    SamplingPlan,
+    next_step,
+    on_undecided_policy,
+    resolve,
+)
 from latency_gate.assess.sequential import Decision, Sprt
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.config import Budget
@@ -89,11 +96,7 @@ def plan_for(
         max_calls=max_calls,
         warm_batch=warm_batch,
         concurrency=concurrency,
-        on_undecided="pass"
-        if on_undecided == "pass"
-        else "fail"
-        if on_undecided == "fail"
-        else "estimate",
+        on_undecided=on_undecided_policy(on_undecided),
         on_undecided_regression="fail" if on_undecided_regression == "fail" else "pass",
     )
 
@@ -258,8 +261,8 @@ class Gate:
         (only numbers with a budget are tested, or the default budget's when every budget is
         off: `Budget.compared`; any other number is shown, not held to anything), against
         the base arm of an A/B run when `base_samples` is given, else the baseline run. A
-        regression decided at a look keeps that decision when later calls
-        leave it undecided (`regressions_decided`)."""
+        regression decided at a look keeps that decision when later calls leave it undecided
+        (`regressions_decided`)."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:

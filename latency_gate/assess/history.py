@@ -41,6 +41,7 @@ from latency_gate.assess.regression import DEFAULT_RELATIVE, error_rate_regressi
 from latency_gate.assess.student_t import t_quantile
 from latency_gate.config import Target
 from latency_gate.config.regression import RegressionLimit
+from latency_gate.formatting import plural
 from latency_gate.models import (
     BaselineCheck,
     History,
@@ -231,10 +232,10 @@ def _skipped(plan: HistoryPlan, history: TargetHistory) -> str:
     parts = []
     if history.other_settings:
         runs = history.other_settings
-        parts.append(f"{runs} run{'s' if runs != 1 else ''} of other settings")
+        parts.append(f"{plural(runs, 'run')} of other settings")
     if plan.unreadable:
         files = len(plan.unreadable)
-        parts.append(f"{files} unreadable file{'s' if files != 1 else ''}")
+        parts.append(plural(files, "unreadable file"))
     return f"skipped: {', '.join(parts)}" if parts else ""
 
 
@@ -269,7 +270,7 @@ def history_check(
         )
     if k < MIN_RUNS:
         said = (
-            f"history: {k} usable run{'s' if k != 1 else ''}, fewer than {MIN_RUNS}: compared "
+            f"history: {plural(k, 'usable run')}, fewer than {MIN_RUNS}: compared "
             "with the newest one only; drift between runs is not accounted for"
             + (f" ({_skipped(plan, history)})" if _skipped(plan, history) else "")
         )

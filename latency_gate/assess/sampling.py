@@ -45,10 +45,16 @@ __all__ = [
     "Phase",
     "SamplingPlan",
     "next_step",
+    "on_undecided_policy",
     "resolve",
 ]
 
 OnUndecided = Literal["estimate", "fail", "pass"]
+
+
+def on_undecided_policy(name: str) -> OnUndecided:
+    """A setting's `on-undecided` as a policy (the settings have checked it already)."""
+    return "pass" if name == "pass" else "fail" if name == "fail" else "estimate"
 
 
 class Phase(StrEnum):

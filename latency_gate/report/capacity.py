@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from latency_gate.assess.capacity_verdict import capacity_headline, level_meaning
 from latency_gate.assess.findings.load import served_at_once
 from latency_gate.config.plan import LEVEL_BURSTS, LEVEL_CALLS
-from latency_gate.formatting import fmt_duration, fmt_value_beside
+from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
 from latency_gate.report.trend import (
     BUDGET_REACH,
@@ -123,11 +123,11 @@ def _row(level: CapacityLevel, capacity: Capacity) -> LevelRow:
 
 def _cost(capacity: Capacity) -> str:
     searched = sum(lv.decided_by != "the run" for lv in capacity.levels)
-    plural = "s" if searched != 1 else ""
     return (
-        f"The search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}, {searched} "
-        f"level{plural} beyond the run's own ({capacity.start} at once: its concurrent calls, "
-        "not measured again). Each level is bursts of that many calls started together, "
+        f"The search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}, "
+        f"{plural(searched, 'level')} beyond the run's own ({capacity.start} at once: its "
+        "concurrent calls, not measured again). Each level is bursts of that many calls "
+        "started together, "
         f"repeated while its test was undecided (at most {LEVEL_BURSTS} bursts, none after "
         f"{LEVEL_CALLS} calls)."
     )

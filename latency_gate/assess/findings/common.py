@@ -20,7 +20,3 @@ def setup_seconds(sample: Sample) -> float:
     """Seconds this call spent opening its connection: DNS, TCP and TLS."""
     t = sample.timings
     return (t.dns or 0.0) + (t.connect or 0.0) + (t.tls or 0.0)
-
-
-def plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"

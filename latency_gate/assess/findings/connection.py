@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls, plural, setup_seconds
-from latency_gate.formatting import fmt_duration
+from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls, setup_seconds
+from latency_gate.formatting import fmt_duration, plural
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
 
 # Cold start: this many times warm p50 and this much more in seconds.

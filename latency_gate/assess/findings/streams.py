@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls, plural
-from latency_gate.formatting import fmt_duration
+from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls
+from latency_gate.formatting import fmt_duration, plural
 from latency_gate.models import CallPhase, Finding, Numbers, Sample
 
 # Buffered stream: the answer must take long enough for a user to notice it arriving at once...
