@@ -25,7 +25,6 @@ calls made and the wall time. Results go to bench/results/NAME.{json,md}.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import secrets
@@ -45,57 +44,13 @@ sys.path.insert(0, str(BENCH))
 from llm_peers import (  # noqa: E402
     DEFAULT_VENV,
     MODEL_FILE,
+    LlamaServer,
     build_tokenizer,
-    free_port,
     peer_versions,
     peers_venv,
 )
 
 PROMPT = "Name three colours."
-
-
-class Server:
-    """llama.cpp with `slots` slots in a process of its own (bench/llm_peers.py --serve)."""
-
-    def __init__(self, model: Path, slots: int, log: Path) -> None:
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self._log = log.open("wb")
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(BENCH / "llm_peers.py"),
-                "--serve",
-                str(model),
-                str(self.port),
-                str(slots),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=self._log,
-        )
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"llama.cpp server exited {self.proc.returncode}: {log}")
-            with (
-                contextlib.suppress(OSError),
-                urllib.request.urlopen(f"{self.base}/health", timeout=2) as answer,
-            ):
-                if answer.status == 200:
-                    return
-            time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("llama.cpp server not healthy after 120 s")
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(20)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
-        self._log.close()
 
 
 def one_call(base: str, max_tokens: int) -> float:
@@ -305,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         for slots in opts.slots:
             work = work_root / f"r{round_}-s{slots}"
             work.mkdir()
-            server = Server(opts.model, slots, work / "server.log")
+            server = LlamaServer(opts.model, work / "server.log", slots=slots)
             try:
                 single = one_call(server.base, opts.max_tokens)
                 budget = round(opts.budget_calls * single, 3)

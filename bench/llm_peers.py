@@ -142,12 +142,15 @@ class Task:
 
 
 class LlamaServer:
-    def __init__(self, model: Path, log: Path) -> None:
+    """llama.cpp with `slots` slots in a process of its own (this file's --serve), healthy
+    once built."""
+
+    def __init__(self, model: Path, log: Path, slots: int = SLOTS) -> None:
         self.log = log
         self.port = free_port()
         self._log_file = log.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(model), str(self.port), str(SLOTS)],
+            [sys.executable, __file__, "--serve", str(model), str(self.port), str(slots)],
             stdout=subprocess.DEVNULL,
             stderr=self._log_file,
         )
