@@ -9,9 +9,15 @@ environment names for its own URL. Credentials are the one thing that does not s
   the head's key or secret headers;
 - none of its own, same origin as the head (scheme, host, port): the head's, as they are;
 - none of its own, another origin: the head's harmless headers only; and when the head carries
-  a key or a secret header, the run is refused before any call (`check_base`), since the base
-  would then answer 401 and the comparison would measure that. The head's key is never sent to
-  another host unless the user gives it again for the base.
+  a key, a secret header or `user:password@` in its URL, the run is refused before any call
+  (`check_base`), since the base would then answer 401 and the comparison would measure that.
+  The head's key is never sent to another host unless the user gives it again for the base.
+- a request body that holds a credential (a field named like a key: `credential_fields`) is the
+  head's to send: a base at another origin is refused whatever its own credentials, since the
+  base gets the head's body.
+
+A redirect is another origin too: measure/clients.py holds every hop of a followed redirect to
+the rule of the first request (`same_origin`).
 """
 
 from __future__ import annotations
@@ -22,10 +28,18 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from latency_gate.config.secrets import credential_fields
 from latency_gate.config.target import Header, Target, url_userinfo
 from latency_gate.errors import InputProblem
 
-__all__ = ["BASE_KEYS", "base_arm", "check_base", "has_own_credentials", "same_origin"]
+__all__ = [
+    "BASE_KEYS",
+    "base_arm",
+    "check_base",
+    "has_own_credentials",
+    "origin_text",
+    "same_origin",
+]
 
 # The settings that describe the base of an A/B run.
 BASE_KEYS = ("baseline-url", "baseline-api-key", "baseline-headers")
@@ -38,7 +52,8 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or "").lower().rstrip("."), parts.port or default
 
 
-def _origin_text(url: str) -> str:
+def origin_text(url: str) -> str:
+    """`scheme://host:port` of a URL: what decides where credentials may go, safe to print."""
     scheme, host, port = _origin(url)
     host = f"[{host}]" if ":" in host else host
     return f"{scheme}://{host}:{port}"
@@ -125,17 +140,35 @@ def check_base(
                     f"{spelled('baseline-url')}: give the base's credentials once",
                 )
             )
-    if has_own_credentials(base_url, api_key, base_headers) or same_origin(url, base_url):
+    if same_origin(url, base_url):
         return
-    held = (["the API key"] if fields.get("api_key") is not None else []) + [
-        f"header {h.name}" for h in headers if not h.harmless
-    ]
+    body = fields.get("body")
+    body_text = body.get_secret_value() if isinstance(body, SecretStr) else body
+    in_body = credential_fields(body_text) if isinstance(body_text, str) else []
+    if in_body:
+        problems.append(
+            InputProblem(
+                spelled("baseline-url"),
+                f"{origin_text(base_url)} is another origin than {spelled('url')} "
+                f"({origin_text(url)}), and the request body holds a credential "
+                f"({', '.join(in_body)}), which the base would be sent with the head's body; "
+                "probe the base in a run of its own, or send the credential in a header "
+                f"({spelled('headers')}, and {spelled('baseline-headers')} for the base)",
+            )
+        )
+    if has_own_credentials(base_url, api_key, base_headers):
+        return
+    held = (
+        (["the API key"] if fields.get("api_key") is not None else [])
+        + [f"header {h.name}" for h in headers if not h.harmless]
+        + ([f"the user:password in {spelled('url')}"] if url_userinfo(url) is not None else [])
+    )
     if held:
         problems.append(
             InputProblem(
                 spelled("baseline-url"),
-                f"{_origin_text(base_url)} is another origin than {spelled('url')} "
-                f"({_origin_text(url)}), so the head's credentials ({', '.join(held)}) are not "
+                f"{origin_text(base_url)} is another origin than {spelled('url')} "
+                f"({origin_text(url)}), so the head's credentials ({', '.join(held)}) are not "
                 f"sent there; give the base its own with {spelled('baseline-api-key')} or "
                 f"{spelled('baseline-headers')} (the same value again if both take it)",
             )

@@ -27,6 +27,7 @@ __all__ = [
     "REDACTED",
     "body_secrets",
     "credential_field",
+    "credential_fields",
     "find_secrets",
     "fragment_length",
     "header_credentials",
@@ -168,20 +169,35 @@ def credential_field(name: str) -> bool:
 def body_secrets(body: str) -> list[str]:
     """The string values held under credential-named fields of a JSON body (at any depth, a
     nested object or list under such a field included); none for a body that is not JSON."""
+    return [value for _, value in _credential_values(body)]
+
+
+def credential_fields(body: str) -> list[str]:
+    """The names of the credential-named fields of a JSON body that hold a secret, each once,
+    in the body's order (`api_key`): what a message may say instead of the value."""
+    pairs = _credential_values(body)
+    return list(dict.fromkeys(n for n, v in pairs if len(v.strip()) >= MIN_SECRET_LENGTH))
+
+
+def _credential_values(body: str) -> list[tuple[str, str]]:
+    """(field name, value) for each string under a credential-named field, at any depth."""
     try:
         data = load_json(body)
     except ValueError:
         return []
-    found: list[str] = []
-    stack: list[tuple[Any, bool]] = [(data, False)]
+    found: list[tuple[str, str]] = []
+    stack: list[tuple[Any, str | None]] = [(data, None)]
     while stack:
-        value, secret = stack.pop()
+        value, field = stack.pop()
         if isinstance(value, dict):
-            stack += [(v, secret or credential_field(str(k))) for k, v in value.items()]
+            stack += [
+                (v, field or (str(k) if credential_field(str(k)) else None))
+                for k, v in reversed(value.items())
+            ]
         elif isinstance(value, list):
-            stack += [(item, secret) for item in value]
-        elif secret and isinstance(value, str):
-            found.append(value)
+            stack += [(item, field) for item in reversed(value)]
+        elif field is not None and isinstance(value, str):
+            found.append((field, value))
     return found
 
 

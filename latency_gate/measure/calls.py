@@ -21,6 +21,7 @@ from latency_gate.config import Target, redact_url, scrub_secrets
 from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.culprit import name_the_part
+from latency_gate.measure.redirects import RedirectRefused
 from latency_gate.measure.streams import StreamParser
 from latency_gate.measure.token_timing import GapRecorder
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample, TokenGaps
@@ -344,6 +345,8 @@ def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
         # The machine's limit, not the endpoint's failure: the run stops and says so.
         what = "memory" if "memory" in lowered else "open files"
         raise MachineLimitError(machine_limit_message(what)) from exc
+    if isinstance(exc, RedirectRefused):
+        return ErrorKind.REDIRECT, message
     if isinstance(exc, httpx.ConnectTimeout):
         return ErrorKind.CONNECT_TIMEOUT, "timed out while connecting"
     if isinstance(exc, httpx.ReadTimeout):

@@ -20,6 +20,7 @@ from latency_gate.config import Target
 from latency_gate.measure import transport
 from latency_gate.measure.calls import call
 from latency_gate.measure.prompts import fresh_mark, vary_body
+from latency_gate.measure.redirects import CredentialRule
 from latency_gate.models import CallPhase, Sample
 
 __all__ = ["burst", "open_client", "send_one", "ssl_context_for", "versions"]
@@ -79,6 +80,7 @@ async def open_client(
         transport=client_transport,
         timeout=timeout,
         follow_redirects=target.follow_redirects,
+        event_hooks=CredentialRule(target).hooks(),
         trust_env=False,
     ) as client:
         try:
@@ -100,6 +102,7 @@ async def burst(
     order, also when cancelled."""
     backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
     timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
+    credentials = CredentialRule(target)
     clients = [
         httpx.AsyncClient(
             transport=transport.build_transport(
@@ -107,6 +110,7 @@ async def burst(
             ),
             timeout=timeout,
             follow_redirects=target.follow_redirects,
+            event_hooks=credentials.hooks(),
             trust_env=False,
         )
         for _ in range(target.concurrency)

@@ -21,7 +21,7 @@ from latency_gate.config import (
     scrub_secrets,
 )
 from latency_gate.config.json_data import dump_json, load_json
-from latency_gate.config.secrets import credential_field
+from latency_gate.config.secrets import credential_field, credential_fields
 from latency_gate.formatting import clean_text
 from latency_gate.measure.quick import QuickCall, QuickResult
 
@@ -47,7 +47,7 @@ def curl_command(target: Target) -> str:
         parts.append("--insecure")
     if target.ca_bundle is not None:
         parts += ["--cacert", target.ca_bundle]
-    if target.follow_redirects:
+    if target.follow_redirects and not curl_would_carry_credentials(target):
         parts.append("--location")
     if target.http2:  # as the probe spoke it: prior knowledge on http://, offered over TLS
         plain = target.url.lower().startswith("http:")
@@ -58,6 +58,20 @@ def curl_command(target: Target) -> str:
         parts += ["--noproxy", "*"]  # --proxy off: curl would take the environment's
     parts += ["--max-time", f"{target.timeout:g}", display_url(target.url)]
     return " ".join(shlex.quote(part) for part in parts)
+
+
+def curl_would_carry_credentials(target: Target) -> bool:
+    """Whether `curl --location` would send this request's credentials to another origin: curl
+    drops only Authorization and Cookie on a redirect to another host, and resends the body on
+    a 307 or 308, where the probe drops every secret header and refuses a body holding one
+    (measure/redirects.py). The curl line then leaves --location out and says so."""
+    carried = {
+        name.lower()
+        for name, _ in target.request_headers()
+        if name.lower() not in HARMLESS_HEADERS | {"authorization", "cookie"}
+    }
+    body = target.request_body()
+    return bool(carried) or bool(body and credential_fields(body.decode("utf-8", "replace")))
 
 
 def display_url(url: str) -> str:
@@ -137,6 +151,15 @@ def render(result: QuickResult) -> str:
         "",
         "  " + curl_command(result.first_target),
         "",
+        *(
+            [
+                "--location is left out: curl would send the request's credentials to the other "
+                "origin a redirect names (the probe does not); follow a redirect by hand.",
+                "",
+            ]
+            if target.follow_redirects and curl_would_carry_credentials(target)
+            else []
+        ),
         f"{sum(c.sample.ok for c in result.calls)} of {len(result.calls)} calls succeeded.",
     ]
     if not varied and target.format is not Format.RAW:

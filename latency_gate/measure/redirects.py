@@ -1,0 +1,69 @@
+"""Credentials on a followed redirect: every hop held to the rule of the first request.
+
+Credentials stay at the target's origin (scheme, host and port), as for the base of an A/B run
+(config/ab.py). httpx drops only `Authorization` on a redirect to another origin; a hop there
+here loses every header that may hold a secret (the key, in `Authorization` or `x-api-key`, a
+cookie, and each -H value that is not plainly harmless), and a hop that would also resend a
+body holding a credential field (a 307 or 308 keeps the body) is not made: the call fails
+saying why, as an unfollowed redirect does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import httpx
+
+from latency_gate.config import HARMLESS_HEADERS, Target
+from latency_gate.config.ab import origin_text, same_origin
+from latency_gate.config.secrets import credential_fields
+
+__all__ = ["CredentialRule", "RedirectRefused"]
+
+Hook = Callable[[httpx.Request], Awaitable[None]] | Callable[[httpx.Response], Awaitable[None]]
+
+
+class RedirectRefused(httpx.RequestError):
+    """A redirect not followed: the hop would carry a credential to another origin."""
+
+
+class CredentialRule:
+    """What a target's requests carry that must not leave its origin, worked out once (a burst
+    shares it); `hooks()` gives a client the event hooks that apply it to each hop."""
+
+    def __init__(self, target: Target) -> None:
+        self.origin_url = target.url
+        self.secret_headers = frozenset({"authorization", "cookie"}) | {
+            name.lower()
+            for name, _ in target.request_headers()
+            if name.lower() not in HARMLESS_HEADERS
+        }
+        body = target.request_body()
+        self.body_fields = credential_fields(body.decode("utf-8", "replace")) if body else []
+
+    def hooks(self) -> dict[str, list[Hook]]:
+        """Event hooks for one client (they remember the status of its last answer, so that a
+        refusal names the redirect it did not follow)."""
+        last_status: list[int] = []
+
+        async def on_response(response: httpx.Response) -> None:
+            last_status[:] = [response.status_code]
+
+        async def on_request(request: httpx.Request) -> None:
+            if same_origin(self.origin_url, str(request.url)):
+                return
+            for name in self.secret_headers & {name.lower() for name in request.headers}:
+                del request.headers[name]
+            carries_body = request.headers.get("content-length", "0") != "0" or (
+                "transfer-encoding" in request.headers
+            )
+            if self.body_fields and carries_body:
+                status = f"HTTP {last_status[0]} " if last_status else ""
+                raise RedirectRefused(
+                    f"{status}redirect to {origin_text(str(request.url))} not followed: it is "
+                    "another origin, and the request body holds a credential "
+                    f"({', '.join(self.body_fields)})",
+                    request=request,
+                )
+
+        return {"request": [on_request], "response": [on_response]}
