@@ -167,6 +167,11 @@ class NumberDelta(_Frozen):
     by_policy: bool = Field(
         default=False, description="undecided at the cap, and counted as a regression by policy"
     )
+    missing: str | None = Field(
+        default=None,
+        description="why a tested number could not be compared (the base gave no data): it is "
+        "undecided then, and the undecided policy decides",
+    )
     bound: float | None = Field(
         default=None,
         description="against a history: the upper prediction bound of one run's value (an "
@@ -250,6 +255,17 @@ class BaselineCheck(_Frozen):
     @property
     def regressions(self) -> tuple[NumberDelta, ...]:
         return tuple(d for d in self.deltas if d.regressed)
+
+    @property
+    def not_compared(self) -> str | None:
+        """ "warm p95 and concurrent p95, for the base gave no data (...)": the tested numbers
+        the base had no data for, and why; None when every tested number was compared."""
+        missing = [d for d in self.deltas if d.missing]
+        if not missing:
+            return None
+        names = [d.number.replace("_", " ") for d in missing]
+        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+        return f"{listed}, for {missing[0].missing}"
 
 
 class Sampling(_Frozen):

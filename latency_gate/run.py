@@ -229,7 +229,7 @@ def _result(
         history=history,
         capacity=judge.searched(interrupted=interrupted),
     )
-    warnings = [] if into.stopped_early is None else [into.stopped_early]
+    warnings = [why for why in (into.stopped_early, into.base_stopped_early) if why is not None]
     base_unready = target.wait_ready > 0 and into.base_ready_after is None
     if target.baseline_url is not None and base_unready and into.base_samples:
         warnings.append(

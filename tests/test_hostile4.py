@@ -14,15 +14,18 @@ import re
 from pathlib import Path
 
 import pytest
+from conftest import free_port
 from hostile_kit import (
     CHAT,
     FAST,
+    ONE_LOOK,
     Answer,
     chunk,
     http,
     judged,
     one_error,
     paced,
+    run_action,
     run_cli,
     sse_pieces,
 )
@@ -183,3 +186,98 @@ def test_quick_curl_line_never_lets_curl_carry_credentials_away(
     assert (said in result.output) is not location
     assert KEY not in result.output
     assert HEADER_TOKEN not in result.output
+
+
+# --- 3. a base that gives no data --------------------------------------------------------------
+
+
+def _fails(status: str, extra: str = "") -> Answer:
+    """Every request answered with `status` (and headers `extra`)."""
+    return lambda _: [http(status, b'{"error": "no"}', extra=extra)]
+
+
+NOT_COMPARED = (
+    "against the base measured beside it: not compared: warm p95 and concurrent p95, for the "
+    "base gave no data ({n} of {n} calls failed: {n} {kind}); of the rest, no number regressed "
+    "beyond noise and the 10 % limit"
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "kind"),
+    [
+        (_fails("500 Internal Server Error"), "http_5xx"),
+        (_fails("401 Unauthorized"), "http_4xx"),
+        (_fails("302 Found", "Location: /elsewhere\r\n"), "redirect"),
+    ],
+    ids=["500", "401", "302-not-followed"],
+)
+def test_base_without_data_is_not_compared(answer: Answer, kind: str, tmp_path: Path) -> None:
+    """A base whose every call fails: each tested number is undecided and says the base gave no
+    data, naming its failures (it read "no number regressed", the failures named nowhere); the
+    run passes with a warning by default and fails under --on-undecided-regression fail."""
+    with paced(_answer) as (head, _), paced(answer) as (base, _):
+        args = [head + CHAT, "--prompt", "hi", "--baseline-url", base + CHAT, *FAST]
+        lenient = judged(run_cli("probe", *args, "--markdown", str(tmp_path / "r.md")))
+        strict = judged(run_cli("probe", *args, "--on-undecided-regression", "fail"))
+    assert lenient.exit_code == 0, lenient.output
+    flat = " ".join(lenient.output.split())
+    assert NOT_COMPARED.format(n=4, kind=kind) in flat
+    assert (
+        f"warm p95 regression undecided: the base gave no data (4 of 4 calls failed: 4 {kind}), "
+        "so it was not compared"
+    ) in flat
+    markdown = " ".join((tmp_path / "r.md").read_text().split())
+    assert "not compared: warm p95 and concurrent p95, for the base gave no data" in markdown
+    assert strict.exit_code == 1, strict.output
+    assert (
+        "FAIL: undecided regression, counted as one by policy (on-undecided-regression: fail): "
+        "warm p95 not compared: the base gave no data"
+    ) in " ".join(strict.output.split())
+
+
+# --- 4. a base that cannot be reached does not fail the head -----------------------------------
+
+
+@pytest.mark.parametrize("how", ["refused", "hangs"])
+def test_unreachable_base_leaves_the_head_judged_alone(how: str) -> None:
+    """A base that refuses connections or never answers: the head is measured alone and judged
+    by its budget (it failed "concurrent p95 not measured"), the warning names the base, not
+    "the endpoint", and the comparison says it had nothing."""
+
+    def silent(_: bytes) -> list[bytes]:
+        return []  # reads the request and never answers
+
+    with paced(_answer) as (head, _), paced(silent) as (hanging, _):
+        base = f"http://127.0.0.1:{free_port()}" if how == "refused" else hanging
+        args = [head + CHAT, "--prompt", "hi", "--baseline-url", base + CHAT, "--timeout", "0.5s"]
+        result = judged(run_cli("probe", *args, *FAST))
+    flat = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "not measured" not in flat
+    stopped = (
+        "all failed to connect (connection_refused): the base "
+        if how == "refused"
+        else "all timed out waiting for the answer (read_timeout); the base "
+    )
+    assert f"warning: stopped after the first 3 calls of the base: {stopped}" in flat
+    assert "the head was measured alone" in flat
+    assert "the endpoint" not in flat
+    assert NOT_COMPARED.format(n=3, kind=stopped.split("(")[1].split(")", maxsplit=1)[0]) in flat
+
+
+def test_unreachable_base_in_the_action_leaves_the_head_judged_alone(tmp_path: Path) -> None:
+    """The same in the action: exit 0, the head's budget passes, the warning names the base,
+    and the job summary says what was not compared."""
+    with paced(_answer) as (head, _):
+        base = f"http://127.0.0.1:{free_port()}{CHAT}"
+        inputs = {"url": head + CHAT, "prompt": "hi", "baseline-url": base, **ONE_LOOK}
+        run = run_action(tmp_path, inputs)
+    assert run.code == 0, run.log
+    assert "not measured" not in run.summary
+    assert "::warning" in run.log
+    assert "the base (" in run.log
+    assert "not compared: warm p95 and concurrent p95, for the base gave no data" in " ".join(
+        run.summary.split()
+    )
+    assert "passed=true" in run.outputs

@@ -16,6 +16,7 @@ error rates.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -152,7 +153,13 @@ def compare(
         outcome: Regression | None = None
         interval: tuple[float | None, float | None] | None = None
         tested = gated is None or number in gated
-        if base_value is None or head_value is None:
+        missing = ""  # why a tested number could not be compared: the base gave no data
+        if base_value is None and head_value is not None and tested and pick is not None:
+            # A comparison with no data on one side is not a comparison: undecided, and the
+            # undecided policy says whether that fails the run.
+            outcome = Regression.UNDECIDED
+            missing = _no_base_data(base_samples, side_by_side)
+        elif base_value is None or head_value is None:
             note = "no data on one side"
         elif number == "cold_start":
             note = "one call each: cannot be told from noise, not gated"
@@ -191,15 +198,14 @@ def compare(
             outcome = outcomes[number]
         by_policy = False
         if outcome is Regression.UNDECIDED and not note:
+            why = "undecided: nothing to compare with" if missing else "undecided at the cap"
             if stopped_early:
                 note = "undecided: not needed, the run had already failed"
             elif on_undecided == "fail":
-                note = "undecided at the cap: counted as a regression by policy"
+                note = f"{why}: counted as a regression by policy"
                 by_policy = True
             else:
-                note = (
-                    "undecided at the cap: not called a regression (on-undecided-regression: pass)"
-                )
+                note = f"{why}: not called a regression (on-undecided-regression: pass)"
         deltas.append(
             NumberDelta(
                 number=number,
@@ -211,6 +217,7 @@ def compare(
                 decided=outcome is not Regression.UNDECIDED,
                 outcome=None if outcome is None else outcome.value,
                 by_policy=by_policy,
+                missing=missing or None,
             )
         )
     return BaselineCheck(
@@ -221,6 +228,20 @@ def compare(
         max_relative=limit.relative,
         max_absolute=limit.absolute,
         deltas=tuple(deltas),
+    )
+
+
+def _no_base_data(base_samples: Sequence[Sample], side_by_side: bool) -> str:
+    """ "the base gave no data (21 of 21 calls failed: 21 http_5xx)": why a number of the base
+    is missing, in the words of the reports."""
+    who = "the base" if side_by_side else "the baseline run"
+    failed = [s for s in base_samples if not s.ok]
+    if not base_samples:
+        return f"{who} gave no data (no call was made)"
+    kinds = Counter(str(s.error or "failed") for s in failed)
+    listed = ", ".join(f"{count:,} {kind}" for kind, count in kinds.most_common())
+    return f"{who} gave no data ({len(failed):,} of {len(base_samples):,} calls failed" + (
+        f": {listed})" if listed else ")"
     )
 
 

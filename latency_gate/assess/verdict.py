@@ -85,6 +85,8 @@ def undecided_reason(delta: NumberDelta) -> str:
     """ "warm p95 regression undecided: 1.00 s → 1.30 s (+30 %), head / base 0.95 to 1.71 (95 %);
     not called a regression"."""
     label, moved = _movement(delta)
+    if delta.missing:
+        return f"{label} regression undecided: {delta.missing}, so it was not compared"
     return (
         f"{label} regression undecided: {moved}; the calls could not tell it from noise, so it "
         "was not called a regression"
@@ -99,4 +101,6 @@ def regression_reason(delta: NumberDelta) -> str:
         else "regression"
     )
     label, moved = _movement(delta)
+    if delta.missing:
+        return f"{what}: {label} not compared: {delta.missing}"
     return f"{what}: {label} {moved}"

@@ -114,6 +114,9 @@ class Measurement:
     # The base of an A/B run (a target with a baseline_url), measured beside `samples`.
     base_samples: list[Sample] = field(default_factory=list)
     base_ready_after: float | None = None
+    # Why the base stopped being measured (its first calls all failed to connect or timed
+    # out), or None: the head goes on alone, judged by its budget, and nothing is compared.
+    base_stopped_early: str | None = None
 
 
 # Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
@@ -131,11 +134,14 @@ UNREACHABLE = frozenset(
 )
 
 
-def _unreachable(samples: Sequence[Sample], target: Target, of: str = "") -> str | None:
+def _unreachable(
+    samples: Sequence[Sample], target: Target, of: str = "", who: str = "the endpoint"
+) -> str | None:
     """Why to stop, when the cold call and the first FAIL_FAST_WARM warm calls all failed to
     connect or timed out; else None. Says which: a connection that failed is the endpoint's, or
     the proxy's when there is one; a call that timed out after connecting was not answered.
-    `of` names the arm of an A/B run, `target` that arm's settings."""
+    `of` names the arm of an A/B run in "the first 3 calls of the base", `who` the endpoint
+    that failed, `target` that arm's settings."""
     first = samples[: 1 + FAIL_FAST_WARM]
     if len(first) < 1 + FAIL_FAST_WARM or any(s.error not in UNREACHABLE for s in first):
         return None
@@ -145,16 +151,14 @@ def _unreachable(samples: Sequence[Sample], target: Target, of: str = "") -> str
         if target.proxy is not None:
             return (
                 f"{stopped}: all failed to connect ({kinds}) to the proxy "
-                f"{redact_url(target.proxy)}, so the endpoint was never asked ({PROXY_OPTIONS})"
+                f"{redact_url(target.proxy)}, so {who} was never asked ({PROXY_OPTIONS})"
             )
-        return (
-            f"{stopped}: all failed to connect ({kinds}): the endpoint is not reachable from here"
-        )
+        return f"{stopped}: all failed to connect ({kinds}): {who} is not reachable from here"
     if not any(s.error in _CONNECTING for s in first):
         return (
-            f"{stopped}: all timed out waiting for the answer ({kinds}); the endpoint took the "
+            f"{stopped}: all timed out waiting for the answer ({kinds}); {who} took the "
             f"request but answered none within the {target.timeout:g} s --timeout: raise it if "
-            "the endpoint is that slow"
+            f"{who} is that slow"
         )
     return f"{stopped}: all failed to connect or timed out ({kinds})"
 
@@ -241,17 +245,19 @@ async def measure(
         first_look = min(FAIL_FAST_WARM, target.warm_calls)
         total = target.warm_calls * len(arms)
         await _warm(arms, progress, first=0, count=first_look, total=total, close=False)
-        into.stopped_early = next(
-            (
-                why
-                for arm in arms
-                if (why := _unreachable(arm.samples, arm.target, arm.of)) is not None
-            ),
-            None,
-        )
+        into.stopped_early = _unreachable(arms[0].samples, arms[0].target, arms[0].of)
         if into.stopped_early is not None:
             progress(Progress("done", len(into.samples), len(into.samples)))
             return
+        if len(arms) > 1:
+            # A base that cannot be reached stops being measured; the head goes on alone, for
+            # the budget judges the head alone (the comparison then says it had nothing).
+            base = arms[1]
+            who = f"the base ({redact_url(base.target.url)})"
+            why = _unreachable(base.samples, base.target, base.of, who)
+            if why is not None:
+                into.base_stopped_early = f"{why}; the head was measured alone"
+                arms = arms[:1]
         await _warm(
             arms,
             progress,

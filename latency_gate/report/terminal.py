@@ -236,16 +236,22 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             )
             text = f"{history_heading(check)}{who}: {found}"
         elif check.kind == "side-by-side":
+            # A number with nothing to compare with is said apart, a regression by policy or not.
+            regressed = [d for d in check.regressions if not d.missing]
             found = (
-                f"{len(check.regressions)} regressed beyond noise"
-                if check.regressions
+                f"{len(regressed)} regressed beyond noise"
+                if regressed
                 else f"no number regressed beyond noise and the {limit} limit"
             )
+            if check.not_compared:
+                found = f"not compared: {check.not_compared}; of the rest, {found}"
             text = f"against the base measured beside it{who}: {found}"
         elif check.regressions:
             text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
         else:
             text = f"baseline{who}: no number regressed beyond noise and the {limit} limit"
+        if check.not_compared and check.kind != "side-by-side":
+            text += f"; not compared: {check.not_compared}"
         if judged == "newest":
             text += f"; {clean_text(check.message)}"
         lines += _wrap(text) if judged is not None else [text]
