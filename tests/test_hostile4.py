@@ -281,3 +281,69 @@ def test_unreachable_base_in_the_action_leaves_the_head_judged_alone(tmp_path: P
         run.summary.split()
     )
     assert "passed=true" in run.outputs
+
+
+# --- 7. a capacity floor the cap cannot reach --------------------------------------------------
+
+
+def test_a_floor_no_cap_could_reach_is_exit_2() -> None:
+    """--min-capacity 20 --max-calls 60: even a perfect endpoint's checks and search need more
+    calls than that, so no run could decide the floor: exit 2 before any call, naming max-calls
+    and what would do (it failed "capacity 4 at once" after no search call at all)."""
+    with paced(_answer) as (base, seen):
+        line = one_error(
+            run_cli("probe", base + CHAT, "--no-floor", "--min-capacity", "20", "--max-calls", "60")
+        )
+    assert seen.requests == []
+    assert line == (
+        "Error: invalid input --max-calls: 60 calls cannot reach the 20 calls at once that "
+        "min-capacity asks for, even for a perfect endpoint: the checks take 131 (the error "
+        "budget 0.01 passes after 127 calls without a failure) and the search 40 more to hold "
+        "20 at once, so no run could decide it. Raise it to at least 171, or leave it out (it "
+        "is then sized to fit)"
+    )
+
+
+@pytest.mark.parametrize("policy", ["estimate", "pass", "fail"])
+def test_a_search_the_cap_stopped_below_the_floor_is_undecided(policy: str) -> None:
+    """A search that max-calls stopped at 20 held, 40 not tried, against a minimum of 30: the
+    floor is undecided, not a FAIL "20 against 30"; on-undecided decides (fail fails it by
+    policy; estimate has no value above the levels tried and passes, said as undecided)."""
+    from latency_gate.assess.capacity import CapacityRun
+    from latency_gate.assess.capacity_levels import LevelCalls, LevelLimits, level_record
+    from latency_gate.assess.capacity_verdict import capacity_check
+    from latency_gate.assess.verdict import judge
+    from latency_gate.models import CallPhase, Sample, StampSource
+
+    limits = LevelLimits(concurrent_p95=1.0, error_rate=0.01, on_undecided=policy)
+    start = level_record(
+        10, LevelCalls((0.2,) * 40, calls=40), held=True, by="the run", bursts=4,
+        seconds=None, wrong_at_most=0.03,
+    )  # fmt: skip
+    run = CapacityRun(limits, maximum=64, room=70, start_level=start)
+    while (c := run.next_burst()) is not None:
+        ok = Sample(
+            phase=CallPhase.CONCURRENT, index=0, started_at=0.0, ok=True, latency=0.2,
+            status=200, stamp_source=StampSource.KERNEL,
+        )  # fmt: skip
+        run.add_burst([ok] * c, 0.2)
+    capacity = run.capacity()
+    assert (capacity.found, capacity.stopped_by_cap) == (20, True)
+    row = capacity_check(capacity, 30)
+    assert row is not None
+    assert (row.decided, row.by_policy, row.passed) == (False, True, policy != "fail")
+    assert row.note.startswith(
+        "at least 20: max-calls stopped the search: the next burst, 40 calls at once, did not "
+        "fit in the 30 calls left; undecided: at least 20 at once, and no level of 30 (the "
+        "minimum) or more was decided"
+    )
+    verdict = judge([row], successful_calls=40)
+    if policy == "fail":
+        assert verdict.reasons == ("capacity undecided, failed by policy",)
+    else:
+        assert verdict.passed
+        assert verdict.undecided[0].startswith("capacity: at least 20: max-calls stopped")
+    # A level at or under the minimum that broke shows the capacity under it: a FAIL, decided.
+    broke = capacity_check(capacity.model_copy(update={"breaking": 25}), 30)
+    assert broke is not None
+    assert (broke.decided, broke.by_policy, broke.passed) == (True, False, False)

@@ -174,9 +174,11 @@ def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check
             meaning=rests,
         )
     passed = capacity.found >= min_capacity
+    at_least = "at least " if not capacity.complete else ""
+    if not passed and not _shown_under(capacity, min_capacity):
+        return _floor_undecided(capacity, min_capacity, rests, note)
     word = "PASS" if passed else "FAIL"
     side = "at least" if passed else "under"
-    at_least = "at least " if not capacity.complete else ""
     meaning = f"{word}: {at_least}{capacity.found} at once, {side} the {min_capacity} asked"
     if rests:
         meaning += f". {_capitalised(rests)}"
@@ -186,6 +188,47 @@ def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check
         limit=float(min_capacity),
         passed=passed,
         note=note,
+        n=capacity.calls,
+        meaning=meaning,
+    )
+
+
+def _shown_under(capacity: Capacity, min_capacity: int) -> bool:
+    """Whether the search shows the capacity under `min_capacity`: it ended there, or a level
+    at or under the minimum broke (levels break from some concurrency on)."""
+    return capacity.complete or (
+        capacity.breaking is not None and capacity.breaking <= min_capacity
+    )
+
+
+def _floor_undecided(capacity: Capacity, min_capacity: int, rests: str, note: str) -> Check:
+    """A search that max-calls stopped before any level at or above the minimum was decided:
+    the floor is undecided (nothing measured says the capacity is under it), and on-undecided
+    decides. `estimate` has no value to go by above the levels tried, so it does not fail the
+    run: the row and the verdict say it was undecided."""
+    fails = capacity.on_undecided == "fail"
+    how = (
+        "failed by policy (on-undecided: fail)"
+        if fails
+        else (
+            f"not failed (on-undecided: {capacity.on_undecided}: no level at or above "
+            f"{min_capacity} was measured to go by)"
+        )
+    )
+    stopped = capacity.stopped or "the search did not end"
+    said = (
+        f"undecided: at least {capacity.found} at once, and no level of {min_capacity} (the "
+        f"minimum) or more was decided ({stopped}); {how}"
+    )
+    meaning = said + (f". {_capitalised(rests)}" if rests else "")
+    return Check(
+        number="capacity",
+        value=float(capacity.found),
+        limit=float(min_capacity),
+        passed=not fails,
+        note=said if not note else f"{note}; {said}",
+        decided=False,
+        by_policy=True,
         n=capacity.calls,
         meaning=meaning,
     )

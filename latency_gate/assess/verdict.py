@@ -39,7 +39,7 @@ def judge(
             continue
         if c.value is None:
             reasons.append(f"{c.number} has no data")
-        elif c.number == "capacity":  # a floor, min-capacity (assess/capacity_verdict.py)
+        elif c.number == "capacity" and not c.by_policy:  # min-capacity, a floor
             reasons.append("capacity under its minimum")
         elif c.by_policy:
             how = "by its value" if "by its value" in c.note else "by policy"

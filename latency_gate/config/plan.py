@@ -49,6 +49,7 @@ __all__ = [
     "percentile_shares",
     "plan_problems",
     "plan_warnings",
+    "search_least_calls",
     "search_worst_calls",
 ]
 
@@ -194,6 +195,8 @@ class _Planned(Protocol):
     def capacity(self) -> bool: ...
     @property
     def capacity_max(self) -> int: ...
+    @property
+    def min_capacity(self) -> int | None: ...
 
 
 def needs_of(target: _Planned) -> CallsNeeded:
@@ -250,6 +253,20 @@ def search_worst_calls(start: int, maximum: int) -> int:
     return max(doubling(start), from_failed)
 
 
+def search_least_calls(start: int, floor: int, maximum: int) -> tuple[int, int]:
+    """(calls, level): the fewest calls the capacity search takes to hold a level of at least
+    `floor` calls at once for a perfect endpoint (every call within the budget), from a run at
+    concurrency `start` (whose own burst decided that level), and that level. The search
+    doubles while levels hold; each level holds once its p95 test passes (or at its last
+    burst). (0, start) when the run's own level already reaches the floor."""
+    clean = clean_calls_to_pass(*percentile_shares(95), PERCENTILE_BETA)
+    level, calls = min(start, maximum), 0
+    while level < floor and level < maximum:
+        level = min(2 * level, maximum)
+        calls += level * min(level_bursts(level), math.ceil(clean / level))
+    return calls, level
+
+
 def plan_problems(target: _Planned) -> list[tuple[str, str]]:
     """(input, message) for each setting no run can decide: an error budget whose test needs more
     calls than any CI run makes, and, with on-undecided fail, a max-calls under what a perfect
@@ -282,6 +299,21 @@ def plan_problems(target: _Planned) -> list[tuple[str, str]]:
                 "on-undecided estimate",
             )
         )
+    floor = target.min_capacity
+    if floor is not None and target.max_calls is not None and floor <= target.capacity_max:
+        search, level = search_least_calls(target.concurrency, floor, target.capacity_max)
+        least = needs.minimum + search
+        if target.max_calls < least:
+            problems.append(
+                (
+                    "max-calls",
+                    f"{target.max_calls:,} calls cannot reach the {floor} calls at once that "
+                    f"min-capacity asks for, even for a perfect endpoint: the checks take "
+                    f"{needs.minimum:,} ({needs.why}) and the search {search:,} more to hold "
+                    f"{level} at once, so no run could decide it. Raise it to at least "
+                    f"{least:,}, or leave it out (it is then sized to fit)",
+                )
+            )
     return problems
 
 
