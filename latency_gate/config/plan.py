@@ -195,6 +195,11 @@ class _Planned(Protocol):
     def capacity(self) -> bool: ...
     @property
     def capacity_max(self) -> int: ...
+
+
+class _Checked(_Planned, Protocol):
+    """What the plan's problems read of a target besides: the capacity's floor."""
+
     @property
     def min_capacity(self) -> int | None: ...
 
@@ -267,7 +272,7 @@ def search_least_calls(start: int, floor: int, maximum: int) -> tuple[int, int]:
     return calls, level
 
 
-def plan_problems(target: _Planned) -> list[tuple[str, str]]:
+def plan_problems(target: _Checked) -> list[tuple[str, str]]:
     """(input, message) for each setting no run can decide: an error budget whose test needs more
     calls than any CI run makes, and, with on-undecided fail, a max-calls under what a perfect
     endpoint needs (every run would fail by policy)."""
