@@ -347,3 +347,45 @@ def test_a_search_the_cap_stopped_below_the_floor_is_undecided(policy: str) -> N
     broke = capacity_check(capacity.model_copy(update={"breaking": 25}), 30)
     assert broke is not None
     assert (broke.decided, broke.by_policy, broke.passed) == (True, False, False)
+
+
+# --- 8. leftovers of round three ---------------------------------------------------------------
+
+ECHOED = "sk-echo-AbCdEf0123456789xyz"
+
+
+def _every_char(key: str) -> dict[str, str]:
+    """The key with every character escaped, letters and digits too, as an echo may be."""
+    return {
+        "HTML decimal": "".join(f"&#{ord(c)};" for c in key),
+        "HTML hex": "".join(f"&#x{ord(c):x};" for c in key),
+        "HTML zero-padded": "".join(f"&#00{ord(c)};" for c in key),
+        "JSON unicode": "".join(f"\\u{ord(c):04x}" for c in key),
+        "percent": "".join(f"%{ord(c):02X}" for c in key),
+        "percent twice": "".join(f"%25{ord(c):02x}" for c in key),
+    }
+
+
+def test_key_echoed_with_every_character_escaped_reaches_no_output(tmp_path: Path) -> None:
+    """The key echoed with every character as an HTML entity (decimal, hex), a JSON \\u escape
+    or percent-encoded, letters and digits included, is *** in the JSON, the Markdown and the
+    terminal (decimal entities reached the terminal and the JSON)."""
+    shapes = list(_every_char(ECHOED).items())
+    served = iter(shapes * 2)
+
+    def answer(_: bytes) -> list[bytes]:
+        name, text = next(served)
+        return [http("401 Unauthorized", f"{name}={text}".encode(), "text/plain")]
+
+    with paced(answer) as (base, _):
+        json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
+        args = [base + CHAT, "--api-key", ECHOED, "--prompt", "hi", "--no-floor", "--warm-calls"]
+        args += [str(len(shapes) - 2), "--concurrency", "1", "--max-calls", str(len(shapes))]
+        result = judged(
+            run_cli("probe", *args, "--json", str(json_path), "--markdown", str(md_path), "-v")
+        )
+    details = [s["error_detail"] for s in json.loads(json_path.read_text())["samples"]]
+    assert details == [f"HTTP 401: {name}=***" for name, _ in shapes]
+    everything = result.output + json_path.read_text() + md_path.read_text()
+    for _, text in shapes:
+        assert text[:24] not in everything

@@ -271,7 +271,30 @@ def scrub_secrets(text: str, forms: Iterable[str]) -> str:
     if not any(mark in text for mark in _ESCAPE_MARKS):
         # Nothing escaped: plain searching is the same, and far quicker on a long body.
         return _scrub_plain(text, ordered)
-    return _forms_pattern(ordered).sub(REDACTED, text)
+    return _forms_pattern(ordered).sub(REDACTED, _unescape_unreserved(text))
+
+
+# An escaped letter, digit or -._~ (an HTML entity, a JSON \u escape, percent-encoded once or
+# more): no encoder writes one, but an echo may escape every character of a key.
+_UNRESERVED_HEX = r"(?:3[0-9]|[46][1-9a-fA-F]|[57][0-9aA]|2[dDeE]|5[fF]|7[eE])"
+_ESCAPED_UNRESERVED = re.compile(
+    r"&#(?:0*(\d{1,7})|[xX]0*([0-9a-fA-F]{1,6}));"
+    rf"|\\+u(00{_UNRESERVED_HEX})|%(?:25)*({_UNRESERVED_HEX})"
+)
+
+
+def _unescape_unreserved(text: str) -> str:
+    """`text` with every escaped letter, digit or `-._~` written as itself, so that the forms'
+    patterns, which match those characters only as themselves, find a key whose every
+    character was escaped (`&#115;&#107;…`). Other escapes are left for the patterns."""
+
+    def plain(match: re.Match[str]) -> str:
+        decimal, *hexes = match.groups()
+        code = int(decimal) if decimal else int(next(h for h in hexes if h), 16)
+        char = chr(code) if code < 0x110000 else ""
+        return char if char in _UNRESERVED else match[0]
+
+    return _ESCAPED_UNRESERVED.sub(plain, text)
 
 
 # A text holding none of these has no escaped spelling of anything.
