@@ -226,3 +226,36 @@ def _outside_a_workflow() -> Iterator[None]:
     for name, value in saved.items():
         if value is not None:
             os.environ[name] = value
+
+
+TINYPROXY_START_TIMEOUT = 10.0
+
+
+def start_tinyproxy(tmp_path: Path, extra: str = "") -> Iterator[str]:
+    """tinyproxy on 127.0.0.1 with its own config (plus the lines `extra`), in the foreground;
+    yields its URL and is stopped by its PID."""
+    binary = shutil.which("tinyproxy")
+    if binary is None:
+        pytest.skip("tinyproxy is not installed (apt-get install tinyproxy; .ci/run does)")
+    port = free_port()
+    config = tmp_path / "tinyproxy.conf"
+    config.write_text(
+        f"Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 100\nAllow 127.0.0.1\n"
+        f'LogFile "{tmp_path}/tinyproxy.log"\nLogLevel Info\nViaProxyName "gate-test-proxy"\n'
+        f'PidFile "{tmp_path}/tinyproxy.pid"\n{extra}'
+    )
+    process = subprocess.Popen([binary, "-d", "-c", str(config)], stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + TINYPROXY_START_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=1.0)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("tinyproxy did not listen within 10 s")
+        yield url
+    finally:
+        stop_process(process)

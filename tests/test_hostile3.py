@@ -1060,14 +1060,15 @@ PROXY_PASSWORD = "proxy-pw-1357924680"
 
 def _echo_credentials(request: bytes) -> list[bytes]:
     """A 401 quoting back, each alone: the bearer token without its scheme, the password a
-    Basic header encodes, the Proxy-Authorization pair, and the token shouted."""
+    Basic header encodes, the Proxy-Authorization pair, and the token shouted; relayed by a
+    proxy (its Via header), as the endpoint's answer through one is."""
     auth = re.search(rb"(?i)proxy-authorization: basic (\S+)", request)
     proxy_pair = auth[1] if auth else b"-"
     body = (
         f"token {HEADER_TOKEN} pw {BASIC_PASSWORD} shouted {HEADER_TOKEN.upper()} "
         f"proxy-auth {proxy_pair.decode()}"
     )
-    return [http("401 Unauthorized", body.encode(), "text/plain")]
+    return [http("401 Unauthorized", body.encode(), "text/plain", "Via: 1.1 relay\r\n")]
 
 
 def test_credentials_inside_header_values_are_secrets(tmp_path: Path) -> None:

@@ -9,12 +9,14 @@ point, against loopback servers of known behaviour (tests/hostile_kit.py). docs/
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+from conftest import free_port, start_tinyproxy
 from hostile_kit import (
     CHAT,
     FAST,
@@ -389,3 +391,61 @@ def test_key_echoed_with_every_character_escaped_reaches_no_output(tmp_path: Pat
     everything = result.output + json_path.read_text() + md_path.read_text()
     for _, text in shapes:
         assert text[:24] not in everything
+
+
+@pytest.fixture
+def guarded_proxy(tmp_path: Path) -> Iterator[str]:
+    """A real tinyproxy that asks for credentials (user / secretpw); its URL, without them."""
+    yield from start_tinyproxy(tmp_path, "BasicAuth user secretpw\n")
+
+
+def test_a_proxy_s_own_401_is_named_as_the_proxy_s(guarded_proxy: str, tmp_path: Path) -> None:
+    """tinyproxy answers wrong proxy credentials with its own 401 and WWW-Authenticate (not
+    407): an answer through a proxy with credentials that no proxy relayed (no Via) names the
+    proxy and its credentials, not the endpoint's key (it was counted as the endpoint's 401)."""
+    wrong = guarded_proxy.replace("http://", "http://user:not-the-pw@")
+    with paced(_answer) as (base, seen):
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "-x", wrong, *FAST, "--json", str(json_path)]
+        judged(run_cli("probe", *args))
+        relayed = judged(
+            run_cli(
+                "probe",
+                base + CHAT,
+                "--prompt",
+                "hi",
+                "-x",
+                guarded_proxy.replace("http://", "http://user:secretpw@"),
+                *FAST,
+            )
+        )
+    detail = json.loads(json_path.read_text())["samples"][0]["error_detail"]
+    assert detail.startswith(
+        f"the proxy {guarded_proxy.replace('http://', 'http://***@')} refused its credentials "
+        "(an answer no proxy relayed: it carries no Via header); check the user:password in "
+        "--proxy or HTTP(S)_PROXY; it answered HTTP 401"
+    ), detail
+    assert seen.requests, "the right credentials reach the endpoint"
+    assert relayed.exit_code == 0, relayed.output
+    assert "not-the-pw" not in detail
+
+
+def test_h2c_through_a_proxy_is_said_not_spoken(tmp_path: Path) -> None:
+    """--http2 on an http:// URL through a forward proxy: the proxy takes the requests in
+    HTTP/1.1, and the run says --http2 was not spoken and how to measure it (nothing said so:
+    the calls went out in HTTP/1.1 under an --http2 setting)."""
+    with contextlib.ExitStack() as stack:
+        proxy = stack.enter_context(contextlib.contextmanager(start_tinyproxy)(tmp_path))
+        base, _ = stack.enter_context(paced(_answer))
+        json_path = tmp_path / "r.json"
+        args = [base + CHAT, "--prompt", "hi", "--http2", "-x", proxy, *FAST]
+        result = judged(run_cli("probe", *args, "--json", str(json_path)))
+    document = json.loads(json_path.read_text())
+    assert {s["http_version"] for s in document["samples"]} == {"HTTP/1.1"}
+    said = (
+        f"--http2 was not spoken: the calls went through the proxy {proxy}, which takes an "
+        "http:// URL's requests in HTTP/1.1 (each call says HTTP/1.1); go direct (--proxy off, "
+        "or NO_PROXY) to measure HTTP/2 without TLS"
+    )
+    assert said in document["warnings"]
+    assert said in " ".join(result.output.split())

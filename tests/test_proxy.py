@@ -3,60 +3,24 @@ by HTTP_PROXY from the environment (issue 14 point 6)."""
 
 from __future__ import annotations
 
-import shutil
 import ssl
-import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 import trustme
-from conftest import free_port, stop_process
+from conftest import start_tinyproxy
 from one_look import one_look, other_warnings
 from script_server import ScriptServer, steady
 
 from latency_gate.config import build_target, with_environment_proxy
 from latency_gate.run import probe
 
-TINYPROXY_START_TIMEOUT = 10.0
-
 
 @pytest.fixture
 def tinyproxy(tmp_path: Path) -> Iterator[str]:
     """tinyproxy's URL; its log is tmp_path/tinyproxy.log."""
-    yield from _tinyproxy(tmp_path)
-
-
-def _tinyproxy(tmp_path: Path) -> Iterator[str]:
-    """tinyproxy on 127.0.0.1 with its own config, in the foreground; yields its URL and is
-    stopped by its PID."""
-    binary = shutil.which("tinyproxy")
-    if binary is None:
-        pytest.skip("tinyproxy is not installed (apt-get install tinyproxy; .ci/run does)")
-    port = free_port()
-    config = tmp_path / "tinyproxy.conf"
-    config.write_text(
-        f"Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 100\nAllow 127.0.0.1\n"
-        f'LogFile "{tmp_path}/tinyproxy.log"\nLogLevel Info\nViaProxyName "gate-test-proxy"\n'
-        f'PidFile "{tmp_path}/tinyproxy.pid"\n'
-    )
-    process = subprocess.Popen([binary, "-d", "-c", str(config)], stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + TINYPROXY_START_TIMEOUT
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1.0)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        else:
-            pytest.fail("tinyproxy did not listen within 10 s")
-        yield url
-    finally:
-        stop_process(process)
+    yield from start_tinyproxy(tmp_path)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
@@ -21,6 +22,7 @@ from latency_gate.config.parsing import (
     looks_like_json,
     parse_proxy,
     proxy_from_environment,
+    redact_url,
     token_limit_field,
 )
 from latency_gate.config.target import Header, Target, url_userinfo
@@ -269,7 +271,8 @@ def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str,
 def unsent_settings(target: Target) -> list[str]:
     """The request settings given that the request does not carry, each said rather than
     dropped in silence: --max-tokens, --stream, --model or --token-limit-field when the body (a
-    raw one, one given as written, or none) holds no such field."""
+    raw one, one given as written, or none) holds no such field; --http2 on an http:// URL
+    through a forward proxy, which takes such requests in HTTP/1.1."""
     text = None if target.body is None else target.body.get_secret_value()
     try:
         body = load_json(text) if text is not None and looks_like_json(text) else None
@@ -298,4 +301,10 @@ def unsent_settings(target: Target) -> list[str]:
         )
     if target.model is not None and fields.get("model") != target.model:
         unsent.append(f"--model was not sent ({why})")
+    if target.http2 and target.proxy is not None and urlsplit(target.url).scheme == "http":
+        unsent.append(
+            f"--http2 was not spoken: the calls went through the proxy {redact_url(target.proxy)}"
+            ", which takes an http:// URL's requests in HTTP/1.1 (each call says HTTP/1.1); go "
+            "direct (--proxy off, or NO_PROXY) to measure HTTP/2 without TLS"
+        )
     return unsent

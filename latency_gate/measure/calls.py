@@ -17,7 +17,7 @@ from typing import Literal
 
 import httpx
 
-from latency_gate.config import Target, redact_url, scrub_secrets
+from latency_gate.config import Target, redact_url, scrub_secrets, url_userinfo
 from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.culprit import name_the_part
@@ -261,7 +261,7 @@ async def _exchange(
         attempt.http_version = response.http_version
         attempt.headers_ns = stamps.last_read_ns or transport.now_ns()
         if response.status_code >= 300:
-            await _read_failure(response, attempt, stamps)
+            await _read_failure(response, attempt, stamps, _proxy_with_credentials(target))
             return
         parser = StreamParser(target.format, content_type=response.headers.get("content-type"))
         complete = True
@@ -302,8 +302,16 @@ async def _exchange(
             attempt.detail = outcome.detail
 
 
+def _proxy_with_credentials(target: Target) -> bool:
+    """Whether the calls go through a proxy that is given credentials."""
+    return target.proxy is not None and url_userinfo(target.proxy) is not None
+
+
 async def _read_failure(
-    response: httpx.Response, attempt: _Attempt, stamps: transport.CallStamps
+    response: httpx.Response,
+    attempt: _Attempt,
+    stamps: transport.CallStamps,
+    proxy_credentials: bool = False,
 ) -> None:
     status = response.status_code
     if status < 400:
@@ -323,7 +331,13 @@ async def _read_failure(
     )
     attempt.retry_after = response.headers.get("retry-after")
     # Only a proxy asks for proxy credentials: such an answer never came from the endpoint.
-    attempt.from_proxy = status == 407 or "proxy-authenticate" in response.headers
+    # tinyproxy answers wrong proxy credentials with a 401 and WWW-Authenticate instead; an
+    # answer a proxy relays carries its Via header, and that one carries none.
+    attempt.from_proxy = (
+        status == 407
+        or "proxy-authenticate" in response.headers
+        or (status == 401 and proxy_credentials and "via" not in response.headers)
+    )
     head = b""
     with contextlib.suppress(httpx.HTTPError, TimeoutError):
         async for chunk in response.aiter_bytes():

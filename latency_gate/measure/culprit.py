@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from latency_gate.config import Target, redact_url
+from latency_gate.config import Target, redact_url, url_userinfo
 from latency_gate.models import ErrorKind
 
 __all__ = ["PROXY_OPTIONS", "name_the_part"]
@@ -47,6 +47,12 @@ def name_the_part(
         if error in _CONNECTING:
             return f"could not reach the proxy {proxy}: {detail} (check {PROXY_OPTIONS})"
         if from_proxy:
+            if status in (401, 407) and url_userinfo(target.proxy) is not None:
+                return (
+                    f"the proxy {proxy} refused its credentials (an answer no proxy relayed: it "
+                    "carries no Via header); check the user:password in --proxy or "
+                    f"HTTP(S)_PROXY; it answered {detail}"
+                )
             if status in (401, 407) or detail.startswith(("HTTP 401", "HTTP 407")):
                 return (
                     f"the proxy {proxy} wants credentials (in its URL, http://user:password@"
