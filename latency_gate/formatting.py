@@ -49,10 +49,16 @@ def fmt_duration(seconds: float | None) -> str:
 
 
 def fmt_percent(fraction: float | None) -> str:
-    """A fraction as a percentage with one decimal and a space: 0.032 -> "3.2 %"."""
+    """A fraction as a percentage with one decimal and a space: 0.032 -> "3.2 %"; under 0.1 %
+    with two significant digits, so that a small share never reads as none: 0.0001 ->
+    "0.010 %", 0.00005 -> "0.0050 %" (an error budget of 1e-4 read "0.0 %")."""
     if fraction is None or math.isnan(fraction):
         return "—"
-    return f"{fraction * 100:.1f} %"
+    percent = fraction * 100
+    if percent == 0 or abs(percent) >= 0.1 or math.isinf(percent):
+        return f"{percent:.1f} %"
+    decimals = 1 - math.floor(math.log10(abs(percent)))
+    return f"{percent:.{decimals}f} %"
 
 
 _WHITESPACE = re.compile(r"\s+")

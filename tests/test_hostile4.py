@@ -449,3 +449,33 @@ def test_h2c_through_a_proxy_is_said_not_spoken(tmp_path: Path) -> None:
     )
     assert said in document["warnings"]
     assert said in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("99999999999999999999", "99,999,999,999,999,999,999"),
+        ("2147483648", "2,147,483,648"),
+    ],
+)
+def test_max_tokens_beyond_what_a_server_reads_is_exit_2(value: str, said: str) -> None:
+    """--max-tokens of 20 digits (or just past 2^31 - 1) is bad input naming the option (it was
+    sent as written, and every call failed with the server's 400)."""
+    with paced(_answer) as (base, seen):
+        line = one_error(run_cli("probe", base + CHAT, "--prompt", "hi", "--max-tokens", value))
+    assert seen.requests == []
+    assert line == (
+        "Error: invalid input --max-tokens: expected at most 2,147,483,647 (servers read it as "
+        f"a 32-bit integer), got {said}"
+    )
+
+
+def test_a_tiny_error_budget_is_shown_as_itself(tmp_path: Path) -> None:
+    """An error budget of 1e-4 reads "0.010 %" in the terminal, not "0.0 %" (which says no
+    failure is allowed)."""
+    with paced(_answer) as (base, _):
+        args = [base + CHAT, "--prompt", "hi", "--max-error-rate", "1e-4", *FAST]
+        result = judged(run_cli("probe", *args, "--markdown", str(tmp_path / "r.md")))
+    row = next(line for line in result.output.splitlines() if line.startswith("error rate "))
+    assert "0.010 %" in row, row
+    assert "| 0.010 % |" in (tmp_path / "r.md").read_text()

@@ -165,7 +165,7 @@ def build_target(
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: _ca_bundle(s, base_dir, root))
     take("insecure", parse_bool)
-    take("max-tokens", parse_count)
+    take("max-tokens", _parse_max_tokens)
     take("token-limit-field", parse_token_limit_field)
     take("vary-prompt", parse_bool)
     take("wait-ready", _wait_duration)
@@ -361,6 +361,22 @@ def capacity_problems(target: Target) -> list[tuple[str, str]]:
             )
         )
     return problems
+
+
+# Servers read an answer's length as a 32-bit integer (llama.cpp, vLLM, the hosted APIs): a
+# larger one is a typo, and sent as written it fails every call with a 400.
+_MOST_TOKENS = 2**31 - 1
+
+
+def _parse_max_tokens(text: str) -> int:
+    """An answer length a server can read: a whole number from 1 to 2,147,483,647."""
+    count = parse_count(text)
+    if count > _MOST_TOKENS:
+        raise ValueError(
+            f"expected at most {_MOST_TOKENS:,} (servers read it as a 32-bit integer), got "
+            f"{count:,}"
+        )
+    return count
 
 
 def _parse_max_calls(text: str) -> int | None:
