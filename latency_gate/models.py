@@ -258,14 +258,19 @@ class BaselineCheck(_Frozen):
 
     @property
     def not_compared(self) -> str | None:
-        """ "warm p95 and concurrent p95, for the base gave no data (...)": the tested numbers
-        the base had no data for, and why; None when every tested number was compared."""
-        missing = [d for d in self.deltas if d.missing]
-        if not missing:
+        """ "warm p95, for the base gave no data: ...; concurrent p95, for ...": the tested
+        numbers the base had no data for, each with why; None when every one was compared."""
+        reasons: dict[str, list[str]] = {}
+        for delta in self.deltas:
+            if delta.missing:
+                reasons.setdefault(delta.missing, []).append(delta.number.replace("_", " "))
+        if not reasons:
             return None
-        names = [d.number.replace("_", " ") for d in missing]
-        listed = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
-        return f"{listed}, for {missing[0].missing}"
+
+        def listed(names: list[str]) -> str:
+            return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+        return "; ".join(f"{listed(names)}, for {why}" for why, names in reasons.items())
 
 
 class Sampling(_Frozen):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -199,9 +199,9 @@ def _fails(status: str, extra: str = "") -> Answer:
 
 
 NOT_COMPARED = (
-    "against the base measured beside it: not compared: warm p95 and concurrent p95, for the "
-    "base gave no data ({n} of {n} calls failed: {n} {kind}); of the rest, no number regressed "
-    "beyond noise and the 10 % limit"
+    "against the base measured beside it: not compared: warm p95, for the base gave no data: "
+    "none of its 2 warm calls succeeded (2 {kind}); concurrent p95, for the base gave no data: "
+    "{concurrent}; of the rest, no number regressed beyond noise and the 10 % limit"
 )
 
 
@@ -224,13 +224,14 @@ def test_base_without_data_is_not_compared(answer: Answer, kind: str, tmp_path: 
         strict = judged(run_cli("probe", *args, "--on-undecided-regression", "fail"))
     assert lenient.exit_code == 0, lenient.output
     flat = " ".join(lenient.output.split())
-    assert NOT_COMPARED.format(n=4, kind=kind) in flat
+    concurrent = f"its one concurrent call failed (1 {kind})"
+    assert NOT_COMPARED.format(kind=kind, concurrent=concurrent) in flat
     assert (
-        f"warm p95 regression undecided: the base gave no data (4 of 4 calls failed: 4 {kind}), "
-        "so it was not compared"
+        "warm p95 regression undecided: the base gave no data: none of its 2 warm calls "
+        f"succeeded (2 {kind}), so it was not compared"
     ) in flat
     markdown = " ".join((tmp_path / "r.md").read_text().split())
-    assert "not compared: warm p95 and concurrent p95, for the base gave no data" in markdown
+    assert "not compared: warm p95, for the base gave no data: none of its 2 warm calls" in markdown
     assert strict.exit_code == 1, strict.output
     assert (
         "FAIL: undecided regression, counted as one by policy (on-undecided-regression: fail): "
@@ -265,7 +266,8 @@ def test_unreachable_base_leaves_the_head_judged_alone(how: str) -> None:
     assert f"warning: stopped after the first 3 calls of the base: {stopped}" in flat
     assert "the head was measured alone" in flat
     assert "the endpoint" not in flat
-    assert NOT_COMPARED.format(n=3, kind=stopped.split("(")[1].split(")", maxsplit=1)[0]) in flat
+    kind = stopped.split("(")[1].split(")", maxsplit=1)[0]
+    assert NOT_COMPARED.format(kind=kind, concurrent="it made no concurrent call") in flat
 
 
 def test_unreachable_base_in_the_action_leaves_the_head_judged_alone(tmp_path: Path) -> None:
@@ -279,8 +281,8 @@ def test_unreachable_base_in_the_action_leaves_the_head_judged_alone(tmp_path: P
     assert "not measured" not in run.summary
     assert "::warning" in run.log
     assert "the base (" in run.log
-    assert "not compared: warm p95 and concurrent p95, for the base gave no data" in " ".join(
-        run.summary.split()
+    assert "not compared: warm p95, for the base gave no data: none of its 2 warm calls" in (
+        " ".join(run.summary.split())
     )
     assert "passed=true" in run.outputs
 
@@ -479,3 +481,29 @@ def test_a_tiny_error_budget_is_shown_as_itself(tmp_path: Path) -> None:
     row = next(line for line in result.output.splitlines() if line.startswith("error rate "))
     assert "0.010 %" in row, row
     assert "| 0.010 % |" in (tmp_path / "r.md").read_text()
+
+
+def test_a_base_with_one_successful_call_is_not_compared(tmp_path: Path) -> None:
+    """A base whose calls all fail but one: too few to compare, undecided and said so (it read
+    "too few calls to tell from noise" and counted as not regressed, whatever the policy)."""
+    answered = {"n": 0}
+
+    def once(request: bytes) -> Sequence[bytes]:
+        answered["n"] += 1
+        return _answer(request) if answered["n"] == 2 else _fails("503 Busy")(request)
+
+    with paced(_answer) as (head, _), paced(once) as (base, _):
+        json_path = tmp_path / "r.json"
+        args = [head + CHAT, "--prompt", "hi", "--baseline-url", base + CHAT, *FAST]
+        strict = judged(
+            run_cli("probe", *args, "--on-undecided-regression", "fail", "--json", str(json_path))
+        )
+    assert strict.exit_code == 1, strict.output
+    deltas = {d["number"]: d for d in json.loads(json_path.read_text())["baseline"]["deltas"]}
+    assert deltas["warm_p95"]["missing"] == (
+        "too few calls to compare (1 of the base's and 2 of the head's succeeded)"
+    )
+    assert (deltas["warm_p95"]["outcome"], deltas["warm_p95"]["by_policy"]) == ("undecided", True)
+    assert deltas["concurrent_p95"]["missing"] == (
+        "the base gave no data: its one concurrent call failed (1 http_5xx)"
+    )

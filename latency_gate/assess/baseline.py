@@ -35,6 +35,7 @@ from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.formatting import plural
 from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, RunResult, Sample
 
 __all__ = [
@@ -158,7 +159,7 @@ def compare(
             # A comparison with no data on one side is not a comparison: undecided, and the
             # undecided policy says whether that fails the run.
             outcome = Regression.UNDECIDED
-            missing = _no_base_data(base_samples, side_by_side)
+            missing = _no_base_data(number, base_samples, side_by_side)
         elif base_value is None or head_value is None:
             note = "no data on one side"
         elif number == "cold_start":
@@ -187,8 +188,12 @@ def compare(
                 alpha=final.regressed,
                 alpha_within=final.within,
             )
-            if found is None:
-                note = "too few calls to tell from noise"
+            if found is None:  # fewer than two successful calls on a side
+                outcome = Regression.UNDECIDED
+                missing = (
+                    f"too few calls to compare ({len(pick(base_samples))} of the base's and "
+                    f"{len(pick(samples))} of the head's succeeded)"
+                )
             else:
                 outcome = found.outcome
                 interval = (found.ratio_interval.low, found.ratio_interval.high)
@@ -231,18 +236,32 @@ def compare(
     )
 
 
-def _no_base_data(base_samples: Sequence[Sample], side_by_side: bool) -> str:
-    """ "the base gave no data (21 of 21 calls failed: 21 http_5xx)": why a number of the base
-    is missing, in the words of the reports."""
+# The calls behind each compared latency number, by kind.
+_KINDS = {
+    "warm_p50": (CallPhase.WARM,),
+    "warm_p95": (CallPhase.WARM,),
+    "concurrent_p95": (CallPhase.CONCURRENT,),
+    "ttft_p95": (CallPhase.WARM, CallPhase.CONCURRENT),
+}
+
+
+def _no_base_data(number: str, base_samples: Sequence[Sample], side_by_side: bool) -> str:
+    """ "the base gave no data: none of its 20 warm calls succeeded (20 http_5xx)": why a
+    number of the base is missing, in the words of the reports."""
     who = "the base" if side_by_side else "the baseline run"
-    failed = [s for s in base_samples if not s.ok]
-    if not base_samples:
-        return f"{who} gave no data (no call was made)"
-    kinds = Counter(str(s.error or "failed") for s in failed)
-    listed = ", ".join(f"{count:,} {kind}" for kind, count in kinds.most_common())
-    return f"{who} gave no data ({len(failed):,} of {len(base_samples):,} calls failed" + (
-        f": {listed})" if listed else ")"
+    kinds = _KINDS.get(number, tuple(CallPhase))
+    calls = [s for s in base_samples if s.phase in kinds]
+    kind = " and ".join(k.value for k in kinds)
+    if not calls:
+        return f"{who} gave no data: it made no {kind} call"
+    failed = Counter(str(s.error or "failed") for s in calls if not s.ok)
+    listed = ", ".join(f"{count:,} {error}" for error, count in failed.most_common())
+    what = (
+        f"its one {kind} call failed"
+        if len(calls) == 1
+        else f"none of its {plural(len(calls), kind + ' call')} succeeded"
     )
+    return f"{who} gave no data: {what}" + (f" ({listed})" if listed else "")
 
 
 def missing_baseline(source: str, status: str, message: str) -> BaselineCheck:
