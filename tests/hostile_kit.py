@@ -190,3 +190,26 @@ def action_error(run: ActionRun) -> str:
     assert "Nothing was measured." in run.summary
     assert "bug" not in run.log
     return errors[0]
+
+
+def echoed_key_run(
+    tmp_path: Path, key: str, shapes: Sequence[tuple[str, str]], *extra: str
+) -> tuple[list[str], str]:
+    """A run with `--api-key key` against a server whose every call fails with a 401 echoing
+    one shape of the key in turn (`name=text`): each call's error detail, and every output
+    (terminal, JSON, Markdown) as one text."""
+    served = iter([*shapes] * 2)
+
+    def answer(_: bytes) -> list[bytes]:
+        name, text = next(served)
+        return [http("401 Unauthorized", f"{name}={text}".encode(), "text/plain")]
+
+    with paced(answer) as (base, _):
+        json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
+        args = [base + CHAT, "--api-key", key, "--prompt", "hi", "--no-floor", "--warm-calls"]
+        args += [str(len(shapes) - 2), "--concurrency", "1", "--max-calls", str(len(shapes))]
+        result = judged(
+            run_cli("probe", *args, "--json", str(json_path), "--markdown", str(md_path), *extra)
+        )
+    details = [s["error_detail"] for s in json.loads(json_path.read_text())["samples"]]
+    return details, result.output + json_path.read_text() + md_path.read_text()

@@ -32,6 +32,7 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO_ROOT, free_port
+from hostile_kit import one_error
 from one_look import one_look_args
 from result_factory import make_result, samples_for
 
@@ -86,15 +87,6 @@ def subprocess_cli(
         timeout=timeout,
         check=False,
     )
-
-
-def one_error(result: Result) -> str:
-    """The one `Error:` line of a run that exited 2 without a traceback."""
-    assert result.exit_code == 2, result.output
-    assert "Traceback" not in result.output
-    errors = [line for line in result.stderr.splitlines() if line.startswith("Error: ")]
-    assert len(errors) == 1, result.stderr
-    return errors[0]
 
 
 @contextlib.contextmanager

@@ -32,6 +32,7 @@ from hostile_kit import (
     Answer,
     action_error,
     chunk,
+    echoed_key_run,
     http,
     judged,
     one_error,
@@ -249,24 +250,10 @@ def test_key_echoed_in_other_shapes_reaches_no_output(tmp_path: Path) -> None:
     the report and the terminal (each used to pass through); a four-character tail (what APIs
     print on purpose) stays."""
     shapes = [*_echoes(KEY).items(), ("tail", "…" + KEY[-4:])]
-    served = iter(shapes * 2)
-
-    def answer(_: bytes) -> list[bytes]:
-        name, text = next(served)
-        return [http("401 Unauthorized", f"{name}={text}".encode(), "text/plain")]
-
-    with paced(answer) as (base, _):
-        json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
-        args = [base + CHAT, "--api-key", KEY, "--prompt", "hi", "--no-floor", "--warm-calls"]
-        args += [str(len(shapes) - 2), "--concurrency", "1", "--max-calls", str(len(shapes))]
-        result = judged(
-            run_cli("probe", *args, "--json", str(json_path), "--markdown", str(md_path))
-        )
-    details = [s["error_detail"] for s in json.loads(json_path.read_text())["samples"]]
+    details, everything = echoed_key_run(tmp_path, KEY, shapes)
     assert details == [f"HTTP 401: {name}=***" for name, _ in shapes[:-1]] + [
         f"HTTP 401: tail=…{KEY[-4:]}"
     ]
-    everything = result.output + json_path.read_text() + md_path.read_text()
     for _, text in shapes[:-1]:
         assert text not in everything
 

@@ -23,6 +23,7 @@ from hostile_kit import (
     ONE_LOOK,
     Answer,
     chunk,
+    echoed_key_run,
     http,
     judged,
     one_error,
@@ -375,22 +376,8 @@ def test_key_echoed_with_every_character_escaped_reaches_no_output(tmp_path: Pat
     or percent-encoded, letters and digits included, is *** in the JSON, the Markdown and the
     terminal (decimal entities reached the terminal and the JSON)."""
     shapes = list(_every_char(ECHOED).items())
-    served = iter(shapes * 2)
-
-    def answer(_: bytes) -> list[bytes]:
-        name, text = next(served)
-        return [http("401 Unauthorized", f"{name}={text}".encode(), "text/plain")]
-
-    with paced(answer) as (base, _):
-        json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
-        args = [base + CHAT, "--api-key", ECHOED, "--prompt", "hi", "--no-floor", "--warm-calls"]
-        args += [str(len(shapes) - 2), "--concurrency", "1", "--max-calls", str(len(shapes))]
-        result = judged(
-            run_cli("probe", *args, "--json", str(json_path), "--markdown", str(md_path), "-v")
-        )
-    details = [s["error_detail"] for s in json.loads(json_path.read_text())["samples"]]
+    details, everything = echoed_key_run(tmp_path, ECHOED, shapes, "-v")
     assert details == [f"HTTP 401: {name}=***" for name, _ in shapes]
-    everything = result.output + json_path.read_text() + md_path.read_text()
     for _, text in shapes:
         assert text[:24] not in everything
 
