@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value, md_escape
+from latency_gate.formatting import (
+    fmt_bounds,
+    fmt_change,
+    fmt_duration,
+    fmt_ratio,
+    fmt_value,
+    md_escape,
+)
 from latency_gate.models import BaselineCheck
 from latency_gate.report.markup import md_url
 from latency_gate.report.view import NUMBER_LABELS
@@ -48,7 +55,7 @@ def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
             sign = "+" if d.delta > 0 else "-" if d.delta < 0 else "±"
             delta = sign + fmt_value(abs(d.delta), d.number)
             if d.relative is not None:
-                delta += f" ({d.relative * 100:+.0f} %)"
+                delta += f" ({fmt_change(d.relative)})"
         if d.regressed:
             result = "❌ regressed"
         elif d.note:
@@ -87,10 +94,10 @@ def history_rows(check: BaselineCheck | None) -> tuple[HistoryRow, ...]:
     for row, d in zip(delta_rows(check), () if check is None else check.deltas, strict=True):
         ratio = above = "—"
         if d.base and d.head is not None and d.number != "error_rate":
-            ratio = f"x{d.head / d.base:.2f}"
+            ratio = fmt_ratio(d.head / d.base)
         if d.bound is not None and d.threshold is not None and d.base and check is not None:
             above = (
-                f"{fmt_value(d.threshold, d.number)} (bound x{d.bound / d.base:.2f}, "
+                f"{fmt_value(d.threshold, d.number)} (bound {fmt_ratio(d.bound / d.base)}, "
                 f"+{regression_limit_text(check)})"
             )
         elif d.number == "error_rate":
@@ -107,7 +114,7 @@ def history_heading(check: BaselineCheck) -> str:
 
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
     """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
-    return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
+    return fmt_bounds(bounds, fmt_ratio)
 
 
 def regression_limit_text(check: BaselineCheck) -> str:
