@@ -323,10 +323,11 @@ def _append_history(results: list[RunResult], options: HistoryOptions) -> None:
         click.echo(f"history: {why}", err=True)
         return
     try:
+        now = datetime.now(UTC)
         path = append_result(
-            options.folder, dump_runs(results), datetime.now(UTC), os.environ.get("GITHUB_RUN_ID")
+            options.folder, dump_runs(results), now, os.environ.get("GITHUB_RUN_ID")
         )
-        deleted = prune(options.folder, options.keep)
+        deleted = prune(options.folder, options.keep, now)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         click.echo(f"warning: history: could not append to {options.shown!r}: {reason}", err=True)
