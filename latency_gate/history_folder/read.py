@@ -1,20 +1,8 @@
-"""The history folder (`--history DIR`, action input `history`): read before the run, appended
-to after it. An edge module: it reads and writes files; the rule that judges a run against the
-runs read here is assess/history.py.
-
-A history folder is a cache (the Actions cache, most often): a file in it that cannot be read or
-is not a result file is skipped with a warning naming it, never an error; a folder that is not
-there is a first run. Only a path that is not a folder, or a folder that cannot be listed, is
-bad input (exit 2).
-
-Appending writes this run's result (the same redacted JSON as `--json`) as a new file,
-`latency-gate-<UTC time>[-<run id>].json`, never over another, then prunes the folder to the
-newest `keep` files of that name pattern: no other file is ever deleted.
-"""
+"""The history folder read before the run: its options validated, its files read newest first
+and matched to the targets (history_folder/__init__.py says what a history folder is)."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import stat
@@ -26,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from latency_gate.config import Target
-from latency_gate.config.files import read_bounded
 from latency_gate.config.parsing import parse_count
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ConfigError, InputProblem
@@ -39,13 +26,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_KEEP",
+    "OURS",
     "AppendMode",
     "HistoryOptions",
-    "append_decision",
-    "append_result",
+    "named_time",
+    "not_a_file",
     "parse_history_options",
     "plan_history",
-    "prune",
 ]
 
 AppendMode = Literal["auto", "true", "false"]
@@ -53,8 +40,6 @@ APPEND_MODES: tuple[AppendMode, ...] = ("auto", "true", "false")
 DEFAULT_KEEP = 50
 # What append_result writes, and all prune ever deletes.
 OURS = re.compile(r"latency-gate-\d{8}T\d{6}Z(?:-[0-9A-Za-z]{1,40})?(?:-\d{1,3})?\.json")
-_RUN_ID = re.compile(r"[0-9A-Za-z]{1,40}")
-MAX_EVENT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -240,11 +225,11 @@ def _dated(entry: os.DirEntry[str]) -> tuple[float, str | None]:
         return 0.0, exc.strerror or str(exc)
     if not stat.S_ISREG(info.st_mode):
         return 0.0, "not a regular file"
-    named = _named_time(entry.name)
+    named = named_time(entry.name)
     return (info.st_mtime if named is None else named), None
 
 
-def _named_time(name: str) -> float | None:
+def named_time(name: str) -> float | None:
     """The UTC time in one of our file names, seconds since 1970; None for another name."""
     if not OURS.fullmatch(name):
         return None
@@ -262,7 +247,7 @@ def _utc(when: float) -> str:
         return f"{when:.0f} s after 1970"
 
 
-def _not_a_file(entry: os.DirEntry[str]) -> str | None:
+def not_a_file(entry: os.DirEntry[str]) -> str | None:
     """Why a folder entry is not read as a result file: only regular files are (a link could
     point anywhere)."""
     try:
@@ -270,128 +255,3 @@ def _not_a_file(entry: os.DirEntry[str]) -> str | None:
     except OSError as exc:
         return exc.strerror or str(exc)
     return None if stat.S_ISREG(mode) else "not a regular file"
-
-
-# Events whose run measures the default branch's own code, once GITHUB_REF says it is that
-# branch. Not issue_comment, repository_dispatch, check_run, deployment_status and the like:
-# GITHUB_REF is the default branch there whatever the event is about (a pull request's comment,
-# a preview's deployment), so `auto` would append a pull request's run to main's history.
-_MAIN_EVENTS = ("push", "schedule", "workflow_dispatch")
-
-
-def append_decision(
-    mode: AppendMode, environ: Mapping[str, str], *, read: Callable[[Path], bytes] | None = None
-) -> tuple[bool, str]:
-    """Whether to append this run to the history, and why (said in the log).
-
-    `auto` appends in GitHub Actions on a push, a schedule or a manual dispatch of the
-    repository's default branch (GITHUB_REF is refs/heads/<repository.default_branch of the
-    event payload at GITHUB_EVENT_PATH>), and on a `workflow_run` that followed one of those on
-    the default branch of this repository. Any other event may be about a pull request, whose
-    history is main's: not appended (`true` appends on it, under an `if:` of the workflow's own).
-    """
-    if mode == "true":
-        return True, "history-append is true"
-    if mode == "false":
-        return False, "history-append is false"
-    if environ.get("GITHUB_ACTIONS") != "true":
-        return False, "not appended: not in GitHub Actions (history-append auto)"
-    event = environ.get("GITHUB_EVENT_NAME", "")
-    if event.startswith("pull_request"):
-        return False, f"not appended: a {event} run never appends (history-append auto)"
-    if event not in (*_MAIN_EVENTS, "workflow_run"):
-        return False, (
-            f"not appended: a {event or 'unnamed'} event may be about a pull request "
-            "(history-append auto appends on push, schedule, workflow_dispatch and a "
-            "workflow_run of those; true appends on any)"
-        )
-    payload = _payload(environ.get("GITHUB_EVENT_PATH", ""), read or _read_event)
-    default = _text(payload, "repository", "default_branch")
-    if default is None:
-        return False, "not appended: the event payload names no default branch"
-    ref = environ.get("GITHUB_REF", "")
-    if ref != f"refs/heads/{default}":
-        return False, f"not appended: {ref!r} is not the default branch {default!r}"
-    if event == "workflow_run" and (why := _not_main_run(payload, default)) is not None:
-        return False, f"not appended: the workflow_run followed {why} (history-append auto)"
-    return True, f"appended: a {event} run on the default branch {default!r}"
-
-
-def _not_main_run(payload: object, default: str) -> str | None:
-    """Why the run a `workflow_run` event followed is not a run of the default branch's own
-    code (a pull request's, a fork's, another branch's), or None when it is."""
-    trigger = _text(payload, "workflow_run", "event") or "an unnamed event"
-    if trigger not in _MAIN_EVENTS:
-        return f"a {trigger} run"
-    branch = _text(payload, "workflow_run", "head_branch")
-    if branch != default:
-        return f"a run of the branch {branch!r}"
-    head = _text(payload, "workflow_run", "head_repository", "full_name")
-    here = _text(payload, "repository", "full_name")
-    if head is None or head != here:
-        return f"a run of another repository ({head!r})"
-    return None
-
-
-def _read_event(path: Path) -> bytes:
-    return read_bounded(path, MAX_EVENT_BYTES)
-
-
-def _payload(path: str, read: Callable[[Path], bytes]) -> object:
-    if not path:
-        return None
-    try:
-        return json.loads(read(Path(path)))
-    except (OSError, ValueError):
-        return None
-
-
-def _text(payload: object, *keys: str) -> str | None:
-    """The non-empty string at payload[keys[0]][keys[1]]..., or None."""
-    for key in keys:
-        payload = payload.get(key) if isinstance(payload, dict) else None
-    return payload if isinstance(payload, str) and payload else None
-
-
-def append_result(folder: Path, text: str, now: datetime, run_id: str | None = None) -> Path:
-    """Write `text` (a result document) into `folder` as a new file named by `now` (UTC) and
-    `run_id` (kept only when it is a plain id), never over an existing file; returns its path.
-    OSError when it cannot be written."""
-    folder.mkdir(parents=True, exist_ok=True)
-    stamp = now.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    suffix = f"-{run_id}" if run_id and _RUN_ID.fullmatch(run_id) else ""
-    for attempt in range(1, 1000):
-        again = "" if attempt == 1 else f"-{attempt}"
-        path = folder / f"latency-gate-{stamp}{suffix}{again}.json"
-        try:
-            with path.open("x", encoding="utf-8") as file:
-                file.write(text)
-            return path
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"no free name for {stamp} in {folder}")
-
-
-def prune(folder: Path, keep: int, now: datetime) -> list[Path]:
-    """Delete all but the newest `keep` of this tool's history files (their names sort by
-    time); no other file, link or folder is touched. A name dated past `now` by more than
-    FUTURE_SLACK (a clock ahead, or a file made so) counts as the oldest: ten of them would
-    otherwise outrank every file written from now on, which would be pruned at once, for good.
-    Returns the files deleted."""
-    from latency_gate.assess.history import FUTURE_SLACK  # noqa: PLC0415
-
-    latest = now.timestamp() + FUTURE_SLACK
-    ours = sorted(
-        (
-            entry.name
-            for entry in os.scandir(folder)
-            if OURS.fullmatch(entry.name) and _not_a_file(entry) is None
-        ),
-        key=lambda name: ((_named_time(name) or 0.0) <= latest, name),
-    )
-    deleted = []
-    for name in ours[: max(0, len(ours) - keep)]:
-        path = folder / name
-        path.unlink()
-        deleted.append(path)
-    return deleted
