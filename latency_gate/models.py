@@ -196,6 +196,7 @@ class HistoryRun(_Frozen):
     numbers: Numbers
     calls: int
     failed: int
+    commit: str | None = Field(default=None, description="the commit it measured, when known")
 
 
 class History(_Frozen):
@@ -376,6 +377,11 @@ class RunResult(_Frozen):
     )
     capacity: Capacity | None = Field(
         default=None, description="the capacity at the budget (--capacity); None: not searched"
+    )
+    commit: str | None = Field(
+        default=None,
+        description="the commit measured: GITHUB_SHA in GitHub Actions, None elsewhere; names "
+        "the run in the trend of the runs held against it later",
     )
 
     @property

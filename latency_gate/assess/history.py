@@ -234,6 +234,7 @@ def _evidence(plan: HistoryPlan, history: TargetHistory, judged: Judged) -> Hist
                 numbers=run.numbers,
                 calls=len(run.samples),
                 failed=sum(not s.ok for s in run.samples),
+                commit=run.commit,
             )
             for run in reversed(history.runs)
         ),

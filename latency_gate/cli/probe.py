@@ -218,6 +218,10 @@ def probe_command(
             )
         )
     )
+    # The commit measured (in a workflow) names this run in the trends of later runs.
+    from latency_gate.history_folder import with_commit  # noqa: PLC0415 (start-up)
+
+    results = with_commit(results, os.environ)
     # The verdict first: a file that cannot be written now (a full disk) exits 2 after it.
     echo_report(results, verbose=verbose)
     for result in results:  # e.g. --insecure: said where the person running it looks

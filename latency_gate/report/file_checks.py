@@ -55,6 +55,8 @@ _DURATIONS = frozenset(
 )
 # A number's name is shown (as "warm p95"): only the shape of our own names.
 _NUMBER_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# A commit names a run in a trend chart: a SHA, as GITHUB_SHA gives it.
+_COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 def check_run(run: RunResult, *, baseline: bool) -> None:
@@ -67,6 +69,7 @@ def check_run(run: RunResult, *, baseline: bool) -> None:
         raise ValueError("it holds no calls, so there is nothing to compare with")
     _calls("call", run.samples)
     _calls("base call", run.base_samples)
+    _commit("commit", run.commit)
     if run.ready_after is not None and not 0 <= run.ready_after <= MAX_DURATION:
         raise ValueError(f"ready_after {run.ready_after:g} s is not a duration of a run")
     if run.floor is not None:
@@ -128,6 +131,11 @@ def _value_problem(number: str, value: float) -> str:
     if number in _DURATIONS:
         return "" if 0 <= value <= MAX_DURATION else " s is not a duration (from 0 to 24 hours)"
     return "" if value >= 0 else " is negative"
+
+
+def _commit(where: str, commit: str | None) -> None:
+    if commit is not None and not _COMMIT.fullmatch(commit):
+        raise ValueError(f"{where} {commit[:80]!r} is not a commit's SHA (40 hex digits)")
 
 
 def _count(where: str, value: int, low: int = 0, high: int = MAX_CALLS) -> None:
@@ -209,6 +217,7 @@ def _history(history: History, started_at: float) -> None:
         if run.started_at > started_at + FUTURE_SLACK:
             raise ValueError(f"{where} started after the run it was compared with")
         previous = run.started_at
+        _commit(f"{where}.commit", run.commit)
         _numbers(f"{where}.numbers", run.numbers)
         _count(f"{where}.calls", run.calls)
         _count(f"{where}.failed", run.failed, 0, run.calls)
