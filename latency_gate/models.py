@@ -247,6 +247,16 @@ class BaselineCheck(_Frozen):
     deltas: tuple[NumberDelta, ...] = ()
     message: str = ""
     history: History | None = None
+    head_origin: str | None = Field(
+        default=None,
+        description="the origin this run measured, when the runs it was held against measured "
+        "another (a pull request's preview against main's runs)",
+    )
+    base_origins: tuple[str, ...] = Field(
+        default=(),
+        description="the origins the baseline's or the history's runs measured, where not this "
+        "run's: the same request (path, method, body, settings) at another host",
+    )
 
     @property
     def regressions(self) -> tuple[NumberDelta, ...]:

@@ -6,6 +6,7 @@ bound."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from latency_gate.formatting import (
@@ -28,6 +29,7 @@ __all__ = [
     "delta_rows",
     "history_heading",
     "history_rows",
+    "origins_text",
     "regression_limit_text",
 ]
 
@@ -147,4 +149,18 @@ def baseline_source_markdown(check: BaselineCheck) -> str:
     return (
         f"the base endpoint {md_url(check.source)}, measured side by side with the head in "
         "this run (the same request, the calls of the two interleaved)"
+    )
+
+
+def origins_text(check: BaselineCheck, show: Callable[[str], str]) -> str:
+    """Which origin each side measured, when the runs held against measured another (a pull
+    request's preview against main's runs of production), each origin written by `show`; ""
+    when they measured this run's."""
+    if not check.base_origins or check.head_origin is None:
+        return ""
+    base = "the history's runs" if check.history is not None else "the baseline run"
+    return (
+        f"This run measured {show(check.head_origin)}; {base} measured "
+        f"{', '.join(show(origin) for origin in check.base_origins)}: the same request (path, "
+        "method, body and settings) at another origin"
     )

@@ -33,6 +33,7 @@ LAST_DATE = 253_402_300_799.0
 # capacity search at most as many again.
 MAX_CALLS = 200_000
 MAX_LEVEL = 10_000  # --capacity-max
+MAX_ORIGINS = 1000  # a history's runs at most
 _RATES = frozenset({"error_rate"})
 # The numbers that are durations; a number added later (a count of tokens, say) need only not
 # be negative.
@@ -55,6 +56,8 @@ _DURATIONS = frozenset(
 )
 # A number's name is shown (as "warm p95"): only the shape of our own names.
 _NUMBER_NAME = re.compile(r"[a-z][a-z0-9_]{0,39}")
+# An origin a comparison names: a scheme and a host, nothing else.
+_ORIGIN = re.compile(r"[a-z][a-z0-9+.-]{0,20}://[^\s/?#@`<>|\\]{1,300}")
 # A commit names a run in a trend chart: a SHA, as GITHUB_SHA gives it.
 _COMMIT = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
@@ -176,6 +179,11 @@ def _comparison(check: BaselineCheck, started_at: float) -> None:
             raise ValueError(f"{where}.p_value {delta.p_value:g} is not a probability")
         if delta.interval is not None and any(v is not None and v < 0 for v in delta.interval):
             raise ValueError(f"{where}.interval holds a negative ratio")
+    if len(check.base_origins) > MAX_ORIGINS:
+        raise ValueError(f"baseline names {len(check.base_origins)} origins, more than its runs")
+    for origin in (*check.base_origins, *((check.head_origin,) if check.head_origin else ())):
+        if not _ORIGIN.fullmatch(origin):
+            raise ValueError(f"baseline origin {origin[:80]!r} is not an origin")
     if check.history is not None:
         _history(check.history, started_at)
 
