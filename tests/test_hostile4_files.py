@@ -301,6 +301,19 @@ def test_merge_refuses_counts_and_comparisons_no_run_could_make(
     assert said in one_error(run_cli("merge", path))
 
 
+def test_a_comparisons_note_is_text_in_the_markdown(tmp_path: Path) -> None:
+    """A comparison's note is shown as the file wrote it (the base's calls are not in the file
+    to derive it again): it went raw into the Markdown table; now it is escaped text."""
+    (result,) = scenario_history()
+    document: dict[str, Any] = json.loads(dump_runs([result]))
+    document["baseline"]["deltas"][0]["note"] = "<img src=x onerror=alert(1)> @everyone"
+    report = tmp_path / "r.md"
+    judged(run_cli("merge", _write(tmp_path / "r.json", document), "--markdown", str(report)))
+    text = report.read_text(encoding="utf-8")
+    assert "<img" not in text
+    assert "&lt;img src=x onerror=alert(1)&gt; `@everyone`" in text
+
+
 def test_json_path_ending_in_a_slash_is_a_folder(demo: DemoServer, tmp_path: Path) -> None:
     """`json-path: out/` (and `--json out/`) wrote a file named `out`; it names a folder, so it
     is bad input naming the input, before any call."""

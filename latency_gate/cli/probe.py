@@ -137,7 +137,8 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option(
     "--history-append",
     help="auto, true or false: write this run's result into --history afterwards "
-    "[default: auto: on GitHub Actions' default branch, never on a pull request].",
+    "[default: auto: a push, schedule or dispatch of GitHub Actions' default branch, never a "
+    "pull request's].",
 )
 @click.option(
     "--history-keep", help="Files of ours kept in --history after appending [default: 50]."

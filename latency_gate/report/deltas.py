@@ -61,7 +61,7 @@ def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
         if d.regressed:
             result = "❌ regressed"
         elif d.note:
-            result = d.note
+            result = md_escape(d.note)  # ours, or a result file's text read back
         else:
             result = "✅ not regressed"
         rows.append(
