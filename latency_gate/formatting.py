@@ -13,9 +13,11 @@ from collections.abc import Callable
 
 __all__ = [
     "clean_text",
+    "fmt_change",
     "fmt_duration",
     "fmt_interval",
     "fmt_percent",
+    "fmt_ratio",
     "fmt_value",
     "fmt_value_beside",
     "md_escape",
@@ -59,6 +61,23 @@ def fmt_percent(fraction: float | None) -> str:
         return f"{percent:.1f} %"
     decimals = 1 - math.floor(math.log10(abs(percent)))
     return f"{percent:.{decimals}f} %"
+
+
+# Past this many times, a ratio says "over": a base of a few nanoseconds (or 5e-324 s, which a
+# result file may hold) would otherwise print a ratio of hundreds of digits.
+RATIO_SHOWN = 1000.0
+
+
+def fmt_ratio(ratio: float) -> str:
+    """A ratio of two values: "x1.23", or "over x1,000" (an infinite one too)."""
+    return f"x{ratio:.2f}" if ratio < RATIO_SHOWN else f"over x{RATIO_SHOWN:,.0f}"
+
+
+def fmt_change(relative: float) -> str:
+    """A relative change as a signed percentage: "+12 %", "-3 %", or "over +100,000 %"."""
+    if relative < RATIO_SHOWN:
+        return f"{relative * 100:+.0f} %"
+    return f"over +{RATIO_SHOWN * 100:,.0f} %"
 
 
 _WHITESPACE = re.compile(r"\s+")

@@ -201,6 +201,7 @@ class HistoryRun(_Frozen):
     numbers: Numbers
     calls: int
     failed: int
+    commit: str | None = Field(default=None, description="the commit it measured, when known")
 
 
 class History(_Frozen):
@@ -251,6 +252,16 @@ class BaselineCheck(_Frozen):
     deltas: tuple[NumberDelta, ...] = ()
     message: str = ""
     history: History | None = None
+    head_origin: str | None = Field(
+        default=None,
+        description="the origin this run measured, when the runs it was held against measured "
+        "another (a pull request's preview against main's runs)",
+    )
+    base_origins: tuple[str, ...] = Field(
+        default=(),
+        description="the origins the baseline's or the history's runs measured, where not this "
+        "run's: the same request (path, method, body, settings) at another host",
+    )
 
     @property
     def regressions(self) -> tuple[NumberDelta, ...]:
@@ -397,6 +408,11 @@ class RunResult(_Frozen):
     )
     capacity: Capacity | None = Field(
         default=None, description="the capacity at the budget (--capacity); None: not searched"
+    )
+    commit: str | None = Field(
+        default=None,
+        description="the commit measured: GITHUB_SHA in GitHub Actions, None elsewhere; names "
+        "the run in the trend of the runs held against it later",
     )
 
     @property

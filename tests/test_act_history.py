@@ -14,7 +14,8 @@ actions/cache v5.0.5, restore and save, as its own source builds it (tests/act/a
 built by .ci/setup-act.sh with npm, since act cannot clone it offline; `--local-repository
 actions/cache@v5=DIR`); the action itself as `latency-gate/latency-gate@v0` from a copy of this
 repository (`--local-repository`), built from its Dockerfile on the stand-in base. The only
-change to the workflow: the endpoint's URL is the demo's on the bridge. What does not run here:
+change to the workflow: the endpoint's URLs are two demo endpoints' on the bridge (main's, and
+the pull request's preview on another port). What does not run here:
 GitHub's cache service, and its scoping of caches by branch (act's server hands any cache to any
 run: that a pull request reads its base branch's caches is GitHub's rule, not tested here).
 """
@@ -48,7 +49,14 @@ from test_act import (
 pytestmark = [pytest.mark.act, pytest.mark.docker, pytest.mark.slow]
 
 EXAMPLE = REPO_ROOT / "docs" / "examples" / "latency-history.yml"
-EXAMPLE_URL = "url: https://staging.example.com/v1/chat/completions"
+EXAMPLE_URL = (
+    "url: ${{ github.event_name == 'pull_request' && format('https://pr-{0}.preview.example.com"
+    "/v1/chat/completions', github.event.number) || "
+    "'https://staging.example.com/v1/chat/completions' }}"
+)
+# Main's runs measure one demo endpoint (its "staging"), the pull request another on a port of
+# its own (its preview): the same request at another origin.
+ACT_URL = "url: ${{ github.event_name == 'pull_request' && env.PREVIEW_URL || env.DEMO_URL }}"
 CACHE_ACTION = REPO_ROOT / "tests" / "act" / "actions-cache"
 # What act needs of actions/cache: its manifests and the built bundles (not its node_modules).
 CACHE_ACTION_PARTS = ("action.yml", "LICENSE", "restore", "save", "dist")
@@ -61,6 +69,12 @@ class HistoryRuns:
     pushes: list[ActRun]
     pull_request: ActRun
     github: FakeGitHub
+    main_origin: str  # what main's pushes measured
+    preview_origin: str  # what the pull request measured
+
+
+def _origin(url: str) -> str:
+    return url.split("/v1/", maxsplit=1)[0]
 
 
 def _repository_copy(destination: Path) -> Path:
@@ -123,7 +137,7 @@ def history_runs(
     text = EXAMPLE.read_text(encoding="utf-8")
     assert text.count(EXAMPLE_URL) == 1
     workflow = workdir / ".github" / "workflows" / EXAMPLE.name
-    workflow.write_text(text.replace(EXAMPLE_URL, "url: ${{ env.DEMO_URL }}"), encoding="utf-8")
+    workflow.write_text(text.replace(EXAMPLE_URL, ACT_URL), encoding="utf-8")
     _commit_all(workdir)
     repo = {"default_branch": "main", "full_name": REPOSITORY}
     push = _event(root, "push", {"ref": "refs/heads/main", "repository": repo})
@@ -142,12 +156,17 @@ def history_runs(
         },
     )
     cache_server = root / "cache-server"
-    with FakeGitHub(token=TOKEN, host=act_env.bridge) as github, demo_server(act_env.bridge) as url:
+    with (
+        FakeGitHub(token=TOKEN, host=act_env.bridge) as github,
+        demo_server(act_env.bridge) as url,
+        demo_server(act_env.bridge) as preview,
+    ):
         common = (
             *("--local-repository", f"actions/cache@v5={cache_action}"),
             *("--local-repository", f"latency-gate/latency-gate@v0={repository}"),
             *("-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_API_URL={github.url}"),
             *("--env", f"GITHUB_REPOSITORY={REPOSITORY}", "--env", f"DEMO_URL={url}"),
+            *("--env", f"PREVIEW_URL={preview}"),
         )
 
         def run(event: str, payload: str, run_id: int) -> ActRun:
@@ -167,7 +186,7 @@ def history_runs(
             "latency-history.yml under act: "
             + ", ".join(f"{r.seconds:.1f} s" for r in [*pushes, last])
         )
-        yield HistoryRuns(pushes, last, github)
+        yield HistoryRuns(pushes, last, github, _origin(url), _origin(preview))
 
 
 def _said(run: ActRun) -> str:
@@ -212,13 +231,18 @@ def test_later_pushes_read_what_the_earlier_ones_wrote(
 
 def test_the_pull_request_is_judged_against_main_history(history_runs: HistoryRuns) -> None:
     """The pull request restores the third push's cache and is judged against those 3 runs,
-    never appends, and skips the save step."""
+    though it probes its own preview at another origin (said so), never appends, and skips the
+    save step."""
     run = history_runs.pull_request
     said = _said(run)
     assert "Cache restored from key: latency-history-103" in said
     assert (
         "against the history of 3 runs (prediction interval, drift between runs included): no "
         "number regressed" in said
+    )
+    assert (
+        f"This run measured {history_runs.preview_origin}; the history's runs measured "
+        f"{history_runs.main_origin}: the same request" in said
     )
     assert "history not appended: a pull_request run never appends (history-append auto)" in said
     assert "Cache saved" not in said

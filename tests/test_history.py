@@ -429,7 +429,7 @@ def test_prune_keeps_the_newest_of_ours_and_nothing_else(tmp_path: Path) -> None
     (folder / "main.json").write_text("mine")
     (folder / "latency-gate-20260101T000000Z.json").symlink_to(folder / "main.json")
     (folder / "latency-gate-20250101T000000Z.json").mkdir()
-    deleted = prune(folder, 2)
+    deleted = prune(folder, 2, datetime(2026, 12, 6, tzinfo=UTC))
     assert sorted(p.name for p in deleted) == [
         "latency-gate-20261201T000000Z.json",
         "latency-gate-20261202T000000Z.json",

@@ -314,3 +314,24 @@ def test_a_folder_that_cannot_be_written_is_a_warning(tmp_path: Path) -> None:
     assert out.getvalue().startswith(
         "::warning title=latency-gate%3A history::history: could not append to 'h': "
     )
+
+
+def test_a_run_records_the_commit_it_measured(server: DemoServer, tmp_path: Path) -> None:
+    """In a workflow the result records GITHUB_SHA, which names the run in later runs' trend
+    charts; a GITHUB_SHA that is not a commit's SHA is not recorded, and a result file whose
+    commit is not one is refused when read back."""
+    sha = "0123456789abcdef0123456789abcdef01234567"
+    for given, recorded in ((sha, sha), ("$(echo hi)", None)):
+        path = tmp_path / "r.json"
+        done = CliRunner().invoke(
+            cli.main,
+            ["probe", server.url, *FEW, "--json", str(path)],
+            env={"GITHUB_SHA": given},
+        )
+        assert done.exit_code == 0, done.output
+        assert json.loads(path.read_text(encoding="utf-8"))["commit"] == recorded
+    document = json.loads(path.read_text(encoding="utf-8"))
+    path.write_text(json.dumps({**document, "commit": "<b>a1b2c3d</b>"}), encoding="utf-8")
+    refused = invoke("merge", str(path))
+    assert refused.exit_code == 2
+    assert "commit '<b>a1b2c3d</b>' is not a commit's SHA" in refused.output

@@ -29,7 +29,8 @@ EDGES = frozenset(
         "action/settings.py",
         "action/files.py",
         "run.py",
-        "history_folder.py",
+        "history_folder/read.py",
+        "history_folder/append.py",
         "__main__.py",
     }
 )

@@ -11,6 +11,7 @@ screenshot's pixels. Screenshots go to $LATENCY_GATE_SCREENSHOTS when it names a
 from __future__ import annotations
 
 import html
+import itertools
 import json
 import os
 import re
@@ -31,18 +32,26 @@ from render.page import (
     screenshot,
 )
 from report_scenarios import HOSTILE_NAME, scenario_history, scenario_history_few
-from result_factory import make_result, make_target
+from result_factory import STARTED_AT, make_result, make_target
 
 from latency_gate.assess.history import HistoryPlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
-from latency_gate.models import StampSource
+from latency_gate.models import HistoryRun, Numbers, RunResult, StampSource
 from latency_gate.report.markdown import render_comment, render_summary
-from latency_gate.report.trend import BUDGET_COLOUR, RUNS_COLOUR, trend_charts
+from latency_gate.report.trend import (
+    BUDGET_COLOUR,
+    RUNS_COLOUR,
+    axis_top,
+    chart_number,
+    label_layout,
+    trend_charts,
+)
 
 MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
 WIDTH = 1000
 REQUIRE = "LATENCY_GATE_REQUIRE_BROWSER"
+DAY = 86_400.0
 
 # --- the charts as text ------------------------------------------------------------------------
 
@@ -155,6 +164,106 @@ def test_a_first_run_says_no_history() -> None:
     assert "```mermaid" not in summary
 
 
+def _with_runs(runs: list[HistoryRun]) -> RunResult:
+    """The history scenario's head, its history's runs replaced by `runs` (oldest first)."""
+    (result,) = scenario_history()
+    check = result.baseline
+    assert check is not None
+    assert check.history is not None
+    history = check.history.model_copy(update={"runs": tuple(runs)})
+    return result.model_copy(update={"baseline": check.model_copy(update={"history": history})})
+
+
+def _runs(
+    starts: list[float], warm: list[float | None] | None = None, commits: list[str] | None = None
+) -> list[HistoryRun]:
+    """Earlier runs started at these times, with these warm p95s (0.3 s each by default)."""
+    values = warm or [0.3] * len(starts)
+    return [
+        HistoryRun(
+            started_at=start,
+            numbers=Numbers(
+                cold_start=0.4,
+                warm_p50=0.2 if value is not None else None,
+                warm_p95=value,
+                concurrent_p95=0.35,
+                error_rate=0.0,
+            ),
+            calls=31,
+            failed=0,
+            commit=None if commits is None else commits[i],
+        )
+        for i, (start, value) in enumerate(zip(starts, values, strict=True))
+    ]
+
+
+MINUTE = STARTED_AT - 3600.0  # 21:13:20 UTC on Nov 14, 2023
+
+
+def test_runs_that_share_a_minute_get_names_of_their_own() -> None:
+    """Re-runs within a minute were all "Nov 14 21:13", one point on Mermaid's axis: now the
+    second tells them apart, and "(2)" runs that share even that; the newest at the right."""
+    starts = [MINUTE, MINUTE + 5, MINUTE + 5, MINUTE + 30]
+    warm = trend_charts(_with_runs(_runs(starts)))[0]
+    assert [label for label, _ in warm.points] == [
+        "Nov 14 21:13:20",
+        "Nov 14 21:13:25",
+        "Nov 14 21:13:25 (2)",
+        "Nov 14 21:13:50",
+        "this run",
+    ]
+
+
+def test_runs_are_named_by_commit_and_day() -> None:
+    """A run that recorded its commit (GITHUB_SHA) is named by its short SHA and its day; a
+    second run of one commit on one day (a re-run) is its "(2)"."""
+    commits = ["a1b2c3d" + "0" * 33, "b2c3d4e" + "0" * 33, "b2c3d4e" + "0" * 33]
+    starts = [MINUTE - 2 * DAY, MINUTE, MINUTE + 600]
+    warm = trend_charts(_with_runs(_runs(starts, commits=commits)))[0]
+    assert [label for label, _ in warm.points] == [
+        "a1b2c3d Nov 12",
+        "b2c3d4e Nov 14",
+        "b2c3d4e Nov 14 (2)",
+        "this run",
+    ]
+    assert "      labelRotation: -45" not in warm.mermaid  # four fit level
+
+
+def test_a_run_without_the_number_is_left_out_of_its_chart() -> None:
+    """A run with no warm p95 is no point of the warm p95 chart (the title counts the others),
+    and a single earlier run still makes a chart of two points."""
+    charts = trend_charts(_with_runs(_runs([MINUTE - DAY, MINUTE], warm=[None, 0.3])))
+    warm = charts[0]
+    assert [label for label, _ in warm.points] == ["Nov 14", "this run"]
+    assert "warm p95, 1 earlier run and this one" in warm.title
+
+
+def test_chart_numbers_are_plain_decimals() -> None:
+    """Mermaid draws nothing for "5e-05": every number is written without an exponent, to the
+    microsecond, and the axis top is at least 10 µs."""
+    assert [chart_number(v) for v in (5e-5, 5e-324, 86_399.0, 0.5, 1.0, 0.1234567)] == [
+        "0.00005",
+        "0",
+        "86399",
+        "0.5",
+        "1",
+        "0.123457",
+    ]
+    assert chart_number(axis_top(5e-324)) == "0.00001"
+
+
+def test_many_runs_are_slanted_widened_and_capped() -> None:
+    """Ten short labels stand level in Mermaid's 700 px; 30 runs are slanted, 60 widened; a
+    history of more than 60 runs charts its newest 60, and the title says so."""
+    assert label_layout(["Nov 04"] * 10 + ["this run"]) == (700, False)
+    assert label_layout(["Nov 04 21:13"] * 30) == (720, True)
+    assert label_layout(["Nov 04"] * 61) == (1402, True)
+    starts = [MINUTE - i * 3600.0 for i in range(100, 0, -1)]
+    warm = trend_charts(_with_runs(_runs(starts)))[0]
+    assert len(warm.points) == 61
+    assert "warm p95, the newest 60 of 100 earlier runs and this one" in warm.title
+
+
 # --- as a person sees it -------------------------------------------------------------------------
 
 # Each drawn chart's lines (their SVG paths), titles and x labels, and the page's height and the
@@ -169,6 +278,10 @@ document.body.dataset.read = JSON.stringify({
       title: svg.querySelector('.chart-title text')?.textContent ?? '',
       lines: [...svg.querySelectorAll('g[class^="line-plot-"] path')].map(p => p.getAttribute('d')),
       labels: [...svg.querySelectorAll('.bottom-axis .label text')].map(t => t.textContent),
+      spans: [...svg.querySelectorAll('.bottom-axis .label text')].map(t => {
+        const b = t.getBoundingClientRect();
+        return [b.left, b.right, b.top, b.bottom];
+      }),
       box: [box.left + scrollX, box.top + scrollY, box.width, box.height],
     };
   }),
@@ -182,6 +295,7 @@ class Chart(TypedDict):
     title: str
     lines: list[str]  # each plotted line's SVG path
     labels: list[str]  # the x axis
+    spans: list[list[float]]  # each x label's box on the page: left, right, top, bottom
     box: list[float]  # left, top, width, height on the page
 
 
@@ -277,6 +391,7 @@ def test_summary_charts_drawn_with_a_point_per_run(tmp_path: Path) -> None:
         assert len(runs) == 11
         assert [x for x, _ in runs] == sorted(x for x, _ in runs)
         assert chart["labels"] == [*(f"Nov {d:02d}" for d in range(4, 14)), "this run"]
+        _readable(chart)
     warm_runs, warm_budget = (_points(p) for p in drawn.charts[0]["lines"])
     assert len({y for _, y in warm_budget}) == 1  # flat
     assert warm_budget[0][1] < min(y for _, y in warm_runs)  # above every run (SVG y grows down)
@@ -309,3 +424,54 @@ def test_the_check_sees_a_chart_that_was_not_drawn(tmp_path: Path) -> None:
     broken = _draw(markdown.replace("x-axis [", "x-axis (", 1), tmp_path, "broken")
     assert broken.charts == []
     assert broken.mermaid.startswith("error: ")
+
+
+def _xs(chart: Chart) -> list[float]:
+    return [x for x, _ in _points(chart["lines"][0])]
+
+
+@pytest.mark.browser
+def test_charts_of_awkward_histories_are_drawn_a_point_a_run(tmp_path: Path) -> None:
+    """Drawn in Chromium: runs that share a minute (they shared one x: one point), runs of one
+    commit, a single earlier run, a run with no value, and values from 5e-324 s to 86,399 s
+    (Mermaid drew no chart for "4.94066e-324"): each chart drawn, a point per run at x of its
+    own, left to right, this run at the right."""
+    commits = [f"{i:07x}" + "0" * 33 for i in range(12)]
+    histories = {
+        "shared minute": _runs([MINUTE, MINUTE + 5, MINUTE + 5, MINUTE + 30]),
+        "one commit": _runs([MINUTE + i for i in range(12)], commits=[commits[0]] * 12),
+        "commits": _runs([MINUTE - i * DAY for i in range(12, 0, -1)], commits=commits),
+        "single": _runs([MINUTE]),
+        "no value": _runs([MINUTE - DAY, MINUTE, MINUTE + DAY], warm=[0.3, None, 0.3]),
+        "far apart": _runs([MINUTE - 2 * DAY, MINUTE - DAY, MINUTE], warm=[5e-324, 86_399.0, 1e-5]),
+    }
+    markdown = ""
+    expected = []
+    for name, runs in histories.items():
+        (warm, *_) = trend_charts(_with_runs(runs))
+        markdown += f"## {name}\n\n```mermaid\n" + "\n".join(warm.mermaid) + "\n```\n\n"
+        expected.append([label for label, _ in warm.points])
+    drawn = _draw(markdown, _folder(tmp_path), "trend-awkward")
+    assert drawn.mermaid == f"drawn {len(histories)}"
+    for chart, labels in zip(drawn.charts, expected, strict=True):
+        assert chart["labels"] == labels
+        assert len(set(labels)) == len(labels)
+        xs = _xs(chart)
+        assert len(xs) == len(labels)
+        assert xs == sorted(xs)
+        assert len(set(xs)) == len(xs)  # no two runs on one x
+        assert chart["labels"][-1] == "this run"
+        _readable(chart)
+
+
+def _readable(chart: Chart) -> None:
+    """No x label runs into the next: level ones side by side, slanted ones (whose boxes are
+    upright rectangles around a slanted line) each starting and ending further right."""
+    spans = chart["spans"]
+    slanted = any(bottom - top > 30 for _, _, top, bottom in spans)
+    for (left, right, _, _), (next_left, next_right, _, _) in itertools.pairwise(spans):
+        if slanted:
+            assert next_left > left + 10
+            assert next_right > right + 10
+        else:
+            assert right <= next_left

@@ -43,6 +43,7 @@ from latency_gate.errors import (
     MachineLimitError,
     machine_limit_message,
 )
+from latency_gate.history_folder import with_commit
 from latency_gate.measure.engine import ProgressCallback
 from latency_gate.measure.limits import check_open_files
 from latency_gate.report.markdown import render_summary
@@ -151,6 +152,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
         print(render_terminal(results), file=out)
     finally:
         print(github.resume_commands(token), file=out)
+    results = with_commit(results, env)  # names this run in the trends of later runs
 
     # One output that cannot be written must not cost the others: each is tried, a failure is
     # an ::error naming it, and the run then exits 2.

@@ -51,13 +51,22 @@ def _placed_in_workspace(
     return target
 
 
-def written_path_problem(name: str, path: Path, workspace: Path) -> InputProblem | None:
-    """Why the action may not write `path` (relative to the workspace, or absolute), if so.
+def written_path_problem(name: str, given: str, workspace: Path) -> InputProblem | None:
+    """Why the action may not write the file `given` (relative to the workspace, or absolute),
+    if so.
 
     Symbolic links and `..` are followed first: the file must land inside the workspace,
     the one folder the job shares with later steps (and, for the Docker action, the only
-    one that outlives its container).
+    one that outlives its container). A name that ends in "/" names a folder (Path would drop
+    the slash and write a file of the folder's name).
     """
+    if given.endswith(("/", os.sep)):
+        return InputProblem(
+            name,
+            f"{given!r} ends in '/', which names a folder; name the file to write, such as "
+            f"'{given}result.json'",
+        )
+    path = Path(given)
     target = _placed_in_workspace(
         name,
         path,

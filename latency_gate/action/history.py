@@ -33,10 +33,9 @@ def append_history(
         print(f"latency-gate: history {why}", file=out)
         return None
     try:
-        path = append_result(
-            options.folder, dump_runs(results), datetime.now(UTC), env.get("GITHUB_RUN_ID")
-        )
-        deleted = prune(options.folder, options.keep)
+        now = datetime.now(UTC)
+        path = append_result(options.folder, dump_runs(results), now, env.get("GITHUB_RUN_ID"))
+        deleted = prune(options.folder, options.keep, now)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         print(

@@ -180,9 +180,10 @@ def parse_settings(
     problems += history_warnings.problems
     # Named by the user: that one file and nothing beside it. Left to the action: its own
     # folder, with the Markdown report beside the JSON result.
-    json_path = Path(inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json")
+    json_text = inputs.get("json-path") or f"{DEFAULT_REPORT_DIR}/result.json"
+    json_path = Path(json_text)
     markdown_path = None if "json-path" in inputs else Path(DEFAULT_REPORT_DIR, "report.md")
-    if (problem := written_path_problem("json-path", json_path, workspace)) is not None:
+    if (problem := written_path_problem("json-path", json_text, workspace)) is not None:
         problems.append(problem)
     label: str | None = None
     try:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from latency_gate.assess.regression import (
     REGRESSION_ALPHA,
@@ -46,6 +47,8 @@ __all__ = [
     "config_differences",
     "match_baseline",
     "missing_baseline",
+    "origin_of",
+    "with_origins",
 ]
 
 TEST_NAME = (
@@ -69,12 +72,66 @@ _NUMBERS: tuple[tuple[str, Callable[[Sequence[Sample]], list[float]] | None], ..
 def config_differences(
     head: Mapping[str, object], base: Mapping[str, object]
 ) -> list[tuple[str, object, object]]:
-    """(setting, base value, head value) for each compared setting that differs."""
+    """(setting, base value, head value) for each compared setting that differs.
+
+    The URL is compared without its origin (scheme, host, port): the same request at another
+    host (a pull request's preview, held against main's runs of production) measures the same
+    work, and the reports name both origins (with_origins). Its path, query and credentials,
+    and every other setting, still count."""
     if isinstance(base.get("url"), str):  # older result files masked query values as %2A%2A%2A
         base = {**base, "url": str(base["url"]).replace("=%2A%2A%2A", "=***")}
-    head, base = comparable_settings(head), comparable_settings(base)
+    head, base = _requested(comparable_settings(head)), _requested(comparable_settings(base))
     keys = [k for k in dict.fromkeys([*base, *head]) if k not in NOT_COMPARED]
     return [(k, base.get(k), head.get(k)) for k in keys if base.get(k) != head.get(k)]
+
+
+def _requested(settings: dict[str, object]) -> dict[str, object]:
+    """The settings with the URL cut to what is requested of its origin: the path and query,
+    and whether it carries credentials ("***@/v1/chat")."""
+    url = settings.get("url")
+    if not isinstance(url, str):
+        return settings
+    try:
+        parts = urlsplit(url)
+        credentials = "***@" if parts.username is not None or parts.password is not None else ""
+    except ValueError:
+        return settings
+    query = f"?{parts.query}" if parts.query else ""
+    return {**settings, "url": f"{credentials}{parts.path or '/'}{query}"}
+
+
+def origin_of(url: object) -> str | None:
+    """The origin of a (redacted) URL, "https://api.example.com:8443", without credentials;
+    None when it is not a URL."""
+    if not isinstance(url, str):
+        return None
+    try:
+        parts = urlsplit(url)
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not parts.scheme or not host:
+        return None
+    host = f"[{host}]" if ":" in host else host
+    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
+
+
+def with_origins(
+    check: BaselineCheck | None, head_url: str, bases: Sequence[RunResult]
+) -> BaselineCheck | None:
+    """`check` saying both origins when the runs it was held against (`bases`: the baseline
+    run, or the history's) measured another origin than this run's `head_url`."""
+    head = origin_of(head_url)
+    others = tuple(
+        dict.fromkeys(
+            origin
+            for run in bases
+            if (origin := origin_of(run.config.get("url"))) is not None and origin != head
+        )
+    )
+    if check is None or not others:
+        return check
+    return check.model_copy(update={"head_origin": head, "base_origins": others})
 
 
 def match_baseline(

@@ -32,6 +32,7 @@ run serves as a single baseline (baseline.compare, whose looks drive sequential 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -40,6 +41,7 @@ from latency_gate.assess.baseline import BaselinePlan, config_differences
 from latency_gate.assess.regression import DEFAULT_RELATIVE, error_rate_regression
 from latency_gate.assess.student_t import t_quantile
 from latency_gate.config import Target
+from latency_gate.config.parsing import MAX_DURATION
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import plural
 from latency_gate.models import (
@@ -54,7 +56,9 @@ from latency_gate.models import (
 
 __all__ = [
     "DEFAULT_SIZE",
+    "FUTURE_SLACK",
     "HISTORY_ALPHA",
+    "MAX_RUNS",
     "MIN_RUNS",
     "HistoryPlan",
     "Prediction",
@@ -68,6 +72,10 @@ __all__ = [
 HISTORY_ALPHA = 0.02
 MIN_RUNS = 3
 DEFAULT_SIZE = 10
+MAX_RUNS = 1000  # the most --history-size and --history-keep take
+# How far past the reader's clock a run of a history may have started: runners' clocks differ
+# by seconds; a run dated later is not taken (it would stay "the newest" until that date).
+FUTURE_SLACK = 3600.0
 Judged = Literal["prediction", "newest", "none"]
 _PERCENTILES = ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95")
 
@@ -90,6 +98,14 @@ def _spread(values: Sequence[float], alpha: float) -> tuple[float, float]:
     mean = math.fsum(values) / k
     s = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (k - 1))
     return mean, t_quantile(1.0 - alpha, k - 1) * s * math.sqrt(1.0 + 1.0 / k)
+
+
+def _exp(x: float) -> float:
+    """e**x, infinite where it would overflow."""
+    return math.exp(x) if x < _LOG_MAX else math.inf
+
+
+_LOG_MAX = math.log(sys.float_info.max)
 
 
 def predict(
@@ -115,7 +131,8 @@ def predict(
         if len(logs) < MIN_RUNS:
             return None
         mean, margin = _spread(logs, alpha)
-        center, bound = math.exp(mean), math.exp(mean + margin)
+        # In log space until the end: runs of 5e-324 s and 86,399 s put the bound past floats.
+        center, bound = _exp(mean), _exp(mean + margin)
         thresholds.append(bound * (1.0 + max_relative))
     if max_absolute is not None:
         if len(history) < MIN_RUNS:
@@ -217,6 +234,7 @@ def _evidence(plan: HistoryPlan, history: TargetHistory, judged: Judged) -> Hist
                 numbers=run.numbers,
                 calls=len(run.samples),
                 failed=sum(not s.ok for s in run.samples),
+                commit=run.commit,
             )
             for run in reversed(history.runs)
         ),
@@ -336,6 +354,13 @@ def _delta(
     if found is None:
         note = f"fewer than {MIN_RUNS} earlier runs have a value: not tested"
         return NumberDelta(number=number, base=center, head=head, note=note)
+    if not found.threshold <= MAX_DURATION:
+        # No call lasts longer: the test could not have called any value a regression.
+        note = (
+            "not tested: the earlier runs spread so widely that a regression would have to "
+            "exceed 24 h, the longest a call can take"
+        )
+        return NumberDelta(number=number, base=found.center, head=head, note=note)
     return NumberDelta(
         number=number,
         base=found.center,

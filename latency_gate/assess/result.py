@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from latency_gate.assess import stats
-from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare
+from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare, with_origins
 from latency_gate.assess.capacity_verdict import base_capacities, capacity_check, capacity_delta
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
@@ -115,6 +115,9 @@ def assess_run(
         searched=target.capacity,
         min_capacity=target.min_capacity,
     )
+    if side_by_side is None:  # a preview held against main's runs of another origin: said so
+        held_against = _held_against(target.name, baseline, history)
+        check = with_origins(check, target.display_url, held_against)
     warnings: list[str] = list(plan_warnings(target))
     if interrupted:
         warnings.append("the run was interrupted; the numbers cover the calls finished")
@@ -166,6 +169,16 @@ def assess_run(
         ready_after=ready_after,
         capacity=capacity,
     )
+
+
+def _held_against(
+    name: str, baseline: BaselinePlan | None, history: HistoryPlan | None
+) -> tuple[RunResult, ...]:
+    """The earlier runs a target was held against: its history's, or its baseline run."""
+    if history is not None:
+        return history.of(name).runs
+    run = None if baseline is None or baseline.runs is None else baseline.runs.get(name)
+    return () if run is None else (run,)
 
 
 def judge_samples(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.formatting import fmt_value
+from latency_gate.formatting import fmt_change, fmt_value
 from latency_gate.models import Check, NumberDelta, Verdict
 
 __all__ = ["judge", "regression_reason", "undecided_reason"]
@@ -69,7 +69,7 @@ def _movement(delta: NumberDelta) -> tuple[str, str]:
     """("warm p95", "1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (95 %)"), against a
     history the bound it went above instead of the interval."""
     label = delta.number.replace("_", " ")
-    change = f" ({delta.relative * 100:+.0f} %)" if delta.relative is not None else ""
+    change = f" ({fmt_change(delta.relative)})" if delta.relative is not None else ""
     spread = ""
     if delta.interval is not None and None not in delta.interval:
         low, high = delta.interval

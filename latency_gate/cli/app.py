@@ -108,11 +108,15 @@ def main() -> None:
 
 class FilePath(click.Path):
     """click.Path, with a NUL byte in the name a usage error (exit 2) rather than the
-    ValueError os.stat raises for it."""
+    ValueError os.stat raises for it, and a name that ends in "/" where a file is wanted one
+    too (rather than a file named as the folder)."""
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         if isinstance(value, str) and "\x00" in value:
             self.fail(f"{value!r} holds a NUL byte, which no file name can", param, ctx)
+        if isinstance(value, str) and not self.dir_okay and value.endswith(("/", os.sep)):
+            # Path("out/") is "out": the file would take the folder's name.
+            self.fail(f"{value!r} ends in '/', which names a folder: name a file", param, ctx)
         return super().convert(value, param, ctx)
 
 

@@ -137,7 +137,8 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option(
     "--history-append",
     help="auto, true or false: write this run's result into --history afterwards "
-    "[default: auto: on GitHub Actions' default branch, never on a pull request].",
+    "[default: auto: a push, schedule or dispatch of GitHub Actions' default branch, never a "
+    "pull request's].",
 )
 @click.option(
     "--history-keep", help="Files of ours kept in --history after appending [default: 50]."
@@ -218,6 +219,10 @@ def probe_command(
             )
         )
     )
+    # The commit measured (in a workflow) names this run in the trends of later runs.
+    from latency_gate.history_folder import with_commit  # noqa: PLC0415 (start-up)
+
+    results = with_commit(results, os.environ)
     # The verdict first: a file that cannot be written now (a full disk) exits 2 after it.
     echo_report(results, verbose=verbose)
     for result in results:  # e.g. --insecure: said where the person running it looks
@@ -323,10 +328,11 @@ def _append_history(results: list[RunResult], options: HistoryOptions) -> None:
         click.echo(f"history: {why}", err=True)
         return
     try:
+        now = datetime.now(UTC)
         path = append_result(
-            options.folder, dump_runs(results), datetime.now(UTC), os.environ.get("GITHUB_RUN_ID")
+            options.folder, dump_runs(results), now, os.environ.get("GITHUB_RUN_ID")
         )
-        deleted = prune(options.folder, options.keep)
+        deleted = prune(options.folder, options.keep, now)
     except OSError as exc:
         reason = exc.strerror or str(exc)
         click.echo(f"warning: history: could not append to {options.shown!r}: {reason}", err=True)

@@ -6,9 +6,17 @@ bound."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value, md_escape
+from latency_gate.formatting import (
+    fmt_bounds,
+    fmt_change,
+    fmt_duration,
+    fmt_ratio,
+    fmt_value,
+    md_escape,
+)
 from latency_gate.models import BaselineCheck
 from latency_gate.report.markup import md_url
 from latency_gate.report.view import NUMBER_LABELS
@@ -21,6 +29,7 @@ __all__ = [
     "delta_rows",
     "history_heading",
     "history_rows",
+    "origins_text",
     "regression_limit_text",
 ]
 
@@ -48,11 +57,11 @@ def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
             sign = "+" if d.delta > 0 else "-" if d.delta < 0 else "±"
             delta = sign + fmt_value(abs(d.delta), d.number)
             if d.relative is not None:
-                delta += f" ({d.relative * 100:+.0f} %)"
+                delta += f" ({fmt_change(d.relative)})"
         if d.regressed:
             result = "❌ regressed"
         elif d.note:
-            result = d.note
+            result = md_escape(d.note)  # ours, or a result file's text read back
         else:
             result = "✅ not regressed"
         rows.append(
@@ -87,10 +96,10 @@ def history_rows(check: BaselineCheck | None) -> tuple[HistoryRow, ...]:
     for row, d in zip(delta_rows(check), () if check is None else check.deltas, strict=True):
         ratio = above = "—"
         if d.base and d.head is not None and d.number != "error_rate":
-            ratio = f"x{d.head / d.base:.2f}"
+            ratio = fmt_ratio(d.head / d.base)
         if d.bound is not None and d.threshold is not None and d.base and check is not None:
             above = (
-                f"{fmt_value(d.threshold, d.number)} (bound x{d.bound / d.base:.2f}, "
+                f"{fmt_value(d.threshold, d.number)} (bound {fmt_ratio(d.bound / d.base)}, "
                 f"+{regression_limit_text(check)})"
             )
         elif d.number == "error_rate":
@@ -107,7 +116,7 @@ def history_heading(check: BaselineCheck) -> str:
 
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
     """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
-    return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
+    return fmt_bounds(bounds, fmt_ratio)
 
 
 def regression_limit_text(check: BaselineCheck) -> str:
@@ -140,4 +149,18 @@ def baseline_source_markdown(check: BaselineCheck) -> str:
     return (
         f"the base endpoint {md_url(check.source)}, measured side by side with the head in "
         "this run (the same request, the calls of the two interleaved)"
+    )
+
+
+def origins_text(check: BaselineCheck, show: Callable[[str], str]) -> str:
+    """Which origin each side measured, when the runs held against measured another (a pull
+    request's preview against main's runs of production), each origin written by `show`; ""
+    when they measured this run's."""
+    if not check.base_origins or check.head_origin is None:
+        return ""
+    base = "the history's runs" if check.history is not None else "the baseline run"
+    return (
+        f"This run measured {show(check.head_origin)}; {base} measured "
+        f"{', '.join(show(origin) for origin in check.base_origins)}: the same request (path, "
+        "method, body and settings) at another origin"
     )

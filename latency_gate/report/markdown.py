@@ -30,6 +30,7 @@ from latency_gate.report.deltas import (
     delta_rows,
     history_heading,
     history_rows,
+    origins_text,
     regression_limit_text,
 )
 from latency_gate.report.markup import md_text, md_url
@@ -92,6 +93,7 @@ def environment() -> jinja2.Environment:
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
     env.globals["baseline_source"] = baseline_source_markdown
+    env.globals["origins"] = lambda check: origins_text(check, md_url)
     env.filters["chain"] = chain_cell
     return env
 

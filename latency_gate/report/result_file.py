@@ -17,11 +17,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from latency_gate.config.json_data import load_json
-from latency_gate.config.parsing import MAX_DURATION
 from latency_gate.config.secrets import scrub_secrets, secret_forms
 from latency_gate.config.target import redact_settings
 from latency_gate.errors import ConfigError
-from latency_gate.models import SCHEMA_VERSION, RunResult, Sample
+from latency_gate.models import SCHEMA_VERSION, RunResult
+from latency_gate.report.file_checks import check_run
 
 __all__ = ["dump_runs", "label_runs", "parse_runs"]
 
@@ -75,7 +75,7 @@ def parse_runs(text: str, source: str, *, baseline: bool = False) -> list[RunRes
                 f"{exc.error_count()} problem(s))",
             ) from None
         try:
-            _check_run(run, baseline=baseline)
+            check_run(run, baseline=baseline)
             runs.append(rejudge(run))
         except ValueError as exc:
             raise ConfigError.single(source, f"{prefix}cannot be judged: {exc}") from None
@@ -85,8 +85,6 @@ def parse_runs(text: str, source: str, *, baseline: bool = False) -> list[RunRes
 # A result file's counts (calls, bytes, tokens, statuses) are far below this; a longer number is
 # not a count (and 10**400 tokens would overflow the float arithmetic that reads them).
 MAX_RESULT_DIGITS = 15
-# Times in a result file are seconds since 1970 up to the year 9999, where dates end.
-_LAST_DATE = 253_402_300_799.0
 
 
 def _redacted(item: Any) -> Any:
@@ -109,45 +107,6 @@ def _redacted(item: Any) -> Any:
         return value
 
     return {**scrub({k: v for k, v in item.items() if k != "config"}), "config": config}
-
-
-def _check_run(run: RunResult, *, baseline: bool) -> None:
-    """ValueError saying why the run's data cannot be judged: calls that contradict themselves,
-    a duration out of range, a time that is no date; a baseline without calls."""
-    for name, when in (("started_at", run.started_at), ("finished_at", run.finished_at)):
-        if not 0 <= when <= _LAST_DATE:
-            raise ValueError(f"{name} {when:g} is not a time (seconds since 1970)")
-    if baseline and not run.samples:
-        raise ValueError("it holds no calls, so there is nothing to compare with")
-    for sample in run.samples:
-        where = f"call {sample.phase.value} #{sample.index}"
-        if (problem := _sample_problem(sample)) is not None:
-            raise ValueError(f"{where}: {problem}")
-    if run.ready_after is not None and not 0 <= run.ready_after <= MAX_DURATION:
-        raise ValueError(f"ready_after {run.ready_after:g} s is not a duration of a run")
-
-
-def _sample_problem(sample: Sample) -> str | None:
-    if sample.ok and (sample.latency is None or sample.error is not None):
-        return "marked ok, but it has no latency or has an error"
-    if not sample.ok and sample.error is None:
-        return "marked failed, but it names no error"
-    if not 0 <= sample.started_at <= _LAST_DATE:
-        return f"started_at {sample.started_at:g} is not a time (seconds since 1970)"
-    durations = {"latency": sample.latency, **sample.timings.model_dump()}
-    if sample.token_gaps is not None:
-        durations |= {f"token_gaps.{k}": v for k, v in sample.token_gaps.model_dump().items()}
-        durations.pop("token_gaps.count")
-        durations.pop("token_gaps.kept")
-    for name, value in durations.items():
-        if value is not None and not 0 <= value <= MAX_DURATION:
-            return (
-                f"{name} {value:g} s is not a duration of a call (from 0 to 24 hours, the "
-                "longest --timeout)"
-            )
-    if sample.output_tokens_per_s is not None and sample.output_tokens_per_s < 0:
-        return f"output_tokens_per_s {sample.output_tokens_per_s:g} is negative"
-    return None
 
 
 def label_runs(files: Sequence[tuple[str, Sequence[RunResult]]]) -> list[RunResult]:

@@ -1,11 +1,16 @@
 """The trend, as a picture: a gated number over the history's runs and this one, as a Mermaid
 `xychart-beta` that GitHub draws in a job summary and a PR comment.
 
-One chart per number: the runs' values as a line (x: the runs, by their UTC start; y: seconds)
-and the budget as a flat second line, when it is within reach of the values (a budget far above
-them would press the values into a flat line at the bottom; the title then gives it in words).
-Every character of a chart is ours: labels are dates and "this run", the title a number's label
-and formatted values; no target name or endpoint text goes in.
+One chart per number: the runs' values as a line (x: the runs, oldest first, this run at the
+right; y: seconds) and the budget as a flat second line, when it is within reach of the values
+(a budget far above them would press the values into a flat line at the bottom; the title then
+gives it in words). Every character of a chart is ours: labels are commits, dates and "this
+run", the title a number's label and formatted values; no target name or endpoint text goes in.
+
+Mermaid's x axis is a list of names: runs that share a name share a point. So each run gets a
+name of its own: its commit's short SHA (when the run recorded one) and its UTC day, with the
+time, then the second, then "(2)", "(3)" where that is not yet enough. Names that would run into
+each other are slanted, and a chart of many runs is widened (GitHub scales it to the page).
 """
 
 from __future__ import annotations
@@ -15,11 +20,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from latency_gate.formatting import fmt_duration
+from latency_gate.formatting import fmt_duration, plural
 from latency_gate.models import RunResult
 from latency_gate.report.rows import NUMBER_LABELS
 
-__all__ = ["TREND_NUMBERS", "TrendChart", "axis_top", "chart_number", "chart_text", "trend_charts"]
+__all__ = [
+    "TREND_NUMBERS",
+    "TrendChart",
+    "axis_top",
+    "chart_number",
+    "chart_text",
+    "label_layout",
+    "run_labels",
+    "trend_charts",
+]
 
 # Charted, in this order, when gated (warm p50 always: the typical call beside the tail).
 TREND_NUMBERS = ("warm_p95", "concurrent_p95", "ttft_p95", "warm_p50")
@@ -30,6 +44,18 @@ CHART_HEIGHT = 320
 COMPACT_HEIGHT = 280
 RUNS_COLOUR = "#0969da"
 BUDGET_COLOUR = "#cf222e"
+CHART_WIDTH = 700  # Mermaid's own
+# Mermaid's axis labels at its 14 px font (measured in Chromium: 5.7 to 7.8 px a character, a
+# space about 4), the room a slanted label needs beside the next, and the chart's width less
+# its plot (the y axis and its title).
+CHAR_WIDTH = 6.5
+SPACE_WIDTH = 4.0
+SLANTED_ROOM = 22.0
+Y_AXIS_ROOM = 60.0
+LABEL_ANGLE = -45
+AXIS_FLOOR = 1e-5
+# The newest runs charted; a chart of more has no readable label (history-size goes to 1000).
+CHARTED_RUNS = 60
 
 
 @dataclass(frozen=True)
@@ -59,8 +85,9 @@ class TrendChart:
         top = max(values)
         if self.budget_drawn and self.budget is not None:
             top = max(top, self.budget)
+        width, slanted = label_layout([label for label, _ in self.points])
         lines = [
-            *chart_header(self.title, height),
+            *chart_header(self.title, height, width=width, slanted=slanted),
             f"    x-axis [{labels}]",
             f'    y-axis "seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
             f"    line [{', '.join(chart_number(v) for v in values)}]",
@@ -71,17 +98,25 @@ class TrendChart:
         return tuple(lines)
 
 
-def chart_header(title: str, height: int) -> tuple[str, ...]:
+def chart_header(
+    title: str, height: int, *, width: int = CHART_WIDTH, slanted: bool = False
+) -> tuple[str, ...]:
     """The first lines of an xychart-beta block: its config and its title.
 
     Mermaid's default palette starts with a pale lavender that is hard to see on white: the
     data in GitHub's blue, the budget in its red (frontmatter config, Mermaid 10.5+, the
-    release that brought xychart-beta), and a height that keeps several charts on a screen."""
+    release that brought xychart-beta), and a height that keeps several charts on a screen.
+    `width` past Mermaid's own and `slanted` x labels for many or long labels (label_layout);
+    a Mermaid without labelRotation ignores it."""
+    layout = [f"    width: {width}"] if width != CHART_WIDTH else []
+    if slanted:
+        layout += ["    xAxis:", f"      labelRotation: {LABEL_ANGLE}"]
     return (
         "---",
         "config:",
         "  xyChart:",
         f"    height: {height}",
+        *layout,
         "  themeVariables:",
         "    xyChart:",
         f'      plotColorPalette: "{RUNS_COLOUR}, {BUDGET_COLOUR}"',
@@ -99,17 +134,37 @@ def chart_text(text: str) -> str:
 
 
 def chart_number(value: float) -> str:
-    """A number as a Mermaid chart reads it."""
-    return f"{value:.6g}"
+    """A number as a Mermaid chart reads it: plain decimals to the microsecond, never an
+    exponent (Mermaid cannot read "5e-05": the whole chart is not drawn)."""
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return "0" if text in ("", "-0") else text
+
+
+def label_layout(labels: Sequence[str]) -> tuple[int, bool]:
+    """The chart's width and whether its x labels are slanted: level when the longest fits the
+    room of one point (Mermaid pads the plot by half the longest at each end), slanted when
+    not, and the chart widened when even slanted labels would touch."""
+    longest = max((_label_width(label) for label in labels), default=0.0)
+    room = (CHART_WIDTH - Y_AXIS_ROOM - longest) / max(len(labels), 1)
+    if longest + 2 <= room:
+        return CHART_WIDTH, False
+    needed = round(Y_AXIS_ROOM + SLANTED_ROOM * len(labels))
+    return max(CHART_WIDTH, needed), True
+
+
+def _label_width(label: str) -> float:
+    return sum(SPACE_WIDTH if char == " " else CHAR_WIDTH for char in label)
 
 
 def axis_top(value: float) -> float:
     """A round top for the y axis at or above `value`: 1, 1.5, 2, 4, 5 or 8 times a power of
     ten. Mermaid draws about ten ticks by d3's rule, and for these tops at most 11 (a top of 1.2,
     2.5, 3 or 6 gets 13 to 16, whose labels run into each other); finer than 1-2-5, as a coarse
-    top presses the lines into the bottom half."""
+    top presses the lines into the bottom half. Never under 10 µs, which chart_number still
+    writes."""
     if value <= 0:
         return 1.0
+    value = max(value, AXIS_FLOOR)
     power = 10.0 ** math.floor(math.log10(value))
     for step in (1.0, 1.5, 2.0, 4.0, 5.0, 8.0):
         if value <= power * step * (1 + 1e-9):
@@ -117,12 +172,29 @@ def axis_top(value: float) -> float:
     return power * 10
 
 
-def _labels(started: Sequence[float]) -> list[str]:
-    """Short UTC dates ("Nov 14"), with the time where two runs share a day."""
-    days = [datetime.fromtimestamp(t, UTC).strftime("%b %d") for t in started]
-    if len(set(days)) == len(days):
-        return days
-    return [datetime.fromtimestamp(t, UTC).strftime("%b %d %H:%M") for t in started]
+def run_labels(runs: Sequence[tuple[float, str | None]]) -> list[str]:
+    """A name for each run (its UTC start, and its commit when known), all different: the
+    commit's short SHA and the day ("a1b2c3d Nov 14"); for a run without a commit the day, with
+    the time ("Nov 14 22:13") where two would share a name, then the second; "(2)", "(3)" after
+    a name that still repeats (a re-run of one commit). Short, so that Mermaid shows them: it
+    leaves out every x label when the longest does not fit under the chart."""
+    labels: list[str] = []
+    for form in ("%b %d", "%b %d %H:%M", "%b %d %H:%M:%S"):
+        labels = [
+            f"{commit[:7]} {_utc(t, '%b %d')}" if commit else _utc(t, form) for t, commit in runs
+        ]
+        if len(set(labels)) == len(labels):
+            return labels
+    seen: dict[str, int] = {}
+    named = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        named.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
+    return named
+
+
+def _utc(started: float, form: str) -> str:
+    return datetime.fromtimestamp(started, UTC).strftime(form)
 
 
 def trend_charts(result: RunResult) -> tuple[TrendChart, ...]:
@@ -139,15 +211,18 @@ def trend_charts(result: RunResult) -> tuple[TrendChart, ...]:
         head = getattr(result.numbers, number)
         if head is None or (budget is None and number != "warm_p50"):
             continue
-        runs = [(run.started_at, getattr(run.numbers, number)) for run in history.runs]
-        kept = [(started, value) for started, value in runs if value is not None]
+        kept = [run for run in history.runs if getattr(run.numbers, number) is not None]
         if not kept:
             continue
-        labels = [*_labels([started for started, _ in kept]), HEAD_LABEL]
-        values = [*(value for _, value in kept), head]
+        charted = kept[-CHARTED_RUNS:]
+        labels = [*run_labels([(run.started_at, run.commit) for run in charted]), HEAD_LABEL]
+        values = [*(getattr(run.numbers, number) for run in charted), head]
         drawn = budget is not None and budget <= BUDGET_REACH * max(values)
         label = NUMBER_LABELS.get(number, number)
-        runs_said = f"{label}, {len(kept)} earlier run{'s' if len(kept) != 1 else ''} and this one"
+        earlier = plural(len(kept), "earlier run")
+        if len(charted) < len(kept):
+            earlier = f"the newest {len(charted)} of {earlier}"
+        runs_said = f"{label}, {earlier} and this one"
         if budget is None:
             title = runs_said
         elif drawn:
