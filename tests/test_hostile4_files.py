@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hostile_kit import FAST, ONE_LOOK, action_error, judged, one_error, run_action, run_cli
 from report_scenarios import scenario_history
 from result_factory import STARTED_AT, make_result, make_target
-from test_hostile3 import FAST, ONE_LOOK, action_error, judged, one_error, run_action, run_cli
 
 from latency_gate.config import Target
 from latency_gate.config.regression import DEFAULT_LIMIT
