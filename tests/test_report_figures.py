@@ -1,0 +1,142 @@
+"""Figures a report derives from another (how many calls were served at once, what that makes
+of the capacity, ...), checked against loopback servers whose truth is known: a demo endpoint
+of N slots of a fixed service time serves N calls at once, and k calls at once end in rounds of
+N, one service time apart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from result_factory import ok_sample
+
+from latency_gate.assess.findings import find
+from latency_gate.assess.findings.load import served_at_once
+from latency_gate.assess.stats import numbers
+from latency_gate.config import build_target
+from latency_gate.demo import DemoServer, EndpointSpec
+from latency_gate.models import CallPhase, CallTimings, RunResult, Sample
+from latency_gate.report.capacity import capacity_view
+from latency_gate.run import probe
+
+
+def _slots_server(slots: int, service: float, fmt: str) -> EndpointSpec:
+    """`slots` requests at a time, each answered whole after `service` seconds, no jitter."""
+    return EndpointSpec(
+        latency=service, parallelism=slots, tokens=1, token_interval=0, stream_format=fmt
+    )
+
+
+async def _probe(spec: EndpointSpec, **raw: str) -> RunResult:
+    async with DemoServer(spec) as server:
+        settings: dict[str, str | list[str] | None] = {
+            "url": server.url,
+            "warm-calls": "5",
+            "concurrency": "10",
+            "timeout": "10s",
+            "max-warm-p95": "off",
+            "max-error-rate": "off",
+            "max-concurrent-p95": "250ms",
+            **raw,
+        }
+        return await probe(build_target(settings), measure_floor=False)
+
+
+def _queue(result: RunResult) -> str:
+    return next(f.evidence for f in result.findings if f.code == "serialized")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "raw"),
+    [
+        ("raw", {"body": '{"question": "hi"}'}),
+        ("openai-chat", {"prompt": "hi", "stream": "false"}),
+    ],
+)
+async def test_the_queue_finding_counts_the_slots_of_whole_json_answers(
+    fmt: str, raw: dict[str, str]
+) -> None:
+    """4 slots of 100 ms answering whole (non-streamed) documents, 10 calls at once: they end
+    at 100, 200 and 300 ms in steps of 4, and the finding says "served about 4 at a time" (it
+    said 1 for a raw body, whose first byte is its last, and 3 for a chat answer)."""
+    result = await _probe(_slots_server(4, 0.1, fmt), **raw)
+    assert _queue(result).endswith("as if served about 4 at a time")
+
+
+def _whole(index: int, end: float) -> Sample:
+    """A concurrent call of a raw document that arrived whole `end` seconds after it was sent:
+    its first body byte (the first token of a raw body) is its last."""
+    call = ok_sample(CallPhase.CONCURRENT, index, end)
+    timings = CallTimings(
+        request_sent=0.0001, headers=end, first_byte=end, first_token=end, last_byte=end
+    )
+    return call.model_copy(update={"timings": timings})
+
+
+def _burst_run(ends: Sequence[float], warm: float) -> list[Sample]:
+    return [
+        *(ok_sample(CallPhase.WARM, i, warm) for i in range(10)),
+        *(_whole(i, end) for i, end in enumerate(ends)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("ends", "slots"),
+    [
+        ([0.1] * 4 + [0.2] * 4 + [0.3] * 2, 4),
+        ([0.1 * (i + 1) for i in range(10)], 1),
+        ([0.1 * (i // 3 + 1) for i in range(10)], 3),
+        # 4 slots of 100 ms with a service time that varies by up to a fifth
+        ([0.09, 0.1, 0.11, 0.12, 0.2, 0.21, 0.22, 0.23, 0.31, 0.32], 4),
+    ],
+)
+def test_slots_are_the_first_step_of_the_end_times(ends: list[float], slots: int) -> None:
+    """Whole answers: the calls that ended before the first step of the burst's end times
+    (a gap of half a call) were served at once."""
+    run = _burst_run(ends, 0.098)
+    assert served_at_once(run, numbers(run), streaming=False) == slots
+    found = {f.code: f for f in find(run, numbers(run), streaming=False)}
+    assert found["serialized"].evidence.endswith(f"as if served about {slots} at a time")
+
+
+async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
+    """4 slots of 100 ms against 250 ms: two rounds of 4 end within it (8 at once: p95 about
+    200 ms) and a third round does not (9 at once: p95 263 ms); the search finds 8 and the
+    sentence beside it says 8, not 4 x 250 / 100 = 9.9."""
+    result = await _probe(
+        _slots_server(4, 0.1, "raw"),
+        body='{"question": "hi"}',
+        capacity="true",
+        **{"capacity-max": "12"},
+    )
+    capacity = result.capacity
+    assert capacity is not None
+    assert capacity.found == 8
+    view = capacity_view(result)
+    assert view is not None
+    assert view.queue.startswith("The queue finding says served about 4 at a time, at 10")
+    assert "up to 8 calls at once end within 250 ms at p95" in view.queue
+    assert view.queue.endswith("as the search found.")
+
+
+async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() -> None:
+    """The same search beside a first burst served one at a time (each call 100 ms after the
+    one before): rounds of 1 would hold 2 at once, but the search measured 8 held at about
+    200 ms; the sentence names that level instead of printing 2 against 8."""
+    result = await _probe(
+        _slots_server(4, 0.1, "raw"),
+        body='{"question": "hi"}',
+        capacity="true",
+        **{"capacity-max": "12"},
+    )
+    staircase = tuple(
+        _whole(s.index, 0.1 * (s.index + 1)) if s.phase is CallPhase.CONCURRENT else s
+        for s in result.samples
+    )
+    one_at_a_time = result.model_copy(update={"samples": staircase, "numbers": numbers(staircase)})
+    view = capacity_view(one_at_a_time)
+    assert view is not None
+    assert view.queue.startswith("The queue finding says served about 1 at a time")
+    assert "up to 2" not in view.queue
+    assert "rounds of 1 such calls do not match what the search measured (" in view.queue
+    assert view.queue.endswith("so the capacity rests on the search's levels alone.")
