@@ -183,6 +183,12 @@ class NumberDelta(_Frozen):
         return None if self.base is None or self.head is None else self.head - self.base
 
     @property
+    def left_undecided(self) -> bool:
+        """The calls could not decide it, and it was neither counted as a regression by policy
+        nor left because the run had already failed: said beside the verdict."""
+        return self.outcome == "undecided" and not self.regressed and "not needed" not in self.note
+
+    @property
     def relative(self) -> float | None:
         if self.base is None or self.head is None or self.base <= 0:
             return None
@@ -250,6 +256,10 @@ class BaselineCheck(_Frozen):
     @property
     def regressions(self) -> tuple[NumberDelta, ...]:
         return tuple(d for d in self.deltas if d.regressed)
+
+    @property
+    def undecided(self) -> tuple[NumberDelta, ...]:
+        return tuple(d for d in self.deltas if d.left_undecided)
 
 
 class Sampling(_Frozen):

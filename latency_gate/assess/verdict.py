@@ -49,11 +49,7 @@ def judge(
     if interrupted:
         reasons.append("the run was interrupted")
     reasons += [regression_reason(delta) for delta in regressions]
-    undecided += [
-        undecided_reason(delta)
-        for delta in deltas
-        if delta.outcome == "undecided" and not delta.regressed and "not needed" not in delta.note
-    ]
+    undecided += [undecided_reason(delta) for delta in deltas if delta.left_undecided]
     passed = (
         successful_calls > 0
         and all(c.passed is not False for c in checks)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value, md_escape
+from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value, md_escape, plural
 from latency_gate.models import BaselineCheck
 from latency_gate.report.markup import md_url
 from latency_gate.report.view import NUMBER_LABELS
@@ -21,6 +21,7 @@ __all__ = [
     "delta_rows",
     "history_heading",
     "history_rows",
+    "no_regression_text",
     "regression_limit_text",
 ]
 
@@ -118,6 +119,22 @@ def regression_limit_text(check: BaselineCheck) -> str:
     if check.max_absolute is not None:
         parts.append(fmt_duration(check.max_absolute))
     return " and ".join(parts) or "any amount"
+
+
+def no_regression_text(check: BaselineCheck, beyond: str) -> str:
+    """What a comparison that called nothing a regression found, `beyond` "noise" or "the runs'
+    spread": "no number regressed beyond noise and the 10 % limit" only when none is undecided;
+    else "2 numbers undecided (warm p95, concurrent p95), not called regressions; 1 not
+    regressed beyond noise and the 10 % limit"."""
+    limit = f"beyond {beyond} and the {regression_limit_text(check)} limit"
+    undecided = check.undecided
+    if not undecided:
+        return f"no number regressed {limit}"
+    names = ", ".join(NUMBER_LABELS.get(d.number, d.number.replace("_", " ")) for d in undecided)
+    called = "a regression" if len(undecided) == 1 else "regressions"
+    text = f"{plural(len(undecided), 'number')} undecided ({names}), not called {called}"
+    decided = sum(d.outcome == "not regressed" for d in check.deltas)
+    return f"{text}; {decided} not regressed {limit}" if decided else text
 
 
 # One earlier run as the base: what its comparison cannot see, said with it (docs/statistics.md,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import jinja2
 
 from latency_gate.assess.cheapest import compare_targets, in_cost_order
-from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value
+from latency_gate.formatting import SENTENCE_CAP, fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
 from latency_gate.report.deltas import (
@@ -30,6 +30,7 @@ from latency_gate.report.deltas import (
     delta_rows,
     history_heading,
     history_rows,
+    no_regression_text,
     regression_limit_text,
 )
 from latency_gate.report.markup import md_text, md_url
@@ -79,6 +80,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["md"] = md_text
+    # Our own sentences: escaped like any text, but wrapped by the reader, never shortened.
+    env.filters["prose"] = lambda value: md_text(value, SENTENCE_CAP)
     env.filters["md_url"] = md_url
     env.filters["duration"] = fmt_duration
     env.filters["percent"] = fmt_percent
@@ -91,6 +94,7 @@ def environment() -> jinja2.Environment:
     env.globals["history_rows"] = history_rows
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
+    env.globals["no_regression"] = no_regression_text
     env.globals["baseline_source"] = baseline_source_markdown
     env.filters["chain"] = chain_cell
     return env
