@@ -15,6 +15,7 @@ __all__ = [
     "clean_text",
     "fmt_duration",
     "fmt_interval",
+    "fmt_level",
     "fmt_percent",
     "fmt_value",
     "fmt_value_beside",
@@ -50,6 +51,12 @@ def fmt_duration(seconds: float | None) -> str:
     if abs(round(seconds, 1)) < 100:
         return f"{seconds:.1f} s"
     return f"{seconds:.0f} s"
+
+
+def fmt_level(level: float | None) -> str:
+    """An interval's level: 0.95 -> "95 %", 0.968 -> "96.8 %"; None (a file from before the
+    level was kept) -> "95 %"."""
+    return f"{(0.95 if level is None else level) * 100:.3g} %"
 
 
 def fmt_percent(fraction: float | None) -> str:

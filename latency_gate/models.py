@@ -160,7 +160,14 @@ class NumberDelta(_Frozen):
     regressed: bool = False
     note: str = ""
     interval: Bounds | None = Field(
-        default=None, description="95 % interval of head / base (the ratio of the two numbers)"
+        default=None,
+        description="interval of head / base (the ratio of the two numbers): the outcome's test "
+        "inverted, on the same calls, at its one-sided alphas (its level: interval_level)",
+    )
+    interval_level: float | None = Field(
+        default=None,
+        description="the interval's level: 1 - the two one-sided alphas of the test it inverts "
+        "(None in files from before: 0.95, two-sided, not the outcome's own)",
     )
     decided: bool = True
     outcome: Literal["regressed", "not regressed", "undecided"] | None = None

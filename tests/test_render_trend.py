@@ -131,7 +131,7 @@ def test_history_wording_in_the_reports() -> None:
         in render_summary([result])
     )
     few = render_comment(scenario_history_few(), marker=MARKER)
-    assert "- Against the newest run of the history: 2 numbers undecided (warm p95" in few
+    assert "- Against the newest run of the history: no number regressed" in few
     assert (
         "> history: 2 usable runs, fewer than 3: compared with the newest one only; drift between "
         "runs is not accounted for (skipped: 1 run of other settings)." in few

@@ -106,7 +106,7 @@ def test_the_terminal_wraps_an_undecided_line_whole() -> None:
     joined = " ".join(text.split())
     assert (
         "undecided, without failing the run: warm p95 regression undecided: 285 ms → 314 ms "
-        "(+10 %), head / base 0.98 to 1.20 (95 %); the calls could not tell it from noise, so "
+        "(+10 %), head / base 0.99 to 1.16 (88 %); the calls could not tell it from noise, so "
         "it was not called a regression undecided, without failing the run: concurrent p95"
     ) in joined
     assert re.search(r"\w…", text) is None, text

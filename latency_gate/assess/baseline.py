@@ -19,14 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from latency_gate.assess.intervals import Interval
 from latency_gate.assess.regression import (
     REGRESSION_ALPHA,
+    RESAMPLES,
     WITHIN_ALPHA,
     Alphas,
     Regression,
     error_rate_regression,
     look_alpha,
     percentile_regression,
+    ratio_interval,
 )
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.assess.stats import numbers as numbers_of
@@ -114,17 +117,19 @@ def compare(
     limit: RegressionLimit,
     source: str,
     *,
-    outcomes: Mapping[str, Regression] | None = None,
     alpha: Alphas | None = None,
     gated: Collection[str] | None = None,
     stopped_early: bool = False,
     on_undecided: str = "pass",
     base_samples: Sequence[Sample] | None = None,
 ) -> BaselineCheck:
-    """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
-    interval of head / base, and the outcome: `outcomes[number]` when the looks judged it
-    (assess/gate.py), else the test on every call at `alpha` (each side's whole alpha when
-    None).
+    """Every number of a run (its `samples` and `numbers`) against `base`: values, the outcome
+    of the test on every call at `alpha` (the last look's: what the looks before left of each
+    side's alpha, assess/gate.py; each side's whole alpha when None), and beside it the
+    interval of head / base that is that test inverted, on the same calls with the same deals
+    at the same one-sided alphas (`interval_level` = 1 - both): the outcome is always what the
+    interval says against the limit. A decision an earlier look reached and every call no
+    longer supports is not shown: the row is what every call says (issue 28).
 
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
     "side-by-side", `source` its redacted URL), used instead of `base` (None then).
@@ -151,6 +156,7 @@ def compare(
         note = ""
         outcome: Regression | None = None
         interval: tuple[float | None, float | None] | None = None
+        level: float | None = None
         tested = gated is None or number in gated
         if base_value is None or head_value is None:
             note = "no data on one side"
@@ -167,28 +173,33 @@ def compare(
                 alpha_within=final.within,
             )
             outcome, note = errors.outcome, errors.note
-            interval = (errors.ratio_interval.low, errors.ratio_interval.high)
+            interval, level = _bounds(errors.decided_by)
         elif not tested:
             note = "not tested: it has no budget (only gated numbers are tested)"
         elif pick is not None:
+            head_values, base_values = pick(samples), pick(base_samples)
             found = percentile_regression(
-                pick(samples),
-                pick(base_samples),
+                head_values,
+                base_values,
                 _Q[number],
                 max_relative=limit.relative,
                 max_absolute=limit.absolute,
                 alpha=final.regressed,
                 alpha_within=final.within,
+                interval=False,
             )
             if found is None:
                 note = "too few calls to tell from noise"
             else:
                 outcome = found.outcome
-                interval = (found.ratio_interval.low, found.ratio_interval.high)
+                if found.ratio is not None:
+                    bounds = ratio_interval(
+                        head_values, base_values, _Q[number], tails=final, resamples=RESAMPLES
+                    )
+                    interval, level = _bounds(bounds)
         if outcome is not None and not tested:  # the error rate without a budget
             outcome, note = None, "not tested: it has no budget (only gated numbers are tested)"
-        if outcome is not None and outcomes is not None and number in outcomes:
-            outcome = outcomes[number]
+            interval = level = None
         by_policy = False
         if outcome is Regression.UNDECIDED and not note:
             if stopped_early:
@@ -208,6 +219,7 @@ def compare(
                 regressed=outcome is Regression.REGRESSED or by_policy,
                 note=note,
                 interval=interval,
+                interval_level=level,
                 decided=outcome is not Regression.UNDECIDED,
                 outcome=None if outcome is None else outcome.value,
                 by_policy=by_policy,
@@ -222,6 +234,12 @@ def compare(
         max_absolute=limit.absolute,
         deltas=tuple(deltas),
     )
+
+
+def _bounds(interval: Interval) -> tuple[tuple[float | None, float | None], float | None]:
+    """An interval as a delta carries it: its sides, and its level when it has a side."""
+    sides = (interval.low, interval.high)
+    return sides, None if sides == (None, None) else interval.level
 
 
 def missing_baseline(source: str, status: str, message: str) -> BaselineCheck:

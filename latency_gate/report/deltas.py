@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.formatting import fmt_bounds, fmt_duration, fmt_value, md_escape, plural
+from latency_gate.formatting import (
+    fmt_bounds,
+    fmt_duration,
+    fmt_level,
+    fmt_value,
+    md_escape,
+    plural,
+)
 from latency_gate.models import BaselineCheck
 from latency_gate.report.markup import md_url
 from latency_gate.report.view import NUMBER_LABELS
@@ -21,6 +28,7 @@ __all__ = [
     "delta_rows",
     "history_heading",
     "history_rows",
+    "interval_level_text",
     "no_regression_text",
     "regression_limit_text",
 ]
@@ -107,7 +115,7 @@ def history_heading(check: BaselineCheck) -> str:
 
 
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
-    """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
+    """head / base as "x1.31 to x1.72", one side "≥ x1.31", or "—"."""
     return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
 
 
@@ -119,6 +127,13 @@ def regression_limit_text(check: BaselineCheck) -> str:
     if check.max_absolute is not None:
         parts.append(fmt_duration(check.max_absolute))
     return " and ".join(parts) or "any amount"
+
+
+def interval_level_text(check: BaselineCheck) -> str:
+    """The level of the comparison's intervals ("96.8 %"): each is its outcome's test inverted
+    at that test's one-sided alphas, the same for every number of a comparison."""
+    levels = {d.interval_level for d in check.deltas if d.interval is not None and any(d.interval)}
+    return " or ".join(sorted(fmt_level(level) for level in levels)) or fmt_level(None)
 
 
 def no_regression_text(check: BaselineCheck, beyond: str) -> str:

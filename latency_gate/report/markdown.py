@@ -30,6 +30,7 @@ from latency_gate.report.deltas import (
     delta_rows,
     history_heading,
     history_rows,
+    interval_level_text,
     no_regression_text,
     regression_limit_text,
 )
@@ -95,6 +96,7 @@ def environment() -> jinja2.Environment:
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
     env.globals["no_regression"] = no_regression_text
+    env.globals["interval_level"] = interval_level_text
     env.globals["baseline_source"] = baseline_source_markdown
     env.filters["chain"] = chain_cell
     return env
