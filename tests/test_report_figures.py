@@ -5,11 +5,13 @@ N, one service time apart."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 import pytest
 from result_factory import ok_sample
 
+from latency_gate.assess.cheapest import compare_targets
 from latency_gate.assess.findings import find
 from latency_gate.assess.findings.load import served_at_once
 from latency_gate.assess.stats import numbers
@@ -140,3 +142,43 @@ async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() ->
     assert "up to 2" not in view.queue
     assert "rounds of 1 such calls do not match what the search measured (" in view.queue
     assert view.queue.endswith("so the capacity rests on the search's levels alone.")
+
+
+async def test_two_endpoints_of_the_same_behaviour_are_not_called_faster() -> None:
+    """Two demo endpoints alike (50 ms, jitter 0.3, other seeds), probed as two targets: their
+    p95s differ by noise alone, and the comparison says the calls tell no difference (it said
+    "b is 3 ms faster at concurrent p95 but 13 ms slower at warm p95 than a")."""
+    alike = EndpointSpec(
+        latency=0.05, jitter=0.3, seed=1, tokens=1, token_interval=0, stream_format="raw"
+    )
+    results = []
+    for name, seed in (("a", 1), ("b", 2)):
+        async with DemoServer(alike.model_copy(update={"seed": seed})) as server:
+            target = build_target({"url": server.url, "name": name, "body": "x", "timeout": "10s"})
+            results.append(await probe(target, measure_floor=False))
+    comparison = compare_targets(results)
+    assert comparison is not None
+    (sentence,) = comparison.sentences()
+    assert "faster" not in sentence
+    assert "slower" not in sentence
+    assert sentence.startswith("b is as fast as a at p95: no difference the calls can tell")
+
+
+async def test_a_slower_endpoint_is_called_slower_with_its_interval() -> None:
+    """50 ms against 150 ms (jitter 0.1): "b is ... slower at warm p95 (p95s x2.6 to x3.4,
+    95 %)", the difference with the interval of the ratio of the two p95s, which holds the
+    truth (3, a little less for the fixed cost of a call)."""
+    results = []
+    for name, latency in (("a", 0.05), ("b", 0.15)):
+        spec = EndpointSpec(
+            latency=latency, jitter=0.1, seed=3, tokens=1, token_interval=0, stream_format="raw"
+        )
+        async with DemoServer(spec) as server:
+            target = build_target({"url": server.url, "name": name, "body": "x", "timeout": "10s"})
+            results.append(await probe(target, measure_floor=False))
+    comparison = compare_targets(results)
+    assert comparison is not None
+    (sentence,) = comparison.sentences()
+    found = re.search(r"slower at warm p95 \(p95s x(\d\.\d\d) to x(\d\.\d\d), 95 %\)", sentence)
+    assert found is not None, sentence
+    assert float(found.group(1)) <= 3.0 <= float(found.group(2)) + 0.3, sentence
