@@ -12,13 +12,16 @@ import pytest
 from result_factory import ok_sample
 
 from latency_gate.assess.cheapest import compare_targets
+from latency_gate.assess.checks import budget_meaning, error_rate_check
 from latency_gate.assess.findings import find
 from latency_gate.assess.findings.load import served_at_once
+from latency_gate.assess.sequential import Decision
 from latency_gate.assess.stats import numbers
 from latency_gate.config import build_target
-from latency_gate.demo import DemoServer, EndpointSpec
+from latency_gate.demo import DemoServer, EndpointSpec, Fault
 from latency_gate.models import CallPhase, CallTimings, RunResult, Sample
 from latency_gate.report.capacity import capacity_view
+from latency_gate.report.view import target_view
 from latency_gate.run import probe
 
 
@@ -182,3 +185,46 @@ async def test_a_slower_endpoint_is_called_slower_with_its_interval() -> None:
     found = re.search(r"slower at warm p95 \(p95s x(\d\.\d\d) to x(\d\.\d\d), 95 %\)", sentence)
     assert found is not None, sentence
     assert float(found.group(1)) <= 3.0 <= float(found.group(2)) + 0.3, sentence
+
+
+@pytest.mark.parametrize("budget", [0.001, 0.01, 0.05, 0.2])
+@pytest.mark.parametrize("calls", [31, 151, 1000])
+def test_the_error_budgets_sentence_states_the_checks_own_thresholds(
+    budget: float, calls: int
+) -> None:
+    """ "passes after N calls without a failure" and "at C calls: from K failures" are where
+    the error-rate check itself turns: N clean calls PASS and N - 1 do not; K failures of C
+    FAIL and K - 1 do not."""
+    text = budget_meaning(calls, budget)
+    passes = re.search(r"passes after ([\d,]+) calls without a failure", text)
+    fails = re.search(rf"at {calls:,} calls: from (\d+) failures?\)", text)
+    assert passes is not None, text
+    assert fails is not None, text
+    clean = int(passes.group(1).replace(",", ""))
+    assert error_rate_check(0, clean, budget).decision is Decision.PASS
+    assert error_rate_check(0, clean - 1, budget).decision is Decision.UNDECIDED
+    failed = int(fails.group(1))
+    assert error_rate_check(failed, calls, budget).decision is Decision.FAIL
+    assert error_rate_check(failed - 1, calls, budget).decision is not Decision.FAIL
+
+
+async def test_the_error_line_holds_against_an_endpoint_failing_one_call_in_ten() -> None:
+    """A demo endpoint answering 500 to every tenth request against the 1 % budget: the first
+    look's 31 calls hold 3 failures, the sentence says the check fails from 3 at 31 calls, and
+    the run FAILs on its error rate there."""
+    spec = EndpointSpec(
+        latency=0.005,
+        tokens=1,
+        token_interval=0,
+        stream_format="raw",
+        faults=(Fault(kind="status", every=10, offset=9),),
+    )
+    async with DemoServer(spec) as server:
+        target = build_target({"url": server.url, "body": "x", "timeout": "10s"})
+        result = await probe(target, measure_floor=False)
+    failed = sum(not s.ok for s in result.samples)
+    assert (len(result.samples), failed) == (31, 3)
+    check = next(c for c in result.verdict.checks if c.number == "error_rate")
+    assert check.passed is False
+    line = " ".join(target_view(result, 0.0).error_line.split())
+    assert "(at 31 calls: from 3 failures)" in line
