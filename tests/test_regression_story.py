@@ -81,3 +81,19 @@ def test_the_sampling_line_names_only_what_stayed_undecided() -> None:
     undecided = [n for n, o in outcomes.items() if o == "undecided"]
     for number in undecided:
         assert f"{number} regression" in still
+
+
+@pytest.mark.parametrize("run", [2, 6])
+def test_a_regression_the_last_looks_test_found_is_in_the_table(run: int) -> None:
+    """10 % of calls 3x slower (sigma 0.5, 0.5 % failures on both arms): the ninth look's test,
+    at what the looks before left of alpha, finds the regression; the table says regressed
+    too (judging every call at a look's own 0.1 % there left it undecided)."""
+    base = gatesim.lognormal(0.5, multiple=0.2, fail_rate=0.005)
+    head = replace(base, slow_share=0.1, slow_factor=3.0)
+    out = gatesim.run_ab(head, base, gatesim.rng_for("lastfail", 0, run))
+    assert out.looks == 9
+    named, _, _ = out.stopped.partition(" failed, so the run fails")
+    failed = [n.removesuffix(" regression") for n in named.split(", ")]
+    assert failed
+    assert out.baseline is not None
+    assert sorted(d.number for d in out.baseline.regressions) == sorted(failed)

@@ -139,6 +139,8 @@ class Gate:
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
+    # A failure stopped the run at a look's own (interim) alphas, before the last look's test.
+    failed_at_interim: bool = False
 
     @property
     def decisions(self) -> dict[str, Decision]:
@@ -188,6 +190,7 @@ class Gate:
             self.history.setdefault(number.name, []).append(judged.n)
         self._look_regressions(samples, base_samples, look_alpha(self.looks - 1, last=False))
         step = self._next(samples)
+        self.failed_at_interim = self.failed_early
         pending = self._undecided_regressions() if step.stop and not self.failed_early else []
         if pending:
             # The last look: the undecided regressions are tested again with what the looks
@@ -205,6 +208,14 @@ class Gate:
         else:
             self.reasons.append(step.reason)
         return step
+
+    @property
+    def last_alphas(self) -> Alphas:
+        """The alphas of the regressions' last word, the ones a comparison judges every call at
+        (and inverts into its interval): a look's own when a failure stopped the run there;
+        else what the looks before left, the last look's (a regression the last look's test
+        found is at these too)."""
+        return look_alpha(max(self.looks - 1, 0), last=not self.failed_at_interim)
 
     def _undecided_regressions(self) -> list[str]:
         """The regressions undecided at the latest look: one an earlier look decided counts

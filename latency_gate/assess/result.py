@@ -14,7 +14,6 @@ from latency_gate.assess.capacity_verdict import base_capacities, capacity_check
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.history import HistoryPlan, history_check
-from latency_gate.assess.regression import look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Target, redact_url, unsent_settings
@@ -198,7 +197,7 @@ def judge_samples(
     # budget, and the policy.
     judging = partial(
         compare,
-        alpha=look_alpha(max(gate.looks - 1, 0), last=not gate.failed_early),
+        alpha=gate.last_alphas,
         gated=gated,
         stopped_early=gate.failed_early,
         on_undecided=gate.plan.on_undecided_regression,
