@@ -203,7 +203,7 @@ async def test_the_queue_finding_and_the_capacity_agree_on_the_free_server() -> 
     assert (capacity.found, capacity.breaking) == (3, 4)
     text = " ".join(render_terminal([result]).split())
     assert "holds concurrent p95 ≤ 1.30 s up to 3 calls at once; breaks at 4" in text
-    assert "and up to 3 calls at once end within 1.30 s at p95 (4: " in text
+    assert "and up to 3 calls at once end within 1.30 s at p95 (4 at once: " in text
     assert "; as the search found." in text
 
 
