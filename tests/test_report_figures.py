@@ -37,7 +37,9 @@ async def _probe(spec: EndpointSpec, **raw: str) -> RunResult:
         settings: dict[str, str | list[str] | None] = {
             "url": server.url,
             "warm-calls": "5",
-            "concurrency": "10",
+            # 13 at once end in rounds of 4, 4, 4 and 1: p95 3.4 times a call, clear of the
+            # finding's threshold of 3 (10 at once end at 3 times, on it).
+            "concurrency": "13",
             "timeout": "10s",
             "max-warm-p95": "off",
             "max-error-rate": "off",
@@ -61,9 +63,10 @@ def _queue(result: RunResult) -> str:
 async def test_the_queue_finding_counts_the_slots_of_whole_json_answers(
     fmt: str, raw: dict[str, str]
 ) -> None:
-    """4 slots of 100 ms answering whole (non-streamed) documents, 10 calls at once: they end
-    at 100, 200 and 300 ms in steps of 4, and the finding says "served about 4 at a time" (it
-    said 1 for a raw body, whose first byte is its last, and 3 for a chat answer)."""
+    """4 slots of 100 ms answering whole (non-streamed) documents, 13 calls at once: they end
+    at 100, 200, 300 and 400 ms in steps of 4, and the finding says "served about 4 at a time"
+    (it said 1 for a raw body, whose first byte is its last, and 3 for a chat answer: 13 calls x
+    100 ms / 400 ms)."""
     result = await _probe(_slots_server(4, 0.1, fmt), **raw)
     assert _queue(result).endswith("as if served about 4 at a time")
 
@@ -112,7 +115,7 @@ async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
         _slots_server(4, 0.1, "raw"),
         body='{"question": "hi"}',
         capacity="true",
-        **{"capacity-max": "12"},
+        **{"capacity-max": "16"},
     )
     capacity = result.capacity
     assert capacity is not None
@@ -132,7 +135,7 @@ async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() ->
         _slots_server(4, 0.1, "raw"),
         body='{"question": "hi"}',
         capacity="true",
-        **{"capacity-max": "12"},
+        **{"capacity-max": "16"},
     )
     staircase = tuple(
         _whole(s.index, 0.1 * (s.index + 1)) if s.phase is CallPhase.CONCURRENT else s
