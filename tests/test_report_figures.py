@@ -231,3 +231,16 @@ async def test_the_error_line_holds_against_an_endpoint_failing_one_call_in_ten(
     assert check.passed is False
     line = " ".join(target_view(result, 0.0).error_line.split())
     assert "(at 31 calls: from 3 failures)" in line
+
+
+async def test_one_after_another_is_what_one_slot_takes() -> None:
+    """One slot of 50 ms, 10 calls at once: "10 calls at once would take N one after another"
+    (10 x warm p50) is what the burst's slowest call took, within a tenth, and "served about 1
+    at a time" is the truth."""
+    result = await _probe(_slots_server(1, 0.05, "raw"), body="x", concurrency="10")
+    evidence = _queue(result)
+    said = re.search(r"10 calls at once would take (\d+) ms one after another", evidence)
+    assert said is not None, evidence
+    slowest = max(s.latency or 0.0 for s in result.samples if s.phase is CallPhase.CONCURRENT)
+    assert abs(int(said.group(1)) / 1000 - slowest) <= 0.1 * slowest, evidence
+    assert evidence.endswith("as if served about 1 at a time")
