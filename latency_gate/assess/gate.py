@@ -7,8 +7,9 @@ across looks) and, with a baseline, for a regression (regression.py: at alpha sp
 looks). Sampling stops once every gated check has been decided; a check keeps the latest decision
 it reached (calls taken later for another check may leave it undecided again without overturning
 it, and its sentence says so), so a decision rests on the calls a reader sees. A regression
-decided at a look takes no more calls for itself, but its final word is the last look's test on
-every call (baseline.compare), the one its interval inverts. `Gate.look` is what the engine's
+keeps no earlier decision: its word is the latest look's test on every call (it takes calls again
+when the calls since leave it undecided), and its final word the last look's, the one its
+interval inverts (baseline.compare). `Gate.look` is what the engine's
 `more` callback asks after each look; `Gate.checks` is the final word of the budget checks, and
 `Gate.stopped` says why sampling stopped, in the same words as the comparison's outcomes.
 """
