@@ -281,6 +281,7 @@ class Outcome:
     numbers: Numbers
     looks: int
     first_look: Numbers
+    stopped: str = ""  # why sampling stopped, as the result's sampling line says it
 
     @property
     def calls(self) -> int:
@@ -373,6 +374,7 @@ def run(
         numbers=numbers,
         looks=gate.looks,
         first_look=first_look,
+        stopped=gate.stopped,
     )
 
 
@@ -495,4 +497,5 @@ def run_ab(
         numbers=numbers,
         looks=gate.looks,
         first_look=first_look,
+        stopped=gate.stopped,
     )

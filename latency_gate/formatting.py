@@ -16,6 +16,7 @@ __all__ = [
     "fmt_change",
     "fmt_duration",
     "fmt_interval",
+    "fmt_level",
     "fmt_percent",
     "fmt_ratio",
     "fmt_value",
@@ -23,9 +24,13 @@ __all__ = [
     "md_escape",
     "md_or_dash",
     "plural",
+    "shorten",
 ]
 
 ESCAPE_CAP = 300
+# Our own sentences (a reason, what a check ruled out, a finding's evidence, the sampling line)
+# are wrapped, never shortened; this only bounds what a hostile result file could put there.
+SENTENCE_CAP = 1_000
 
 
 def fmt_duration(seconds: float | None) -> str:
@@ -48,6 +53,12 @@ def fmt_duration(seconds: float | None) -> str:
     if abs(round(seconds, 1)) < 100:
         return f"{seconds:.1f} s"
     return f"{seconds:.0f} s"
+
+
+def fmt_level(level: float | None) -> str:
+    """An interval's level: 0.95 -> "95 %", 0.968 -> "96.8 %"; None (a file from before the
+    level was kept) -> "95 %"."""
+    return f"{(0.95 if level is None else level) * 100:.3g} %"
 
 
 def fmt_percent(fraction: float | None) -> str:
@@ -120,13 +131,31 @@ def plural(count: int, word: str) -> str:
 
 def clean_text(text: str, limit: int = ESCAPE_CAP) -> str:
     """Untrusted text on one line: terminal escape sequences go whole, white space runs become
-    one space, control and format characters go, and anything past `limit` characters
-    becomes "…"."""
+    one space, control and format characters go, and a text over `limit` characters is
+    shortened to fit (see `shorten`)."""
     one_line = _WHITESPACE.sub(" ", _TERMINAL_ESCAPE.sub("", text)).strip()
     kept = "".join(ch for ch in one_line if unicodedata.category(ch) not in _DROPPED_CATEGORIES)
-    if len(kept) > limit:
-        return kept[:limit].rstrip() + "…"
-    return kept
+    return shorten(kept, limit)
+
+
+_CLAUSE_ENDS = ("; ", ", ", ": ")
+
+
+def shorten(text: str, limit: int) -> str:
+    """`text` in at most `limit` characters and "…": cut after its last whole clause (at "; ",
+    ", " or ": ") when that keeps two thirds of the room, else after its last whole word, so
+    that no word is cut ("so it was not called a regr…"); only a text whose first half holds
+    no space (one long token, such as a hostile header value) is cut inside it."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]  # room for " …" after a space, which is dropped
+    clause = max(head.rfind(end) for end in _CLAUSE_ENDS)
+    if clause >= limit * 2 // 3:
+        return head[:clause].rstrip() + " …"
+    word = head.rfind(" ")
+    if word >= limit // 2:
+        return head[:word].rstrip() + " …"
+    return text[:limit].rstrip() + "…"
 
 
 def md_escape(text: str, limit: int = ESCAPE_CAP) -> str:

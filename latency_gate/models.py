@@ -160,7 +160,14 @@ class NumberDelta(_Frozen):
     regressed: bool = False
     note: str = ""
     interval: Bounds | None = Field(
-        default=None, description="95 % interval of head / base (the ratio of the two numbers)"
+        default=None,
+        description="interval of head / base (the ratio of the two numbers): the outcome's test "
+        "inverted, on the same calls, at its one-sided alphas (its level: interval_level)",
+    )
+    interval_level: float | None = Field(
+        default=None,
+        description="the interval's level: 1 - the two one-sided alphas of the test it inverts "
+        "(None in files from before: 0.95, two-sided, not the outcome's own)",
     )
     decided: bool = True
     outcome: Literal["regressed", "not regressed", "undecided"] | None = None
@@ -186,6 +193,12 @@ class NumberDelta(_Frozen):
     @property
     def delta(self) -> float | None:
         return None if self.base is None or self.head is None else self.head - self.base
+
+    @property
+    def left_undecided(self) -> bool:
+        """The calls could not decide it, and it was neither counted as a regression by policy
+        nor left because the run had already failed: said beside the verdict."""
+        return self.outcome == "undecided" and not self.regressed and "not needed" not in self.note
 
     @property
     def relative(self) -> float | None:
@@ -282,6 +295,12 @@ class BaselineCheck(_Frozen):
             return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
         return "; ".join(f"{listed(names)}, for {why}" for why, names in reasons.items())
+
+    @property
+    def undecided(self) -> tuple[NumberDelta, ...]:
+        """The numbers the calls left undecided; those with nothing to compare with are said
+        apart (`not_compared`)."""
+        return tuple(d for d in self.deltas if d.left_undecided and not d.missing)
 
 
 class Sampling(_Frozen):

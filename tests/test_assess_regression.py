@@ -10,6 +10,8 @@ import pytest
 from latency_gate.assess.regression import (
     INTERIM_ALPHA,
     REGRESSION_ALPHA,
+    RESAMPLES,
+    Alphas,
     Regression,
     error_rate_regression,
     look_alpha,
@@ -172,6 +174,65 @@ def test_the_interval_covers_at_its_level() -> None:
         assert interval.high is not None
         missed += not interval.low <= 1.3 <= interval.high
     assert missed / 200 <= 0.08
+
+
+def test_a_decisions_interval_is_its_own_test_inverted() -> None:
+    """At a decision's one-sided alphas (0.012 regressed, 0.02 not regressed: a ninth look's)
+    and with its own deals, the interval's ends are where that test's outcome changes: just
+    inside each end it is undecided, just beyond the lower end regressed, beyond the upper not
+    regressed; its level is 1 - both alphas."""
+    head, base = _lognormal(11, 80, 0.3, 1.4), _lognormal(12, 80, 0.3)
+    tails = Alphas(0.012, 0.02)
+    interval = ratio_interval(head, base, 95, tails=tails, resamples=RESAMPLES)
+    assert interval.low is not None
+    assert interval.high is not None
+    assert interval.level == pytest.approx(0.968)
+    for limit, expected in (
+        (interval.low * 0.999, Regression.REGRESSED),
+        (interval.low * 1.001, Regression.UNDECIDED),
+        (interval.high * 0.999, Regression.UNDECIDED),
+        (interval.high * 1.001, Regression.NOT_REGRESSED),
+    ):
+        found = percentile_regression(
+            head,
+            base,
+            95,
+            max_relative=limit - 1,
+            alpha=tails.regressed,
+            alpha_within=tails.within,
+            interval=False,
+        )
+        assert found is not None
+        assert found.outcome is expected, limit
+
+
+def test_a_decisions_interval_misses_each_side_at_most_its_alpha() -> None:
+    """Head is base x 1.3 (as above), at a first look's last alphas 0.02 and 0.10 (an 88 %
+    interval): over 200 pairs the lower end is above 1.3 in at most 2 % plus slack and the upper
+    below it in at most 10 % plus slack (400 pairs: 2.0 % and 9.2 %, docs/statistics.md)."""
+    rng = random.Random("coverage")
+    low_missed = high_missed = 0
+    for _ in range(200):
+        base = [0.2 * math.exp(0.5 * rng.gauss(0, 1)) for _ in range(40)]
+        head = [0.26 * math.exp(0.5 * rng.gauss(0, 1)) for _ in range(40)]
+        interval = ratio_interval(head, base, 95, tails=Alphas(0.02, 0.10), resamples=RESAMPLES)
+        assert interval.low is not None
+        assert interval.high is not None
+        low_missed += interval.low > 1.3
+        high_missed += interval.high < 1.3
+    assert low_missed / 200 <= 0.05
+    assert high_missed / 200 <= 0.15
+
+
+def test_the_error_rates_outcome_is_what_its_bounds_say() -> None:
+    """The error rate's decided_by bounds are the ones its outcome came from: 6 failures of
+    200 against 1 of 200, limit x1.1: the lower bound at 2 % is above 1.1 exactly when it
+    regressed, and the level is 1 - both alphas."""
+    found = error_rate_regression(6, 200, 1, 200, alpha=0.02, alpha_within=0.10)
+    low = found.decided_by.low
+    assert low is not None
+    assert (found.outcome is Regression.REGRESSED) == (low > 1.1)
+    assert found.decided_by.level == pytest.approx(0.88)
 
 
 def test_alpha_is_spent_haybittle_peto() -> None:

@@ -69,7 +69,8 @@ def test_priced_comparison_is_worded_from_the_costs() -> None:
     )
     assert comparison.sentences() == (
         "premium ($2 / 1M tokens) costs more than standard and is 400 ms faster at warm p95 "
-        "and 500 ms faster at concurrent p95.",
+        "(p95s x0.60 to x0.60, 95 %) and 500 ms faster at concurrent p95 (p95s x0.75 to x0.75, "
+        "95 %).",
     )
 
 
@@ -85,9 +86,11 @@ def test_priced_slower_over_budget_and_same_price() -> None:
     )
     assert comparison is not None
     assert comparison.sentences(name=lambda n: f"*{n}*") == (
-        "*b* (free) costs as much as *a* and is no faster at p95 (the same within 1 ms).",
-        "*c* ($1) costs more than *a* and is 100 ms faster at concurrent p95 but 400 ms slower "
-        "at warm p95; it is over budget.",
+        "*b* (free) costs as much as *a* and is no faster at p95: no difference the calls can "
+        "tell.",
+        "*c* ($1) costs more than *a* and is 100 ms faster at concurrent p95 (p95s x0.83 to "
+        "x0.83, 95 %) but 400 ms slower at warm p95 (p95s x1.80 to x1.80, 95 %); it is over "
+        "budget.",
     )
 
 
@@ -104,8 +107,9 @@ def test_unpriced_comparison_is_neutral() -> None:
     assert comparison is not None
     assert comparison.headline() is None
     assert comparison.sentences() == (
-        "staging is 30 ms slower at warm p95 than preview; it is over budget.",
-        "canary is 30 ms slower at warm p95 than preview.",
+        "staging is 30 ms slower at warm p95 (p95s x1.06 to x1.06, 95 %) than preview; it is "
+        "over budget.",
+        "canary is 30 ms slower at warm p95 (p95s x1.06 to x1.06, 95 %) than preview.",
     )
 
 
@@ -145,15 +149,18 @@ def test_summary_names_the_cheapest_with_its_cost() -> None:
     )
     assert "Cheapest within budget: **local** (free\\_tier \\*0\\*).\n" in text
     assert (
-        "* **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 and "
-        "400 ms faster at concurrent p95.\n" in text
+        "* **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 (p95s x0.20 "
+        "to x0.20, 95 %) and 400 ms faster at concurrent p95 (p95s x0.33 to x0.33, 95 %).\n" in text
     )
 
 
 def test_summary_compares_neutrally_without_costs() -> None:
     """Without costs the summary neither prices nor says "cheapest"."""
     text = render_summary([_run("staging", 0.5, 0.6), _run("preview", 0.529, 0.6)])
-    assert "* **preview** is 29 ms slower at warm p95 than **staging**.\n" in text
+    assert (
+        "* **preview** is 29 ms slower at warm p95 (p95s x1.06 to x1.06, 95 %) than **staging**.\n"
+        in text
+    )
     assert "heapest" not in text
     assert "aying" not in text
 

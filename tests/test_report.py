@@ -33,7 +33,7 @@ from report_scenarios import (
 )
 from result_factory import failed_sample, make_result, samples_for
 
-from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape
+from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape, shorten
 from latency_gate.models import CallPhase, ErrorKind, RunResult
 from latency_gate.report.markdown import (
     environment,
@@ -178,6 +178,49 @@ def test_md_escape_caps_length() -> None:
     """Text past 300 characters is cut there and ends with an ellipsis."""
     assert md_escape("x" * 301) == "x" * 300 + "…"
     assert md_escape("x" * 300) == "x" * 300
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "expected"),
+    [
+        # the last whole clause when it keeps two thirds of the room
+        (
+            "warm p95 undecided: 1.00 s → 1.30 s; so it was not called a regression",
+            50,
+            "warm p95 undecided: 1.00 s → 1.30 s …",
+        ),
+        # else the last whole word
+        (
+            "the calls could not tell it from noise so it was not called a regression",
+            50,
+            "the calls could not tell it from noise so it was …",
+        ),
+        # one long token: cut inside it, as before
+        ("x" * 60, 50, "x" * 50 + "…"),
+        ("short enough", 50, "short enough"),
+    ],
+)
+def test_shorten_cuts_whole_clauses_or_words(text: str, limit: int, expected: str) -> None:
+    """Text over its limit loses whole clauses, else whole words, never half a word."""
+    assert shorten(text, limit) == expected
+    assert len(shorten(text, limit)) <= limit + 1
+
+
+_CUT_WORD = re.compile(r"\w…")
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n != "hostile"])
+def test_no_report_cuts_a_word(name: str) -> None:
+    """Every report of every scenario (but the hostile one, whose endpoint text is one long
+    token) says its sentences whole: no word ends in "…" in the terminal, the summary or the
+    comment (the history scenario's undecided line read "so it was not called a regressio…")."""
+    results = SCENARIOS[name]()
+    for text in (
+        render_terminal(results, verbose=True),
+        render_summary(results),
+        render_comment(results, marker=MARKER),
+    ):
+        assert _CUT_WORD.search(text) is None, _CUT_WORD.search(text)
 
 
 def test_md_escape_caps_before_escaping() -> None:

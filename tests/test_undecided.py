@@ -3,12 +3,18 @@ for them, checks decided at the cap, and rows that were not needed because the r
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
+import pytest
 from result_factory import make_result, make_target, samples_for
 
 from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import RunResult, Sample, StampSource
+from latency_gate.report.markdown import render_summary
+from latency_gate.report.terminal import render_terminal
 
 
 def _spread(start: float, step: float, n: int, factor: float = 1.0) -> list[float]:
@@ -57,6 +63,53 @@ def test_an_undecided_regression_is_said_beside_a_pass() -> None:
     ), result.verdict.undecided
     note = next(d.note for d in undecided)
     assert note == ("undecided at the cap: not called a regression (on-undecided-regression: pass)")
+
+
+def _side_by_side(samples: tuple[Sample, ...]) -> RunResult:
+    """`samples` judged as an A/B run against BASE's calls measured beside them."""
+    target = make_target("local").model_copy(update={"baseline_url": "http://127.0.0.1:9/"})
+    return assess_run(
+        target,
+        samples,
+        started_at=0.0,
+        finished_at=1.0,
+        stamp_source=StampSource.KERNEL,
+        base_samples=BASE.samples,
+    )
+
+
+@pytest.mark.parametrize("judge", [_judged, _side_by_side], ids=["earlier run", "side by side"])
+def test_no_report_says_no_number_regressed_beside_an_undecided_one(
+    judge: Callable[[tuple[Sample, ...]], RunResult],
+) -> None:
+    """Two regressions undecided: neither the terminal nor the Markdown says "no number
+    regressed"; both say which are undecided and how many were decided not regressed."""
+    result = judge(NEAR)
+    assert result.baseline is not None
+    assert [d.number for d in result.baseline.undecided] == ["warm_p95", "concurrent_p95"]
+    terminal = " ".join(render_terminal([result]).split())
+    summary = render_summary([result])
+    said = (
+        "2 numbers undecided (warm p95, concurrent p95), not called regressions; 1 not "
+        "regressed beyond noise and the 10 % limit"
+    )
+    assert said in terminal
+    assert f": {said}." in summary
+    assert "no number regressed" not in terminal
+    assert "no number regressed" not in summary
+
+
+def test_the_terminal_wraps_an_undecided_line_whole() -> None:
+    """The undecided regression's line is wrapped, never cut: it ends "so it was not called a
+    regression", and no word of the terminal report ends in "…" (it read "a regr…")."""
+    text = render_terminal([_judged(NEAR)])
+    joined = " ".join(text.split())
+    assert (
+        "undecided, without failing the run: warm p95 regression undecided: 285 ms → 314 ms "
+        "(+10 %), head / base 0.99 to 1.16 (88 %); the calls could not tell it from noise, so "
+        "it was not called a regression undecided, without failing the run: concurrent p95"
+    ) in joined
+    assert re.search(r"\w…", text) is None, text
 
 
 def test_the_fail_policy_counts_an_undecided_regression() -> None:

@@ -21,14 +21,17 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
+from latency_gate.assess.intervals import Interval
 from latency_gate.assess.regression import (
     REGRESSION_ALPHA,
+    RESAMPLES,
     WITHIN_ALPHA,
     Alphas,
     Regression,
     error_rate_regression,
     look_alpha,
     percentile_regression,
+    ratio_interval,
 )
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.assess.stats import numbers as numbers_of
@@ -173,17 +176,19 @@ def compare(
     limit: RegressionLimit,
     source: str,
     *,
-    outcomes: Mapping[str, Regression] | None = None,
     alpha: Alphas | None = None,
     gated: Collection[str] | None = None,
     stopped_early: bool = False,
     on_undecided: str = "pass",
     base_samples: Sequence[Sample] | None = None,
 ) -> BaselineCheck:
-    """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
-    interval of head / base, and the outcome: `outcomes[number]` when the looks judged it
-    (assess/gate.py), else the test on every call at `alpha` (each side's whole alpha when
-    None).
+    """Every number of a run (its `samples` and `numbers`) against `base`: values, the outcome
+    of the test on every call at `alpha` (the last look's: what the looks before left of each
+    side's alpha, assess/gate.py; each side's whole alpha when None), and beside it the
+    interval of head / base that is that test inverted, on the same calls with the same deals
+    at the same one-sided alphas (`interval_level` = 1 - both): the outcome is always what the
+    interval says against the limit. A decision an earlier look reached and every call no
+    longer supports is not shown: the row is what every call says (issue 28).
 
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
     "side-by-side", `source` its redacted URL), used instead of `base` (None then).
@@ -210,6 +215,7 @@ def compare(
         note = ""
         outcome: Regression | None = None
         interval: tuple[float | None, float | None] | None = None
+        level: float | None = None
         tested = gated is None or number in gated
         missing = ""  # why a tested number could not be compared: the base gave no data
         if base_value is None and head_value is not None and tested and pick is not None:
@@ -232,18 +238,20 @@ def compare(
                 alpha_within=final.within,
             )
             outcome, note = errors.outcome, errors.note
-            interval = (errors.ratio_interval.low, errors.ratio_interval.high)
+            interval, level = _bounds(errors.decided_by)
         elif not tested:
             note = "not tested: it has no budget (only gated numbers are tested)"
         elif pick is not None:
+            head_values, base_values = pick(samples), pick(base_samples)
             found = percentile_regression(
-                pick(samples),
-                pick(base_samples),
+                head_values,
+                base_values,
                 _Q[number],
                 max_relative=limit.relative,
                 max_absolute=limit.absolute,
                 alpha=final.regressed,
                 alpha_within=final.within,
+                interval=False,
             )
             if found is None:  # fewer than two successful calls on a side
                 outcome = Regression.UNDECIDED
@@ -253,11 +261,14 @@ def compare(
                 )
             else:
                 outcome = found.outcome
-                interval = (found.ratio_interval.low, found.ratio_interval.high)
+                if found.ratio is not None:
+                    bounds = ratio_interval(
+                        head_values, base_values, _Q[number], tails=final, resamples=RESAMPLES
+                    )
+                    interval, level = _bounds(bounds)
         if outcome is not None and not tested:  # the error rate without a budget
             outcome, note = None, "not tested: it has no budget (only gated numbers are tested)"
-        if outcome is not None and outcomes is not None and number in outcomes:
-            outcome = outcomes[number]
+            interval = level = None
         by_policy = False
         if outcome is Regression.UNDECIDED and not note:
             why = "undecided: nothing to compare with" if missing else "undecided at the cap"
@@ -276,6 +287,7 @@ def compare(
                 regressed=outcome is Regression.REGRESSED or by_policy,
                 note=note,
                 interval=interval,
+                interval_level=level,
                 decided=outcome is not Regression.UNDECIDED,
                 outcome=None if outcome is None else outcome.value,
                 by_policy=by_policy,
@@ -319,6 +331,12 @@ def _no_base_data(number: str, base_samples: Sequence[Sample], side_by_side: boo
         else f"none of its {plural(len(calls), kind + ' call')} succeeded"
     )
     return f"{who} gave no data: {what}" + (f" ({listed})" if listed else "")
+
+
+def _bounds(interval: Interval) -> tuple[tuple[float | None, float | None], float | None]:
+    """An interval as a delta carries it: its sides, and its level when it has a side."""
+    sides = (interval.low, interval.high)
+    return sides, None if sides == (None, None) else interval.level
 
 
 def missing_baseline(source: str, status: str, message: str) -> BaselineCheck:

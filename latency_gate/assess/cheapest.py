@@ -8,24 +8,34 @@ cheapest first, and the comparison is worded from the prices: "paid costs more t
 first) and the comparison says nothing about price: "preview is 29 ms slower at warm p95 than
 staging". Either way every other target is held against the reference: the cheapest target
 within budget, or the first one within budget. "Faster" is measured at p95: warm p95, and
-concurrent p95 when both runs have it.
+concurrent p95 when both runs have it, and said only when the calls show it: the 95 % interval
+of the ratio of the two p95s (the permutation test inverted, assess/regression.py) lies wholly
+below 1 (or above it, for "slower"), and the sentence carries that interval. Two endpoints of
+the same behaviour differ by noise alone; "b is 13 ms slower at warm p95" was said of them
+(issue 28).
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from latency_gate.assess.regression import ratio_interval
+from latency_gate.assess.stats import latencies
 from latency_gate.formatting import fmt_duration
-from latency_gate.models import RunResult
+from latency_gate.models import CallPhase, RunResult
 
 __all__ = ["Comparison", "Standing", "compare_targets", "in_cost_order", "read_price"]
 
-# Differences under a millisecond are reported as none: below what a p95 of 20 calls can tell.
+# Differences under a millisecond are reported as none, whatever the calls show.
 _SAME = 0.001
-_P95S = (("warm_p95", "warm p95"), ("concurrent_p95", "concurrent p95"))
+_P95S = (
+    ("warm_p95", "warm p95", CallPhase.WARM),
+    ("concurrent_p95", "concurrent p95", CallPhase.CONCURRENT),
+)
 
 _NUMBER = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:[.,]\d+)?"
 _CURRENCY = re.compile(
@@ -90,8 +100,8 @@ class Standing:
     name: str
     cost: str | None  # shown only in a priced comparison
     price: Literal["more", "same"] | None  # than the reference; None when not priced
-    faster: tuple[str, ...]  # "1.20 s faster at warm p95"
-    slower: tuple[str, ...]  # "29 ms slower at concurrent p95"
+    faster: tuple[str, ...]  # "1.20 s faster at warm p95 (p95s x0.52 to x0.61, 95 %)"
+    slower: tuple[str, ...]  # "29 ms slower at concurrent p95 (p95s x1.02 to x1.09, 95 %)"
     measured: bool  # both sides have a p95 to compare
     passed: bool
 
@@ -134,16 +144,19 @@ class Comparison:
             if not other.measured:
                 text += "; one of the two has no p95 to compare"
             elif not other.faster and not other.slower:
-                text += " and is no faster at p95 (the same within 1 ms)"
+                text += f" and is no faster at p95: {_NO_DIFFERENCE}"
             else:
                 text += f" and is {_difference(other)}"
         elif not other.measured:
             text = f"{who} has no p95 to compare with {reference}'s"
         elif not other.faster and not other.slower:
-            text = f"{who} is as fast as {reference} at p95 (the same within 1 ms)"
+            text = f"{who} is as fast as {reference} at p95: {_NO_DIFFERENCE}"
         else:
             text = f"{who} is {_difference(other)} than {reference}"
         return text + ("; it is over budget." if not other.passed else ".")
+
+
+_NO_DIFFERENCE = "no difference the calls can tell"
 
 
 def _note(text: str | None, cost: Name) -> str:
@@ -163,16 +176,21 @@ def _standing(
     faster: list[str] = []
     slower: list[str] = []
     measured = False
-    for number, label in _P95S:
+    for number, label, phase in _P95S:
         base = getattr(reference.numbers, number)
         value = getattr(other.numbers, number)
-        if base is None or value is None:
+        bounds = _ratio_bounds(
+            tuple(latencies(other.samples, phase)), tuple(latencies(reference.samples, phase))
+        )
+        if base is None or value is None or bounds is None:
             continue
         measured = True
-        if base - value >= _SAME:
-            faster.append(f"{fmt_duration(base - value)} faster at {label}")
-        elif value - base >= _SAME:
-            slower.append(f"{fmt_duration(value - base)} slower at {label}")
+        low, high = bounds
+        shown = f"(p95s x{low:.2f} to x{high:.2f}, 95 %)"  # no name here: names are escaped
+        if base - value >= _SAME and high < 1:
+            faster.append(f"{fmt_duration(base - value)} faster at {label} {shown}")
+        elif value - base >= _SAME and low > 1:
+            slower.append(f"{fmt_duration(value - base)} slower at {label} {shown}")
     return Standing(
         name=other.display_name,
         cost=_cost(other) if price is not None else None,
@@ -182,6 +200,21 @@ def _standing(
         measured=measured,
         passed=other.verdict.passed,
     )
+
+
+@functools.lru_cache(maxsize=64)
+def _ratio_bounds(
+    other: tuple[float, ...], reference: tuple[float, ...]
+) -> tuple[float, float] | None:
+    """The 95 % interval of other's p95 / reference's (the permutation test inverted); None
+    when either side has fewer than 2 calls, or a side is unbounded. Cached: every report of a
+    run asks for the same comparison."""
+    if len(other) < 2 or len(reference) < 2 or min(other) <= 0 or min(reference) <= 0:
+        return None
+    interval = ratio_interval(other, reference, 95)
+    if interval.low is None or interval.high is None:
+        return None
+    return interval.low, interval.high
 
 
 def compare_targets(results: Sequence[RunResult]) -> Comparison | None:

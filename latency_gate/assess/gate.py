@@ -6,9 +6,12 @@ judged again on every call so far: against its budget (checks.py: SPRTs whose er
 across looks) and, with a baseline, for a regression (regression.py: at alpha split over the
 looks). Sampling stops once every gated check has been decided; a check keeps the latest decision
 it reached (calls taken later for another check may leave it undecided again without overturning
-it, and its sentence says so), so a decision rests on the calls a reader sees. `Gate.look` is
-what the engine's `more` callback asks after each look; `Gate.checks` and
-`Gate.regression_outcomes` are the final word the verdict and the report use.
+it, and its sentence says so), so a decision rests on the calls a reader sees. A regression
+keeps no earlier decision: its word is the latest look's test on every call (it takes calls again
+when the calls since leave it undecided), and its final word the last look's, the one its
+interval inverts (baseline.compare). `Gate.look` is what the engine's
+`more` callback asks after each look; `Gate.checks` is the final word of the budget checks, and
+`Gate.stopped` says why sampling stopped, in the same words as the comparison's outcomes.
 """
 
 from __future__ import annotations
@@ -132,11 +135,13 @@ class Gate:
     last_decided: dict[str, _Judged] = field(default_factory=dict)
     # The number of calls behind each check at each look: the looks its error rates are for.
     history: dict[str, list[int]] = field(default_factory=dict)
+    # Each compared number's regression outcome at the latest look, on every call so far.
     regressions: dict[str, Regression] = field(default_factory=dict)
-    regressions_decided: dict[str, Regression] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
+    # A failure stopped the run at a look's own (interim) alphas, before the last look's test.
+    failed_at_interim: bool = False
 
     @property
     def decisions(self) -> dict[str, Decision]:
@@ -186,25 +191,38 @@ class Gate:
             self.history.setdefault(number.name, []).append(judged.n)
         self._look_regressions(samples, base_samples, look_alpha(self.looks - 1, last=False))
         step = self._next(samples)
-        if step.stop and not self.failed_early and self._undecided_regressions():
+        self.failed_at_interim = self.failed_early
+        pending = self._undecided_regressions() if step.stop and not self.failed_early else []
+        if pending:
             # The last look: the undecided regressions are tested again with what the looks
-            # before left of their alpha (Haybittle-Peto), on the same calls.
+            # before left of their alpha (Haybittle-Peto), on the same calls; the reason the
+            # run stopped is said again from what that test left undecided.
             last = look_alpha(self.looks - 1, last=True)
             self._look_regressions(samples, base_samples, last, undecided_only=True)
-            if self._failed():
-                step = self._next(samples)
+            step = self._next(samples)
+            decided = [n for n in pending if n not in self._undecided_regressions()]
+            if decided and not self._failed():
+                names = ", ".join(f"{n} regression" for n in decided)
+                step = NextStep(0, 0, f"{step.reason}; the last look's test decided {names}")
         if step.stop:
             self.stopped = step.reason
         else:
             self.reasons.append(step.reason)
         return step
 
+    @property
+    def last_alphas(self) -> Alphas:
+        """The alphas of the regressions' last word, the ones a comparison judges every call at
+        (and inverts into its interval): a look's own when a failure stopped the run there;
+        else what the looks before left, the last look's (a regression the last look's test
+        found is at these too)."""
+        return look_alpha(max(self.looks - 1, 0), last=not self.failed_at_interim)
+
     def _undecided_regressions(self) -> list[str]:
-        return [
-            name
-            for name, outcome in self.regressions.items()
-            if outcome is Regression.UNDECIDED and name not in self.regressions_decided
-        ]
+        """The regressions undecided at the latest look: one an earlier look decided counts
+        again when the calls since leave it undecided, for its final word is the last look's
+        (its interval is that test inverted: assess/baseline.compare)."""
+        return [n for n, outcome in self.regressions.items() if outcome is Regression.UNDECIDED]
 
     def _failed(self) -> list[str]:
         return [n for n, j in self.judged.items() if j.decision is Decision.FAIL] + [
@@ -260,9 +278,9 @@ class Gate:
         """Each compared number's regression at this look's `alpha`, judged again on every call
         (only numbers with a budget are tested, or the default budget's when every budget is
         off: `Budget.compared`; any other number is shown, not held to anything), against
-        the base arm of an A/B run when `base_samples` is given, else the baseline run. A
-        regression decided at a look keeps that decision when later calls leave it undecided
-        (`regressions_decided`)."""
+        the base arm of an A/B run when `base_samples` is given, else the baseline run. Unlike
+        a budget check, a regression keeps no decision of an earlier look: its word is the
+        latest look's, the one the report's interval inverts."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
@@ -300,16 +318,6 @@ class Gate:
             else:
                 continue
             self.regressions[number.name] = outcome
-            if outcome is not Regression.UNDECIDED:
-                self.regressions_decided[number.name] = outcome
-
-    @property
-    def regression_outcomes(self) -> dict[str, Regression]:
-        """Each tested regression's final word: its latest decision, else undecided."""
-        return {
-            name: self.regressions_decided.get(name, outcome)
-            for name, outcome in self.regressions.items()
-        }
 
     # --- the final word -------------------------------------------------------------------
 

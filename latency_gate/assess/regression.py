@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from latency_gate.assess.binomial import clopper_pearson
@@ -232,11 +232,20 @@ def ratio_interval(
     relative: bool = True,
     level: float = LEVEL,
     resamples: int = INTERVAL_RESAMPLES,
+    tails: Alphas | None = None,
 ) -> Interval:
     """The `level` interval of head_pq / base_pq (or head_pq - base_pq when not `relative`):
     every limit at which neither one-sided permutation test at (1 - level) / 2 rejects, found
-    by bisection (in log space for a ratio) to about 0.02 % of the search's width."""
-    tail = (1 - level) / 2
+    by bisection (in log space for a ratio) to about 0.02 % of the search's width.
+
+    `tails`: the one-sided alphas of a decision instead (its lower side at `regressed`, its
+    upper at `within`; the level is then 1 - both). With `resamples` = RESAMPLES the deals are
+    the decision's own (seeded alike), so the interval holds the limit exactly when
+    `percentile_regression` at those alphas is undecided, lies beyond it when it says
+    regressed, and within it when it says not regressed (up to the bisection's width)."""
+    low_tail, high_tail = (
+        ((1 - level) / 2, (1 - level) / 2) if tails is None else (tails.regressed, tails.within)
+    )
     dealt = _Deals(
         head, base, q, relative=relative, seed=seed_from(head, base), resamples=resamples
     )
@@ -257,10 +266,13 @@ def ratio_interval(
         to_limit = float
     # The lower side: the smallest limit whose "worse still" test does not reject; the upper:
     # the largest whose "better" test does not.
-    lower = _edge(lambda x: worse(to_limit(x)) > tail, inside=centre, outside=centre - width)
-    upper = _edge(lambda x: better(to_limit(x)) > tail, inside=centre, outside=centre + width)
+    lower = _edge(lambda x: worse(to_limit(x)) > low_tail, inside=centre, outside=centre - width)
+    upper = _edge(lambda x: better(to_limit(x)) > high_tail, inside=centre, outside=centre + width)
     return Interval(
-        to_limit(lower), to_limit(upper), level=level, method="the permutation test inverted"
+        to_limit(lower),
+        to_limit(upper),
+        level=1 - low_tail - high_tail,
+        method="the permutation test inverted",
     )
 
 
@@ -287,6 +299,10 @@ class ErrorRateRegression:
     ratio_interval: Interval  # 95 %; None sides when there is no failure at all
     outcome: Regression
     note: str = ""
+    # The bounds the outcome was decided by (lower at the "regressed" alpha, upper at the
+    # "not regressed" one): regressed when the lower is beyond the limit, not regressed when
+    # the upper is within it.
+    decided_by: Interval = field(default_factory=lambda: Interval(None, None))
 
 
 def error_rate_regression(
@@ -338,4 +354,7 @@ def error_rate_regression(
         outcome = Regression.NOT_REGRESSED
     else:
         outcome = Regression.UNDECIDED
-    return ErrorRateRegression(head_failed, head_calls, base_failed, base_calls, interval, outcome)
+    decided_by = Interval(ratio_low, ratio_high, level=1 - alpha - within, method=interval.method)
+    return ErrorRateRegression(
+        head_failed, head_calls, base_failed, base_calls, interval, outcome, "", decided_by
+    )

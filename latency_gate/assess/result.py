@@ -14,7 +14,6 @@ from latency_gate.assess.capacity_verdict import base_capacities, capacity_check
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.history import HistoryPlan, history_check
-from latency_gate.assess.regression import look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Target, redact_url, unsent_settings
@@ -205,12 +204,13 @@ def judge_samples(
     gated = gate.budget.compared()
     if history is not None and baseline is None:
         baseline = history.as_baseline()
-    # Every comparison is judged at the end alike: the gate's outcomes, what is left of alpha
-    # for a number the looks did not test, which numbers have a budget, and the policy.
+    # Every comparison is judged at the end alike, on every call at the last look's alphas (what
+    # the looks before left, or a look's own when a failure stopped the run there: the gate's
+    # last test, so the table, the sampling line and the verdict agree), which numbers have a
+    # budget, and the policy.
     judging = partial(
         compare,
-        outcomes=gate.regression_outcomes,
-        alpha=look_alpha(max(gate.looks - 1, 0), last=True),
+        alpha=gate.last_alphas,
         gated=gated,
         stopped_early=gate.failed_early,
         on_undecided=gate.plan.on_undecided_regression,

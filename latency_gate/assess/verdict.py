@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.formatting import fmt_change, fmt_value
+from latency_gate.formatting import fmt_change, fmt_level, fmt_value
 from latency_gate.models import Check, NumberDelta, Verdict
 
 __all__ = ["judge", "regression_reason", "undecided_reason"]
@@ -49,11 +49,7 @@ def judge(
     if interrupted:
         reasons.append("the run was interrupted")
     reasons += [regression_reason(delta) for delta in regressions]
-    undecided += [
-        undecided_reason(delta)
-        for delta in deltas
-        if delta.outcome == "undecided" and not delta.regressed and "not needed" not in delta.note
-    ]
+    undecided += [undecided_reason(delta) for delta in deltas if delta.left_undecided]
     passed = (
         successful_calls > 0
         and all(c.passed is not False for c in checks)
@@ -66,14 +62,15 @@ def judge(
 
 
 def _movement(delta: NumberDelta) -> tuple[str, str]:
-    """("warm p95", "1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (95 %)"), against a
-    history the bound it went above instead of the interval."""
+    """("warm p95", "1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (96.8 %)"): the interval
+    of the outcome's own test, at its level; against a history the bound it went above
+    instead."""
     label = delta.number.replace("_", " ")
     change = f" ({fmt_change(delta.relative)})" if delta.relative is not None else ""
     spread = ""
     if delta.interval is not None and None not in delta.interval:
         low, high = delta.interval
-        spread = f", head / base {low:.2f} to {high:.2f} (95 %)"
+        spread = f", head / base {low:.2f} to {high:.2f} ({fmt_level(delta.interval_level)})"
     if delta.threshold is not None:  # against a history (assess/history.py)
         bound = fmt_value(delta.threshold, delta.number)
         spread = f" against the history, above its bound of {bound} (the limit included)"
@@ -82,7 +79,7 @@ def _movement(delta: NumberDelta) -> tuple[str, str]:
 
 
 def undecided_reason(delta: NumberDelta) -> str:
-    """ "warm p95 regression undecided: 1.00 s → 1.30 s (+30 %), head / base 0.95 to 1.71 (95 %);
+    """ "warm p95 regression undecided: 1.00 s → 1.30 s (+30 %), head / base 0.95 to 1.71 (96.8 %);
     not called a regression"."""
     label, moved = _movement(delta)
     if delta.missing:
@@ -94,7 +91,7 @@ def undecided_reason(delta: NumberDelta) -> str:
 
 
 def regression_reason(delta: NumberDelta) -> str:
-    """ "regression: warm p95 1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (95 %)"."""
+    """ "regression: warm p95 1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (96.8 %)"."""
     what = (
         "undecided regression, counted as one by policy (on-undecided-regression: fail)"
         if delta.by_policy

@@ -8,11 +8,14 @@ text), so the chart and the rows need no escaping beyond the templates' own.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
-from latency_gate.assess.capacity_verdict import capacity_headline, level_meaning
-from latency_gate.assess.findings.load import served_at_once
+from latency_gate.assess.capacity_verdict import (
+    broke_because,
+    capacity_headline,
+    level_meaning,
+)
+from latency_gate.assess.findings.load import rounds_within, served_at_once
 from latency_gate.config.plan import LEVEL_BURSTS, LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
@@ -134,7 +137,10 @@ def _cost(capacity: Capacity) -> str:
 
 
 def _queue(result: RunResult, capacity: Capacity) -> str:
-    """What the queue finding says beside the capacity ("served about 1 at a time")."""
+    """What the queue finding says beside the capacity ("served about 4 at a time") and what
+    that makes of it: calls at once end in rounds of that many, a warm p50 apart, so the most
+    of them whose p95 stays within the budget, held against the search's figure. A figure the
+    search's own levels contradict is not printed: the sentence names the level instead."""
     warm = result.numbers.warm_p50
     start = capacity.start
     first_burst = [
@@ -143,15 +149,50 @@ def _queue(result: RunResult, capacity: Capacity) -> str:
     served = served_at_once(first_burst, result.numbers, result.config.get("stream") is True)
     if served is None or warm is None or warm <= 0:
         return ""
-    fits = served * capacity.limit / warm
-    about = math.floor(fits)
-    found = capacity.found
-    said = "as the search found" if about == found else f"the search found {found}"
-    return (
+    rounds = rounds_within(served, warm, capacity.limit, capacity.maximum)
+    found, held = capacity.found, rounds.held
+    finding = (
         f"The queue finding says served about {served} at a time, at {fmt_duration(warm)} a call "
-        f"(warm p50): {served} x {fmt_duration(capacity.limit)} / {fmt_duration(warm)} = "
-        f"{fits:.1f} calls end within the budget, so about {about} at once hold it; {said}."
+        "(warm p50)"
     )
+    contradicted = _measured_against(capacity, held)
+    if contradicted:
+        return (
+            f"{finding}, read from the run's first burst; rounds of {served} such calls do not "
+            f"match what the search measured ({contradicted}), so the capacity rests on the "
+            "search's levels alone."
+        )
+    beyond = (
+        f" ({held + 1} at once: {fmt_duration(rounds.next_p95)})"
+        if rounds.next_p95 is not None
+        else ""
+    )
+    breaking = next((lv for lv in capacity.levels if lv.concurrency == capacity.breaking), None)
+    if held == found:
+        said = "as the search found"
+    elif breaking is not None:
+        said = (
+            f"the search found {found}: {breaking.concurrency} at once broke "
+            f"({broke_because(breaking, capacity)})"
+        )
+    else:
+        said = f"the search found at least {found} ({capacity.stopped or 'it stopped there'})"
+    return (
+        f"{finding}: calls at once then end in rounds of {served}, {fmt_duration(warm)} apart, "
+        f"and up to {held} calls at once end within {fmt_duration(capacity.limit)} at p95"
+        f"{beyond}; {said}."
+    )
+
+
+def _measured_against(capacity: Capacity, held: int) -> str:
+    """A level the search measured whose p95 says `held` is wrong ("9 at once broke (p95 302
+    ms)", "10 at once held (p95 203 ms)"); "" when none does."""
+    for level in sorted(capacity.levels, key=lambda lv: lv.concurrency):
+        if level.held and level.concurrency > held and level.p95 is not None:
+            return f"{level.concurrency} at once held (p95 {fmt_duration(level.p95)})"
+        if not level.held and level.concurrency <= held and "concurrent_p95" in level.broke_on:
+            return f"{level.concurrency} at once broke ({broke_because(level, capacity)})"
+    return ""
 
 
 def _chart(capacity: Capacity) -> CapacityChart | None:

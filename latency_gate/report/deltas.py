@@ -13,9 +13,11 @@ from latency_gate.formatting import (
     fmt_bounds,
     fmt_change,
     fmt_duration,
+    fmt_level,
     fmt_ratio,
     fmt_value,
     md_escape,
+    plural,
 )
 from latency_gate.models import BaselineCheck
 from latency_gate.report.markup import md_url
@@ -29,6 +31,8 @@ __all__ = [
     "delta_rows",
     "history_heading",
     "history_rows",
+    "interval_level_text",
+    "no_regression_text",
     "origins_text",
     "regression_limit_text",
 ]
@@ -115,7 +119,7 @@ def history_heading(check: BaselineCheck) -> str:
 
 
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
-    """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
+    """head / base as "x1.31 to x1.72", one side "≥ x1.31", or "—"."""
     return fmt_bounds(bounds, fmt_ratio)
 
 
@@ -127,6 +131,29 @@ def regression_limit_text(check: BaselineCheck) -> str:
     if check.max_absolute is not None:
         parts.append(fmt_duration(check.max_absolute))
     return " and ".join(parts) or "any amount"
+
+
+def interval_level_text(check: BaselineCheck) -> str:
+    """The level of the comparison's intervals ("96.8 %"): each is its outcome's test inverted
+    at that test's one-sided alphas, the same for every number of a comparison."""
+    levels = {d.interval_level for d in check.deltas if d.interval is not None and any(d.interval)}
+    return " or ".join(sorted(fmt_level(level) for level in levels)) or fmt_level(None)
+
+
+def no_regression_text(check: BaselineCheck, beyond: str) -> str:
+    """What a comparison that called nothing a regression found, `beyond` "noise" or "the runs'
+    spread": "no number regressed beyond noise and the 10 % limit" only when none is undecided;
+    else "2 numbers undecided (warm p95, concurrent p95), not called regressions; 1 not
+    regressed beyond noise and the 10 % limit"."""
+    limit = f"beyond {beyond} and the {regression_limit_text(check)} limit"
+    undecided = check.undecided
+    if not undecided:
+        return f"no number regressed {limit}"
+    names = ", ".join(NUMBER_LABELS.get(d.number, d.number.replace("_", " ")) for d in undecided)
+    called = "a regression" if len(undecided) == 1 else "regressions"
+    text = f"{plural(len(undecided), 'number')} undecided ({names}), not called {called}"
+    decided = sum(d.outcome == "not regressed" for d in check.deltas)
+    return f"{text}; {decided} not regressed {limit}" if decided else text
 
 
 # One earlier run as the base: what its comparison cannot see, said with it (docs/statistics.md,

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     import jinja2
 
 from latency_gate.assess.cheapest import compare_targets, in_cost_order
-from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value
+from latency_gate.formatting import SENTENCE_CAP, fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
 from latency_gate.report.deltas import (
@@ -30,6 +30,8 @@ from latency_gate.report.deltas import (
     delta_rows,
     history_heading,
     history_rows,
+    interval_level_text,
+    no_regression_text,
     origins_text,
     regression_limit_text,
 )
@@ -80,6 +82,8 @@ def environment() -> jinja2.Environment:
         keep_trailing_newline=True,
     )
     env.filters["md"] = md_text
+    # Our own sentences: escaped like any text, but wrapped by the reader, never shortened.
+    env.filters["prose"] = lambda value: md_text(value, SENTENCE_CAP)
     env.filters["md_url"] = md_url
     env.filters["duration"] = fmt_duration
     env.filters["percent"] = fmt_percent
@@ -92,6 +96,8 @@ def environment() -> jinja2.Environment:
     env.globals["history_rows"] = history_rows
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
+    env.globals["no_regression"] = no_regression_text
+    env.globals["interval_level"] = interval_level_text
     env.globals["baseline_source"] = baseline_source_markdown
     env.globals["origins"] = lambda check: origins_text(check, md_url)
     env.filters["chain"] = chain_cell

@@ -13,12 +13,13 @@ import textwrap
 from collections.abc import Sequence
 
 from latency_gate.assess.cheapest import compare_targets, in_cost_order
-from latency_gate.formatting import clean_text, fmt_duration
+from latency_gate.formatting import SENTENCE_CAP, clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
 from latency_gate.report.deltas import (
     ONE_EARLIER_RUN,
     history_heading,
+    no_regression_text,
     origins_text,
     regression_limit_text,
 )
@@ -97,7 +98,7 @@ def render_terminal(
         for finding in [] if shown else view.result.findings:
             found += _wrap(f"{name + ': ' if several else ''}{clean_text(finding.title)}", "  ")
             if not several:
-                found += _wrap(clean_text(finding.evidence, 600), "    ")
+                found += _wrap(clean_text(finding.evidence, SENTENCE_CAP), "    ")
     if found:
         lines += ["", "findings:", *found]
     if verbose and several:
@@ -111,7 +112,7 @@ def render_terminal(
 
 
 def _one_line_long(text: str) -> str:
-    return clean_text(text, 160)
+    return clean_text(text, SENTENCE_CAP)
 
 
 def _wrap(text: str, indent: str = "") -> list[str]:
@@ -232,12 +233,12 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
         limit = regression_limit_text(check)
         if check.status != "compared":
             what = "baseline" if judged is None else "history"
-            text = f"no {what}{who}: {clean_text(check.message)}; regressions not checked"
+            text = f"no {what}{who}: {_one_line_long(check.message)}; regressions not checked"
         elif judged == "prediction":
             found = (
                 f"{len(check.regressions)} regressed beyond the runs' spread and the {limit} limit"
                 if check.regressions
-                else f"no number regressed beyond the runs' spread and the {limit} limit"
+                else no_regression_text(check, "the runs' spread")
             )
             text = f"{history_heading(check)}{who}: {found}"
         elif check.kind == "side-by-side":
@@ -246,7 +247,7 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             found = (
                 f"{len(regressed)} regressed beyond noise"
                 if regressed
-                else f"no number regressed beyond noise and the {limit} limit"
+                else no_regression_text(check, "noise")
             )
             if check.not_compared:
                 found = f"not compared: {check.not_compared}; of the rest, {found}"
@@ -254,12 +255,12 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
         elif check.regressions:
             text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
         else:
-            text = f"baseline{who}: no number regressed beyond noise and the {limit} limit"
+            text = f"baseline{who}: {no_regression_text(check, 'noise')}"
         if check.not_compared and check.kind != "side-by-side":
             text += f"; not compared: {check.not_compared}"
         if judged == "newest":
-            text += f"; {clean_text(check.message)}"
-        lines += _wrap(text) if judged is not None else [text]
+            text += f"; {_one_line_long(check.message)}"
+        lines += _wrap(text)
         if check.status == "compared" and judged is None and check.kind != "side-by-side":
             lines += _wrap(f"  {ONE_EARLIER_RUN}")
         if check.status == "compared" and (origins := origins_text(check, clean_text)):
@@ -328,10 +329,10 @@ def _detail(view: TargetView, name: str, *, verbose: bool) -> list[str]:
         lines += ["", f"{pad}findings:"]
         for finding in result.findings:
             lines += _wrap(clean_text(finding.title), pad + "  ")
-            lines += _wrap(clean_text(finding.evidence, 600), pad + "    ")
+            lines += _wrap(clean_text(finding.evidence, SENTENCE_CAP), pad + "    ")
     prose = [
         f"n: {view.phase_counts} calls. Percentiles: {result.percentile_method}.",
-        *(clean_text(text, 400) for text in (view.sampling_line, view.error_line) if text),
+        *(_one_line_long(text) for text in (view.sampling_line, view.error_line) if text),
     ]
     excluded = result.excluded_from_latency
     if excluded:

@@ -4,11 +4,19 @@ for the first token."""
 
 from __future__ import annotations
 
+import itertools
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import median
 
 from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls
-from latency_gate.assess.findings.streams import BURST_MIN_TOKENS, BURST_WINDOW
+from latency_gate.assess.findings.streams import (
+    BUFFERED_FIRST_TOKEN_SHARE,
+    BURST_MIN_TOKENS,
+    BURST_WINDOW,
+)
+from latency_gate.assess.intervals import linear_percentile as percentile
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
 
@@ -65,6 +73,40 @@ def served_at_once(samples: Sequence[Sample], numbers: Numbers, streaming: bool)
     return _slots(ok_calls(samples, CallPhase.CONCURRENT), numbers.warm_p50)
 
 
+@dataclass(frozen=True)
+class Rounds:
+    """What calls at once come to when `slots` are served at a time, each in `service` seconds:
+    call k of c ends after ceil(k / slots) services. `held` is the most calls at once (up to
+    `most`) whose p95 of those ends (numpy-linear, as the capacity's levels are judged) is
+    within `limit`; `next_p95` the p95 of one call more (None when `held` is `most`)."""
+
+    slots: int
+    service: float
+    limit: float
+    held: int
+    next_p95: float | None
+
+
+def rounds_within(slots: int, service: float, limit: float, most: int) -> Rounds:
+    """The most calls at once that end within `limit` at p95 in rounds of `slots` (see Rounds).
+
+    The p95 never falls as calls are added (each ends no sooner than the ones before), so the
+    answer is found by bisection."""
+
+    def p95(calls: int) -> float:
+        ends = [math.ceil(k / slots) * service for k in range(1, calls + 1)]
+        return percentile(ends, 95) or 0.0
+
+    low, high = 0, most  # p95(low) within the limit (0 calls: trivially); find the last such
+    while low < high:
+        middle = (low + high + 1) // 2
+        if p95(middle) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return Rounds(slots, service, limit, low, None if low >= most else p95(low + 1))
+
+
 def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
     """Streamed answers: at least half the burst got its first token only after another call of
     the burst had ended, and QUEUE_MIN_EXTRA after the fastest: they waited for a slot. Read
@@ -84,18 +126,30 @@ def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
 def _slots(burst: Sequence[Sample], warm: float) -> int:
     """How many calls of a queued burst the endpoint served at once.
 
-    Streamed: a call whose first visible delta came before any call of the burst had ended
-    cannot have waited for a slot another call freed, so those were served at once (batched
-    slots slow each other, so end times alone cannot tell 1 slot from 2). Otherwise, n calls
-    done by w workers in turn: the last ends after about n/w service times.
+    Streamed answers (a first visible delta well before the call's end): a call whose first
+    delta came before any call of the burst had ended cannot have waited for a slot another
+    call freed, so those were served at once (batched slots slow each other, so end times
+    alone cannot tell 1 slot from 2). Answers that arrive whole (a JSON document, a buffered
+    stream: their first byte is their last), from the steps of the end times: a call that
+    waited for a freed slot ends a whole service time after the call that freed it, so the
+    calls of the burst end in steps, one per round of the slots; those that ended before the
+    first step (a gap of half the burst's first call, or of half a warm call when that is
+    shorter) were served at once. No such gap: all of them were.
     """
+    ends = sorted(s.latency or 0.0 for s in burst)
     firsts = [s.timings.first_event or s.timings.first_token for s in burst]
     known = [f for f in firsts if f is not None]
-    first_end = min(s.latency or 0.0 for s in burst)
-    if known and len(known) == len(firsts):
-        return max(1, sum(f < first_end for f in known))
-    last = max(s.latency or 0.0 for s in burst)
-    return max(1, round(len(burst) * warm / last)) if last > 0 else 1
+    streamed = len(known) == len(burst) and any(
+        f < BUFFERED_FIRST_TOKEN_SHARE * (s.latency or 0.0)
+        for f, s in zip(known, burst, strict=True)
+    )
+    if streamed:
+        return max(1, sum(f < ends[0] for f in known))
+    step = min(ends[0], warm) / 2
+    return next(
+        (i + 1 for i, (end, later) in enumerate(itertools.pairwise(ends)) if later - end >= step),
+        len(ends),
+    )
 
 
 def rate_limited(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
