@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 LOOK_EVERY = 10
+SPACING = 0.0
 CLIENT_FLOOR_TIMES = 10.0
 CLIENT_BUDGET_SHARE = 0.01
 
@@ -106,6 +107,53 @@ def judged_calls(
 
 
 @dataclass
+class _Prefix:
+    """The judged prefix so far: it only grows (a call in it stays in it), so each look
+    extends it from where the last one stopped."""
+
+    at: int = 0  # the next arrival to read
+    calls: LevelCalls = field(default_factory=LevelCalls)
+    last_due: float = -1.0
+
+    def extend(
+        self, arrivals: Sequence[Arrived], now: float, limits: LevelLimits, warmup: float
+    ) -> None:
+        latencies: list[float] = []
+        first_tokens: list[float] = []
+        failed = calls = 0
+        at = self.at
+        while at < len(arrivals):
+            arrival = arrivals[at]
+            if arrival.due > now:
+                break
+            if (
+                arrival.due >= warmup
+                and arrival.due >= self.last_due + SPACING * limits.concurrent_p95
+            ):
+                sample = arrival.sample
+                if sample is None:
+                    waited = now - arrival.due
+                    if waited <= limits.concurrent_p95:
+                        break  # it may still come back within the budget
+                    latencies.append(waited)  # over it, and its latency is at least this
+                elif sample.ok:
+                    latency = _from_due(sample, sample.latency, endpoint=False)
+                    if latency is not None:
+                        latencies.append(latency)
+                    token = _from_due(sample, sample.timings.first_token, endpoint=False)
+                    if token is not None:
+                        first_tokens.append(token)
+                else:
+                    failed += 1
+                calls += 1
+                self.last_due = arrival.due
+            at += 1
+        self.at = at
+        if calls:
+            self.calls += LevelCalls(tuple(latencies), tuple(first_tokens), failed, calls)
+
+
+@dataclass
 class OpenLevel:
     """A level in progress: judged at each look (`look`), closed into a `RateLevel` at its end
     (`close`)."""
@@ -117,19 +165,22 @@ class OpenLevel:
     lag_limit: float
     looks: list[int] = field(default_factory=list)
     judged: LevelJudged | None = None
+    prefix: _Prefix = field(default_factory=_Prefix)
 
     def look(self, arrivals: Sequence[Arrived], now: float) -> bool:
         """Whether the level is decided at `now`: broken by its test, or held by it once its
         judged calls span `hold` seconds."""
         if self.judged is not None:
             return True
-        calls, last_due = judged_calls(arrivals, now, self.limits, warmup=self.warmup)
+        self.prefix.extend(arrivals, now, self.limits, self.warmup)
+        calls = self.prefix.calls
         seen = self.looks[-1] if self.looks else 0
         if calls.calls < seen + LOOK_EVERY:
             return False
         self.looks.append(calls.calls)
         judged = judge_level(calls, self.limits, looks=self.looks, last=False)
-        if judged.held is False or (judged.held and last_due - self.warmup >= self.hold):
+        spans = self.prefix.last_due - self.warmup >= self.hold
+        if judged.held is False or (judged.held and spans):
             self.judged = judged
             return True
         return False

@@ -165,6 +165,8 @@ class LevelLength:
 
     def calls_at(self, rate: float) -> int:
         """The most calls a level at `rate` makes."""
+        if math.isinf(self.seconds):
+            return self.calls
         return max(1, min(self.calls, math.ceil(rate * self.seconds)))
 
     @property
