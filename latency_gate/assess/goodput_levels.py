@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 LOOK_EVERY = 10
-SPACING = 0.0
 CLIENT_FLOOR_TIMES = 10.0
 CLIENT_BUDGET_SHARE = 0.01
 
@@ -126,10 +125,7 @@ class _Prefix:
             arrival = arrivals[at]
             if arrival.due > now:
                 break
-            if (
-                arrival.due >= warmup
-                and arrival.due >= self.last_due + SPACING * limits.concurrent_p95
-            ):
+            if arrival.due >= warmup:
                 sample = arrival.sample
                 if sample is None:
                     waited = now - arrival.due
