@@ -16,6 +16,7 @@ from latency_gate.cli import main as cli_main
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord
 from latency_gate.models import CallPhase, RunResult, StampSource
+from latency_gate.report.progress import ProgressLog
 from latency_gate.report.result_file import dump_runs, parse_runs
 from latency_gate.report.terminal import render_terminal
 from latency_gate.run import probe
@@ -118,6 +119,26 @@ def test_a_client_that_cannot_keep_up_is_named_not_the_endpoint() -> None:
     assert (row.passed, row.decided) == (True, False)
     assert "the client fell behind" in row.note
     assert "not measured at 300/s: the client fell behind" in render_terminal([result])
+
+
+async def test_a_log_line_says_each_level_as_it_begins() -> None:
+    """A log gets a line per level with its rate, not "done" (nor one line for all levels)."""
+    lines: list[str] = []
+
+    class Stream:
+        def write(self, text: str) -> None:
+            lines.append(text.rstrip("\n"))
+
+        def flush(self) -> None:
+            return None
+
+    printer = ProgressLog(Stream()).printer("one")  # type: ignore[arg-type]
+    async with DemoServer(ONE_SLOT) as server:
+        target = build_target({"url": server.url, **SHORT, "goodput": "true", "rate": "40/s"})
+        await probe(target, measure_floor=False, progress=printer)
+    levels = [line for line in lines if " calls at " in line]
+    assert levels[:2] == ["one: calls at 40/s, at most 330", "one: calls at 20/s, at most 165"]
+    assert lines[-1].startswith("one: done")
 
 
 def test_a_bad_rate_at_the_command_line_is_exit_2() -> None:
