@@ -20,7 +20,9 @@ from latency_gate.assess.goodput_verdict import goodput_checks, goodput_headline
 from latency_gate.config import Target, build_target
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.config.rate_plan import goodput_plan, parse_rate, parse_rate_for
+from latency_gate.config.targets_file import parse_targets
 from latency_gate.errors import ConfigError
+from latency_gate.measure.limits import largest_burst
 from latency_gate.models import Capacity, Goodput
 
 URL = "http://127.0.0.1:1/"
@@ -116,6 +118,27 @@ def test_rate_settings_are_not_compared_with_a_baseline() -> None:
     assert _target(rate="5/s", goodput="true").comparable() == _target().comparable()
     assert "rate" not in _target().redacted()
     assert _target(rate="5/s").redacted()["rate"] == 5.0
+
+
+def test_a_targets_file_gives_each_target_its_own_rate() -> None:
+    """`rate:` per target in a targets file; a bad one names the file and the line."""
+    text = (
+        "targets:\n  - name: a\n    url: http://127.0.0.1:1/\n    rate: 5/s\n"
+        "  - name: b\n    url: http://127.0.0.1:2/\n    goodput: true\n    min-rate: 2/s\n"
+    )
+    a, b = parse_targets(text, name="t.yml", suffix=".yml", environ={})
+    assert (a.rate, a.goodput, b.rate, b.goodput, b.min_rate) == (5.0, False, None, True, 2.0)
+    with pytest.raises(ConfigError) as caught:
+        parse_targets(text.replace("5/s", "fast"), name="t.yml", suffix=".yml", environ={})
+    assert "t.yml:4: target 'a', rate: expected a rate such as 5/s" in str(caught.value)
+
+
+def test_the_open_files_check_counts_the_calls_in_flight_at_a_rate() -> None:
+    """A run at a rate may hold 256 calls at once, a connection each: the limit check counts
+    them, naming the setting."""
+    assert largest_burst(_target(rate="5/s")) == (256, "rate")
+    assert largest_burst(_target(goodput="true")) == (256, "goodput")
+    assert largest_burst(_target()) == (10, "concurrency")
 
 
 # --- the search ------------------------------------------------------------------------------
