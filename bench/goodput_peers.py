@@ -7,7 +7,7 @@ guidellm's Poisson sweep, on the same server, model and budget.
 Run by hand, not by CI (guidellm lives in a venv of its own: bench/llm_peers.py makes it and the
 tokenizer it needs). For each slot count a new server (xllamacpp, SmolLM2-135M-Instruct Q4_1,
 2 threads, in a process of its own) is started; one streamed call of --max-tokens tokens is
-timed (the median of 3 after a warm-up) and the budget is --budget-calls times it. Then, one
+timed (the median of 3 after 5 warm-up calls) and the budget is --budget-calls times it. Then, one
 after another on that server:
 
 - latency-gate: `probe --goodput`, only concurrent p95 gated against the budget: open-loop
@@ -40,7 +40,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from capacity_peers import PROMPT, one_call  # noqa: E402
+from capacity_peers import PROMPT, one_call  # noqa: E402 (the median of 3 after a warm-up)
 from llm_peers import (  # noqa: E402
     DEFAULT_VENV,
     MODEL_FILE,
@@ -60,9 +60,10 @@ def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> 
     cmd = [
         sys.executable, "-m", "latency_gate", "probe", f"{base}/v1/chat/completions",
         "--prompt", PROMPT, "--stream", "--max-tokens", str(opts.max_tokens),
-        "--warm-calls", "3", "--concurrency", "2", "--timeout", "60s",
+        "--warm-calls", "3", "--concurrency", "2", "--timeout", opts.timeout,
         "--max-warm-p95", "off", "--max-error-rate", "off",
         "--max-concurrent-p95", f"{budget:.3f}s", "--goodput",
+        "--goodput-time", opts.goodput_time, "--rate-for", opts.rate_for,
         "--json", str(out),
     ]  # fmt: skip
     began = time.monotonic()
@@ -227,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-calls", type=float, default=2.5)
     parser.add_argument("--guidellm-requests", type=int, default=60)
     parser.add_argument("--sweep-size", type=int, default=10)
+    parser.add_argument("--goodput-time", default="auto", help="latency-gate's --goodput-time")
+    parser.add_argument("--rate-for", default="auto", help="latency-gate's --rate-for")
+    parser.add_argument("--timeout", default="60s", help="latency-gate's --timeout")
     parser.add_argument("--tools", nargs="+", default=["latency-gate", "guidellm"])
     parser.add_argument(
         "--model",
@@ -251,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir()
         server = LlamaServer(opts.model, work / "server.log", slots=slots)
         try:
+            one_call(server.base, opts.max_tokens)  # a server's first calls are slow: warm it
             single = one_call(server.base, opts.max_tokens)
             budget = round(opts.budget_calls * single, 3)
             row: dict[str, Any] = {
