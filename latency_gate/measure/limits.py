@@ -29,7 +29,7 @@ def largest_burst(target: Target) -> tuple[int, str]:
     if target.capacity and target.capacity_max > most:
         most, key = target.capacity_max, "capacity-max"
     rated = target.rate is not None or target.goodput
-    if rated and RATE_IN_FLIGHT > most:
+    if rated and most < RATE_IN_FLIGHT:
         most, key = RATE_IN_FLIGHT, "rate" if target.rate is not None else "goodput"
     return most, key
 
