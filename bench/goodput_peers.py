@@ -78,6 +78,17 @@ def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> 
     result = json.loads(out.read_text())
     goodput = result["goodput"]
     run_calls = len(result["samples"])
+    if goodput is None:  # the run stopped before its calls at a rate (the server did not answer)
+        return {
+            "goodput": 0.0,
+            "not_measured": "; ".join(result["verdict"]["reasons"]) or "no calls at a rate",
+            "levels": [],
+            "search_calls": 0,
+            "search_seconds": 0.0,
+            "run_calls": run_calls,
+            "calls": run_calls,
+            "wall_seconds": round(wall, 1),
+        }
     return {
         "goodput": goodput["found"],
         "breaking": goodput["breaking"],
