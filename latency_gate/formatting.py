@@ -191,6 +191,8 @@ def fmt_value(value: float | None, number: str) -> str:
     duration for the rest."""
     if number == "capacity":
         return "—" if value is None else f"{value:,.0f} at once"
+    if number == "goodput":  # requests a second (config/rate_plan.fmt_rate)
+        return "—" if value is None else f"{float(f'{value:.3g}'):,g}/s"
     return fmt_percent(value) if number.endswith("rate") else fmt_duration(value)
 
 

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from latency_gate.rate_models import Goodput, RateLevel
+
 # The call models live in sample.py (one call), these in this module (one run); both are
 # importable from here.
 from latency_gate.sample import (
@@ -35,11 +37,13 @@ __all__ = [
     "ErrorKind",
     "Finding",
     "Floor",
+    "Goodput",
     "History",
     "HistoryRun",
     "NumberDelta",
     "Numbers",
     "PhaseStats",
+    "RateLevel",
     "RunResult",
     "Sample",
     "Sampling",
@@ -432,6 +436,10 @@ class RunResult(_Frozen):
         default=None,
         description="the commit measured: GITHUB_SHA in GitHub Actions, None elsewhere; names "
         "the run in the trend of the runs held against it later",
+    )
+    goodput: Goodput | None = Field(
+        default=None,
+        description="calls at a rate (--rate) or the goodput search (--goodput); None: neither",
     )
 
     @property

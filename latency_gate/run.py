@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING
 
 from latency_gate.config import Target
 from latency_gate.config.files import read_bounded
+from latency_gate.config.rate_plan import RATE_IN_FLIGHT
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.measure import transport
+from latency_gate.measure.arrivals import Arrival, LevelAsk
 from latency_gate.measure.engine import (
     Measurement,
     MoreCalls,
@@ -28,7 +30,7 @@ from latency_gate.measure.engine import (
     measure,
 )
 from latency_gate.measure.floor import measure_floor
-from latency_gate.models import Capacity, RunResult, Sample
+from latency_gate.models import Capacity, Goodput, RunResult, Sample
 from latency_gate.report.progress import Look, TargetProgress
 from latency_gate.report.result_file import parse_runs
 
@@ -36,6 +38,7 @@ if TYPE_CHECKING:
     from latency_gate.assess.baseline import BaselinePlan
     from latency_gate.assess.capacity import CapacityRun
     from latency_gate.assess.gate import Gate
+    from latency_gate.assess.goodput import RateRun
     from latency_gate.assess.history import HistoryPlan
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
@@ -67,6 +70,7 @@ class _Judge:
         self.max_regression = max_regression
         self._gate: Gate | None = None
         self.capacity: CapacityRun | None = None
+        self.rates: RateRun | None = None
         self._looks = 1
         # A printer of ours also says why each look after the first is taken (a user's own
         # callback of probe() gets the Progress events it always got, nothing else).
@@ -104,6 +108,51 @@ class _Judge:
         else:
             self.capacity.add_burst(burst, seconds)
         return self.capacity.next_burst()
+
+    def next_level(self, arrivals: Sequence[Arrival], seconds: float, cut: str) -> LevelAsk | None:
+        """The engine's question for calls at a rate (after the looks and the capacity search):
+        the next level, given the last one's calls (none the first time)."""
+        if self.rates is None:
+            from latency_gate.assess.goodput import start_rates  # noqa: PLC0415 (start-up)
+
+            spent = 0 if self.capacity is None else self.capacity.calls
+            self.rates = start_rates(
+                self.target,
+                self.into.samples,
+                max_calls=self.gate.plan.max_calls,
+                spent=spent,
+                floor=self._floor(),
+            )
+        ask = self.rates.next_level(arrivals, seconds, cut)
+        if ask is None:
+            return None
+        return LevelAsk(ask.rate, ask.calls, ask.seconds, ask.arrivals, RATE_IN_FLIGHT)
+
+    def look(self, arrivals: Sequence[Arrival], now: float) -> bool:
+        """Whether the level at a rate in progress is decided."""
+        return self.rates is not None and self.rates.look(arrivals, now)
+
+    def _floor(self) -> float | None:
+        """The gate's own p95 under load, measured before the run (None without it)."""
+        if self.into.floor is None:
+            return None
+        from latency_gate.assess.result import floor_from  # noqa: PLC0415 (start-up)
+
+        floor = self.into.floor
+        return floor_from(
+            floor.sequential,
+            floor.concurrent,
+            concurrency=floor.concurrency,
+            stamp_source=floor.stamp_source,
+        ).concurrent_p95
+
+    def rated(self, *, interrupted: bool) -> Goodput | None:
+        """The calls at a rate, when they ran (an interrupted run's say so)."""
+        if self.rates is None:
+            return None
+        if interrupted:
+            self.rates.interrupt()
+        return self.rates.goodput()
 
     def searched(self, *, interrupted: bool) -> Capacity | None:
         """The capacity found, when the search ran (an interrupted one says so)."""
@@ -184,6 +233,7 @@ async def _measure(
         sleep=sleep,
         more=judge.more,
         search=judge.search if target.capacity else None,
+        rates=judge if target.rate is not None or target.goodput else None,
     )
 
 
@@ -228,6 +278,7 @@ def _result(
         base_samples=into.base_samples,
         history=history,
         capacity=judge.searched(interrupted=interrupted),
+        goodput=judge.rated(interrupted=interrupted),
     )
     warnings = [why for why in (into.stopped_early, into.base_stopped_early) if why is not None]
     base_unready = target.wait_ready > 0 and into.base_ready_after is None

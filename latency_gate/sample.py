@@ -23,6 +23,7 @@ class CallPhase(StrEnum):
     COLD = "cold"
     WARM = "warm"
     CONCURRENT = "concurrent"
+    RATE = "rate"  # arriving at a rate, open-loop (--rate, --goodput): kept apart from the run's
 
 
 class ErrorKind(StrEnum):
@@ -145,3 +146,12 @@ class Sample(Frozen):
         default=0, description="retries on a fresh connection after a stale pooled one"
     )
     stamp_source: StampSource = StampSource.READ_RETURN
+    due: float | None = Field(
+        default=None,
+        description="a call at a rate: seconds from its level's start to when it was due",
+    )
+    send_lag: float | None = Field(
+        default=None,
+        description="a call at a rate: seconds from when it was due to its t0 (the client's "
+        "own lag); its latency from when it was due is send_lag + latency",
+    )

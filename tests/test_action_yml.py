@@ -113,8 +113,8 @@ def test_inputs_cover_the_probe_settings() -> None:
 
 
 def test_outputs_are_the_documented_ones() -> None:
-    """The outputs are the verdict, the five numbers, the capacity, the report path and the
-    comment URL."""
+    """The outputs are the verdict, the five numbers, the capacity, the goodput, the report
+    path and the comment URL."""
     assert list(OUTPUTS) == [
         "passed",
         "verdict",
@@ -124,6 +124,7 @@ def test_outputs_are_the_documented_ones() -> None:
         "concurrent-p95",
         "error-rate",
         "capacity",
+        "goodput",
         "report-path",
         "comment-url",
     ]

@@ -1,5 +1,6 @@
-"""The step outputs: the verdict, the five numbers in seconds, the capacity (calls at once),
-where the JSON result is and the PR comment's URL, as the strings GitHub hands to later steps.
+"""The step outputs: the verdict, the five numbers in seconds, the capacity (calls at once), the
+goodput (requests a second), where the JSON result is and the PR comment's URL, as the strings
+GitHub hands to later steps.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ def output_values(
         return "" if value is None else f"{value:.6f}"
 
     capacity = results[0].capacity if len(results) == 1 else None
+    goodput = results[0].goodput if len(results) == 1 else None
+    searched = goodput is not None and goodput.search
     return {
         "passed": "true" if passed else "false",
         "verdict": "PASS" if passed else "FAIL",
@@ -35,6 +38,7 @@ def output_values(
         "concurrent-p95": seconds("concurrent_p95"),
         "error-rate": seconds("error_rate"),
         "capacity": "" if capacity is None else str(capacity.found),
+        "goodput": f"{goodput.found:g}" if searched and goodput is not None else "",
         "report-path": report_path,
         "comment-url": comment_url or "",
     }

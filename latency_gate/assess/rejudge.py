@@ -24,6 +24,7 @@ from latency_gate.assess.capacity_levels import LevelLimits
 from latency_gate.assess.capacity_verdict import capacity_check
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
+from latency_gate.assess.goodput_replay import goodput_rows_again
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
@@ -80,6 +81,8 @@ def rejudge(run: RunResult) -> RunResult:
         min_capacity = _count(config, "min_capacity", None) if "min_capacity" in config else None
         row = capacity_check(capacity, min_capacity)
         checks = checks if row is None else (*checks, row)
+    goodput, rows = goodput_rows_again(run, budget)
+    checks = (*checks, *rows)
     verdict = judge(
         checks,
         successful_calls=successful,
@@ -113,6 +116,7 @@ def rejudge(run: RunResult) -> RunResult:
             ),
             "warnings": tuple(warnings),
             "capacity": capacity,
+            "goodput": goodput,
         }
     )
 

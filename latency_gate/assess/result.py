@@ -13,6 +13,7 @@ from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare, wi
 from latency_gate.assess.capacity_verdict import base_capacities, capacity_check, capacity_delta
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
+from latency_gate.assess.goodput_verdict import goodput_checks
 from latency_gate.assess.history import HistoryPlan, history_check
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
@@ -25,6 +26,7 @@ from latency_gate.models import (
     Capacity,
     Check,
     Floor,
+    Goodput,
     Numbers,
     RunResult,
     Sample,
@@ -78,6 +80,7 @@ def assess_run(
     max_regression: RegressionLimit | None = None,
     history: HistoryPlan | None = None,
     capacity: Capacity | None = None,
+    goodput: Goodput | None = None,
 ) -> RunResult:
     """Everything derived from a run's samples, and its verdict.
 
@@ -88,7 +91,8 @@ def assess_run(
     `baseline` is then not used. With a `history` (and no `baseline`), a target with too few
     runs for the history's rule is compared with its newest run (`HistoryPlan.as_baseline`).
     The budget checks judge `samples` alone; `capacity` (the search's, with --capacity) is a
-    row of its own, gated by min-capacity, and compared with the base's.
+    row of its own, gated by min-capacity, and compared with the base's; `goodput` (calls at a
+    rate, --rate and --goodput) gives rows of its own, gated by the budget and min-rate.
     """
     if history is not None and baseline is None:
         baseline = history.as_baseline()
@@ -113,6 +117,9 @@ def assess_run(
         capacity=capacity,
         searched=target.capacity,
         min_capacity=target.min_capacity,
+        extra=goodput_checks(
+            goodput, asked=target.rate, min_rate=target.min_rate, searched=target.goodput
+        ),
     )
     if side_by_side is None:  # a preview held against main's runs of another origin: said so
         held_against = _held_against(target.name, baseline, history)
@@ -167,6 +174,7 @@ def assess_run(
         ),
         ready_after=ready_after,
         capacity=capacity,
+        goodput=goodput,
     )
 
 
@@ -193,13 +201,14 @@ def judge_samples(
     capacity: Capacity | None = None,
     searched: bool = False,
     min_capacity: int | None = None,
+    extra: Sequence[Check] = (),
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
     took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
 
     `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
-    history's (assess/history.py), made once here."""
+    history's (assess/history.py), made once here. `extra`: rows of their own (calls at a rate)."""
     checks = gate.checks(samples, numbers)
     gated = gate.budget.compared()
     if history is not None and baseline is None:
@@ -240,6 +249,7 @@ def judge_samples(
             history=history,
             earlier=base_arm is None,
         )
+    checks = (*checks, *extra)
     verdict = judge(
         checks,
         successful_calls=sum(s.ok for s in samples),

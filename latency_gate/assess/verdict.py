@@ -39,8 +39,10 @@ def judge(
             continue
         if c.value is None:
             reasons.append(f"{c.number} has no data")
-        elif c.number == "capacity" and not c.by_policy:  # min-capacity, a floor
-            reasons.append("capacity under its minimum")
+        elif (
+            c.number in ("capacity", "goodput") and not c.by_policy
+        ):  # a floor: min-capacity, min-rate
+            reasons.append(f"{c.number} under its minimum")
         elif c.by_policy:
             how = "by its value" if "by its value" in c.note else "by policy"
             reasons.append(f"{c.number} undecided, failed {how}")

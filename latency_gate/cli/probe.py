@@ -80,6 +80,35 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
     help="Fail when the capacity found is lower; implies --capacity [default: not gated].",
 )
 @click.option(
+    "--rate",
+    help="After the run, calls arriving at this rate (5/s, 300/min), open-loop, each timed "
+    "from when it was due; fail when their p95 breaks --max-concurrent-p95.",
+)
+@click.option(
+    "--arrivals", help="poisson or constant: the gaps between calls at a rate [default: poisson]."
+)
+@click.option(
+    "--rate-for",
+    help="The most one level at a rate lasts: calls (200) or a duration (60s) [default: auto: "
+    "30 budgets of time after a warm-up of 3, at most 1,000 calls].",
+)
+@click.option(
+    "--goodput",
+    is_flag=True,
+    default=None,
+    help="After the run, search the highest rate whose p95 from due holds "
+    "--max-concurrent-p95: rates doubled, then bisected.",
+)
+@click.option(
+    "--min-rate",
+    help="Fail when the goodput found is lower (5/s); implies --goodput [default: not gated].",
+)
+@click.option(
+    "--goodput-time",
+    help="The most time the calls at a rate may take; each level is fitted to it, as to "
+    "--max-calls [default: auto: their worst case].",
+)
+@click.option(
     "--fresh-connections",
     is_flag=True,
     default=None,

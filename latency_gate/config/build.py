@@ -32,6 +32,8 @@ from latency_gate.config.parsing import (
     shown,
 )
 from latency_gate.config.plan import plan_problems
+from latency_gate.config.rate_keys import RATE_KEYS, settle_rates, take_rates
+from latency_gate.config.rate_plan import goodput_problems
 from latency_gate.config.request import (
     check_credentials,
     check_framing,
@@ -78,6 +80,7 @@ TARGET_KEYS = (
     "capacity",
     "capacity-max",
     "min-capacity",
+    *RATE_KEYS,
     "fresh-connections",
     "follow-redirects",
     "ca-bundle",
@@ -161,6 +164,7 @@ def build_target(
     take("capacity", parse_bool)
     take("capacity-max", parse_count)
     take("min-capacity", _parse_min_capacity)
+    take_rates(take)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: _ca_bundle(s, base_dir, root))
@@ -205,6 +209,7 @@ def build_target(
     fields["budget"] = Budget(**budget)
     if fields.get("min_capacity") is not None:
         fields["capacity"] = True  # a minimum to hold is a search to make
+    settle_rates(fields)
     try:
         target = Target(**fields)
     except ValidationError as exc:
@@ -217,6 +222,7 @@ def build_target(
     # What no run could decide (config/plan.py), refused before the first call.
     undecidable = [InputProblem(spelled(key), text) for key, text in plan_problems(target)]
     undecidable += [InputProblem(spelled(key), text) for key, text in capacity_problems(target)]
+    undecidable += [InputProblem(spelled(key), text) for key, text in goodput_problems(target)]
     if undecidable:
         raise ConfigError(undecidable)
     return target

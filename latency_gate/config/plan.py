@@ -21,6 +21,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from latency_gate.config.rate_plan import rate_warnings, rate_worst_calls
+
 if TYPE_CHECKING:
     from latency_gate.config.target import Budget
 
@@ -134,11 +136,13 @@ class CallsNeeded:
     # The capacity search's worst case (0 without --capacity): added on top, since the search
     # runs after the looks, on what the cap leaves.
     capacity: int = 0
+    # Calls at a rate (--rate, --goodput; config/rate_plan.py): their worst case, after that.
+    goodput: int = 0
 
     @property
     def design(self) -> int:
         """The cap under which every stated error rate holds."""
-        return max(self.minimum, self.latency, self.error) + self.capacity
+        return max(self.minimum, self.latency, self.error) + self.capacity + self.goodput
 
 
 def calls_needed(budget: Budget, *, warm_calls: int, concurrency: int) -> CallsNeeded:
@@ -209,10 +213,13 @@ def needs_of(target: _Planned) -> CallsNeeded:
     needs = calls_needed(
         target.budget, warm_calls=target.warm_calls, concurrency=target.concurrency
     )
-    if not target.capacity:
+    worst = search_worst_calls(target.concurrency, target.capacity_max) if target.capacity else 0
+    rated = rate_worst_calls(target)
+    if not worst and not rated:
         return needs
-    worst = search_worst_calls(target.concurrency, target.capacity_max)
-    return CallsNeeded(needs.minimum, needs.latency, needs.error, needs.why, capacity=worst)
+    return CallsNeeded(
+        needs.minimum, needs.latency, needs.error, needs.why, capacity=worst, goodput=rated
+    )
 
 
 def effective_max_calls(target: _Planned) -> int:
@@ -222,7 +229,8 @@ def effective_max_calls(target: _Planned) -> int:
     if target.max_calls is not None:
         return target.max_calls
     needs = needs_of(target)
-    return min(LARGEST_CAP, max(DEFAULT_MAX_CALLS, needs.latency, needs.minimum) + needs.capacity)
+    checks = max(DEFAULT_MAX_CALLS, needs.latency, needs.minimum)
+    return min(LARGEST_CAP, checks + needs.capacity + needs.goodput)
 
 
 def level_bursts(concurrency: int) -> int:
@@ -328,22 +336,26 @@ def plan_warnings(target: _Planned) -> list[str]:
     needs = needs_of(target)
     cap = effective_max_calls(target)
     warnings: list[str] = []
-    if target.max_calls is None and needs.capacity:
-        checks = cap - needs.capacity
-        warnings.append(
-            f"max-calls sized to {cap:,}: {checks:,} for the checks and up to "
-            f"{needs.capacity:,} for the capacity search"
-        )
+    if target.max_calls is None and (needs.capacity or needs.goodput):
+        checks = cap - needs.capacity - needs.goodput
+        parts = [f"{checks:,} for the checks"]
+        if needs.capacity:
+            parts.append(f"up to {needs.capacity:,} for the capacity search")
+        if needs.goodput:
+            parts.append(f"up to {needs.goodput:,} for the calls at a rate")
+        listed = ", ".join(parts[:-1]) + " and " + parts[-1]
+        warnings.append(f"max-calls sized to {cap:,}: {listed}")
     elif target.max_calls is None and cap > DEFAULT_MAX_CALLS:
         what = needs.why if cap == needs.minimum else f"the calls of {MAX_LOOKS} looks"
         warnings.append(f"max-calls sized to {cap:,} to fit the checks ({what})")
-    checks = needs.design - needs.capacity
-    if needs.capacity and cap < needs.design:
+    checks = needs.design - needs.capacity - needs.goodput
+    if needs.capacity and cap < needs.design - needs.goodput:
         warnings.append(
             f"max-calls {cap:,} may stop the capacity search before it ends (after the checks' "
             f"{checks:,} calls it can take up to {needs.capacity:,}): its figure is then the "
             "highest level that held, said as 'at least'"
         )
+    warnings += rate_warnings(target, cap - checks - needs.capacity)
     if cap < checks:
         how = {
             "fail": "fail there, undecided",

@@ -111,6 +111,16 @@ class Target(_Frozen):
     capacity: bool = False
     capacity_max: int = Field(default=64, ge=1, le=10_000)
     min_capacity: int | None = Field(default=None, ge=1, le=10_000)
+    # Calls at a rate (config/rate_plan.py, assess/goodput.py): after the looks (and the
+    # capacity search), calls arriving open-loop at `rate` a second, held to the budget under
+    # load; `goodput` searches the highest rate that holds it, gated by `min_rate`.
+    rate: float | None = Field(default=None, gt=0, le=10_000)
+    arrivals: Literal["poisson", "constant"] = "poisson"
+    rate_calls: int | None = Field(default=None, ge=1, description="--rate-for in calls")
+    rate_seconds: float | None = Field(default=None, gt=0, description="--rate-for in seconds")
+    goodput: bool = False
+    min_rate: float | None = Field(default=None, gt=0, le=10_000)
+    goodput_time: float | None = Field(default=None, gt=0, description="None: auto")
     fresh_connections: bool = False
     follow_redirects: bool = False
     ca_bundle: str | None = None
@@ -215,6 +225,9 @@ class Target(_Frozen):
         if not self.capacity:  # nor does a run without the capacity search gain its settings
             for key in ("capacity", "capacity_max", "min_capacity"):
                 data.pop(key, None)
+        if self.rate is None and not self.goodput:  # nor one without calls at a rate
+            for key in _RATE_SETTINGS:
+                data.pop(key, None)
         if self.baseline_url is not None:
             data["baseline_url"] = redact_url(self.baseline_url)
             data["baseline_api_key"] = None if self.baseline_api_key is None else REDACTED
@@ -247,11 +260,29 @@ NOT_COMPARED = (
     "capacity",
     "capacity_max",
     "min_capacity",
+    # Calls at a rate come after the looks too, on calls of their own.
+    "rate",
+    "arrivals",
+    "rate_calls",
+    "rate_seconds",
+    "goodput",
+    "min_rate",
+    "goodput_time",
     # Where an A/B run's base was: not what the head measured.
     "baseline_url",
     "baseline_api_key",
     "baseline_headers",
     "baseline_proxy",
+)
+
+_RATE_SETTINGS = (
+    "rate",
+    "arrivals",
+    "rate_calls",
+    "rate_seconds",
+    "goodput",
+    "min_rate",
+    "goodput_time",
 )
 
 # Settings added later, with the value that means what a result file without them measured:

@@ -38,24 +38,38 @@ async def call(
     index: int,
     *,
     body: bytes | None = None,
+    due_ns: int | None = None,
 ) -> Sample:
     """One timed call. A stale kept-alive connection is retried once on a new connection.
 
     The whole call, a retry included, lives within one `target.timeout`. `body` replaces the
-    target's body for this call (a varied prompt).
+    target's body for this call (a varied prompt). `due_ns` (wall clock, as the stamps): when a
+    call at a rate was due; its sample then says how late it went out (`send_lag`).
     """
     started_at = time.time()
     deadline = asyncio.get_running_loop().time() + target.timeout
     stamps = transport.begin_call()
     first = await _attempt(client, target, stamps, deadline, body)
     if not _stale_connection_failure(first, stamps):
-        return first.sample(phase, index, started_at, stamps, stamps, retries=0, target=target)
+        sample = first.sample(phase, index, started_at, stamps, stamps, retries=0, target=target)
+        return _lagged(sample, stamps, first, due_ns)
     # The server closed a kept-alive connection while it was idle (llama.cpp does this after
     # every streamed answer) and failed before any byte of the answer: a browser retries once on
     # a new connection, and the user waits for both attempts, so t0 stays the first attempt's.
     retry_stamps = transport.begin_call()
     second = await _attempt(client, target, retry_stamps, deadline, body)
-    return second.sample(phase, index, started_at, stamps, retry_stamps, retries=1, target=target)
+    sample = second.sample(phase, index, started_at, stamps, retry_stamps, retries=1, target=target)
+    return _lagged(sample, stamps, first, due_ns)
+
+
+def _lagged(
+    sample: Sample, stamps: transport.CallStamps, attempt: _Attempt, due_ns: int | None
+) -> Sample:
+    """A call at a rate with its send lag: its t0 less when it was due (never below 0)."""
+    if due_ns is None:
+        return sample
+    t0 = stamps.start_ns or attempt.began_ns
+    return sample.model_copy(update={"send_lag": max(t0 - due_ns, 0) / 1e9})
 
 
 def _stale_connection_failure(attempt: _Attempt, stamps: transport.CallStamps) -> bool:

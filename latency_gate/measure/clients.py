@@ -23,7 +23,7 @@ from latency_gate.measure.prompts import fresh_mark, vary_body
 from latency_gate.measure.redirects import CredentialRule
 from latency_gate.models import CallPhase, Sample
 
-__all__ = ["burst", "open_client", "send_one", "ssl_context_for", "versions"]
+__all__ = ["burst", "open_client", "preconnect_one", "send_one", "ssl_context_for", "versions"]
 
 
 def ssl_context_for(target: Target) -> ssl.SSLContext:
@@ -51,10 +51,15 @@ def _body(target: Target) -> tuple[bytes | None, bool]:
 
 
 async def send_one(
-    client: httpx.AsyncClient, target: Target, phase: CallPhase, index: int
+    client: httpx.AsyncClient,
+    target: Target,
+    phase: CallPhase,
+    index: int,
+    *,
+    due_ns: int | None = None,
 ) -> Sample:
     body, varied = _body(target)
-    sample = await call(client, target, phase, index, body=body)
+    sample = await call(client, target, phase, index, body=body, due_ns=due_ns)
     return sample.model_copy(update={"prompt_varied": True}) if varied else sample
 
 
@@ -152,8 +157,18 @@ async def burst(
         await backend.aclose()
 
 
-async def _preconnect(
+async def preconnect_one(
     target: Target, context: ssl.SSLContext, backend: transport.StampingBackend
+) -> None:
+    """One connection opened ahead for a call at a rate (untimed, as the burst's are)."""
+    await _preconnect(target, context, backend, count=1)
+
+
+async def _preconnect(
+    target: Target,
+    context: ssl.SSLContext,
+    backend: transport.StampingBackend,
+    count: int | None = None,
 ) -> None:
     parts = urlsplit(target.url)
     https = parts.scheme == "https"
@@ -167,7 +182,7 @@ async def _preconnect(
         await backend.preconnect(
             parts.hostname or "",
             parts.port or (443 if https else 80),
-            target.concurrency,
+            target.concurrency if count is None else count,
             ssl_context=context if https else None,
             server_hostname=parts.hostname if https else None,
             timeout=min(target.timeout, 10.0),

@@ -33,6 +33,7 @@ from typing import Literal
 import httpx
 
 from latency_gate.config import Target, base_arm, redact_url
+from latency_gate.measure.arrivals import Arrival, LevelAsk, RatePolicy, run_levels
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
 from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.ready import wait_ready
@@ -44,13 +45,14 @@ __all__ = [
     "MoreCalls",
     "Progress",
     "ProgressCallback",
+    "RatePolicy",
     "SearchPolicy",
     "Stage",
     "arm_order",
     "measure",
 ]
 
-Stage = Literal["floor", "ready", "idle", "cold", "warm", "concurrent", "capacity", "done"]
+Stage = Literal["floor", "ready", "idle", "cold", "warm", "concurrent", "capacity", "rate", "done"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,7 @@ class Progress:
     done: int = 0
     total: int = 0
     seconds: float = 0.0
+    rate: float = 0.0  # stage "rate": requests a second
 
 
 ProgressCallback = Callable[[Progress], None]
@@ -213,9 +216,11 @@ async def measure(
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     more: MorePolicy | None = None,
     search: SearchPolicy | None = None,
+    rates: RatePolicy | None = None,
 ) -> None:
     """Idle wait, cold call, warm calls, one burst; then what `more` asks for, until it says stop;
-    then the bursts `search` asks for, until it says stop.
+    then the bursts `search` asks for, until it says stop; then the levels at a rate `rates`
+    asks for (measure/arrivals.py), head alone.
 
     With a `baseline_url`, the base is measured alike, interleaved (into `into.base_samples`),
     and each `more` step applies to both; `search` bursts go to the head alone. Never raises for
@@ -287,7 +292,32 @@ async def measure(
         # After the warm clients are closed: their kept-alive connections would hold what a
         # server gives each connection (a thread, in llama.cpp's) through the search's bursts.
         await _search(arms[0], search, progress, kernel_stamps)
+    if rates is not None:
+        await run_levels(
+            arms[0].target,
+            arms[0].context,
+            kernel_stamps,
+            _Announced(rates, progress),
+            earlier=into.samples,
+        )
     progress(Progress("done", len(into.samples), len(into.samples)))
+
+
+@dataclass
+class _Announced:
+    """The caller's rate policy, with a progress line as each level begins."""
+
+    policy: RatePolicy
+    progress: ProgressCallback
+
+    def next_level(self, arrivals: Sequence[Arrival], seconds: float, cut: str) -> LevelAsk | None:
+        ask = self.policy.next_level(arrivals, seconds, cut)
+        if ask is not None:
+            self.progress(Progress("rate", 0, ask.calls, ask.seconds, ask.rate))
+        return ask
+
+    def look(self, arrivals: Sequence[Arrival], now: float) -> bool:
+        return self.policy.look(arrivals, now)
 
 
 async def _search(

@@ -12,6 +12,7 @@ import resource
 from collections.abc import Callable, Sequence
 
 from latency_gate.config import Target
+from latency_gate.config.rate_plan import RATE_IN_FLIGHT
 from latency_gate.errors import ConfigError, InputProblem
 
 __all__ = ["SPARE_FILES", "check_open_files", "largest_burst"]
@@ -22,10 +23,15 @@ SPARE_FILES = 64
 
 
 def largest_burst(target: Target) -> tuple[int, str]:
-    """The most calls a run of `target` starts together, and the setting that says so."""
-    if target.capacity and target.capacity_max > target.concurrency:
-        return target.capacity_max, "capacity-max"
-    return target.concurrency, "concurrency"
+    """The most calls a run of `target` has in flight at once, and the setting that says so
+    (calls at a rate: at most RATE_IN_FLIGHT, a connection each)."""
+    most, key = target.concurrency, "concurrency"
+    if target.capacity and target.capacity_max > most:
+        most, key = target.capacity_max, "capacity-max"
+    rated = target.rate is not None or target.goodput
+    if rated and most < RATE_IN_FLIGHT:
+        most, key = RATE_IN_FLIGHT, "rate" if target.rate is not None else "goodput"
+    return most, key
 
 
 def check_open_files(

@@ -59,7 +59,16 @@ SUMMARY_CUT_NOTE = "cut to fit GitHub's 1 MiB summary limit"
 COMMENT_CUT_NOTE = "cut to fit GitHub's 65,536-character comment limit"
 # Sections dropped whole, in this order, when raw samples alone do not bring a report under
 # its limit. "details" is every per-target section but the numbers.
-SUMMARY_SECTIONS = ("settings", "errors", "phases", "trend", "capacity", "findings", "details")
+SUMMARY_SECTIONS = (
+    "settings",
+    "errors",
+    "phases",
+    "trend",
+    "capacity",
+    "goodput",
+    "findings",
+    "details",
+)
 COMMENT_SECTIONS = ("trend", "findings")
 
 

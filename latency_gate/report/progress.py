@@ -96,6 +96,7 @@ class ProgressLog:
             self._current = (shown, event, started)
             # A line for each level of the capacity search, not only its first.
             key = f"capacity {event.total}" if event.stage == "capacity" else event.stage
+            key = f"rate {event.rate:g}" if event.stage == "rate" else key
             if key in seen:
                 return
             seen.add(key)
@@ -158,6 +159,9 @@ def describe(event: Progress, name: str) -> str:
         case "capacity":
             calls = "call" if event.total == 1 else "calls"
             return f"{name}: capacity search, {event.total} {calls} at once"
+        case "rate":
+            rate = f"{float(f'{event.rate:.3g}'):,g}/s"
+            return f"{name}: calls at {rate}, at most {event.total:,}"
         case _:
             return f"{name}: done"
 

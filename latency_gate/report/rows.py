@@ -24,6 +24,8 @@ NUMBER_LABELS = {
     "itl_p95": "inter-token p95",
     "longest_stall": "longest stall",
     "capacity": "capacity",
+    "goodput": "goodput",
+    "rate_p95": "p95 at the rate",
 }
 # Streamed runs only: shown when measured, never gated (yet).
 _TOKEN_TIMING = ("ttft_warm_p95", "ttft_concurrent_p95", "itl_p95", "longest_stall")
@@ -62,8 +64,8 @@ class Row:
 
     @property
     def minimum(self) -> bool:
-        """The limit is a floor (the capacity's min-capacity), not a ceiling."""
-        return self.number == "capacity"
+        """The limit is a floor (min-capacity, min-rate), not a ceiling."""
+        return self.number in ("capacity", "goodput")
 
     @property
     def budget_text(self) -> str:

@@ -23,6 +23,7 @@ from latency_gate.report.deltas import (
     origins_text,
     regression_limit_text,
 )
+from latency_gate.report.goodput_terminal import rate_lines
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -90,6 +91,7 @@ def render_terminal(
     lines += _comparison(results)
     lines += _baselines(results, names)
     lines += _capacities(views, names, verbose=verbose)
+    lines += rate_lines(views, names, verbose=verbose)
     detailed = [verbose or not view.result.verdict.passed for view in views]
     # The findings of a target whose detail is not shown: with several targets their titles (the
     # evidence is detail), with one its evidence too (there is room on the screen).
@@ -320,8 +322,8 @@ def _detail(view: TargetView, name: str, *, verbose: bool) -> list[str]:
     if name:
         lines.append(f"{name} ({result.verdict.label}):")
     for row in view.rows:
-        if row.number == "capacity":
-            continue  # said with the capacity's own lines
+        if row.number in ("capacity", "goodput", "rate_p95"):
+            continue  # said with their own lines
         if row.meaning and (verbose or row.passed is False):
             lines += _wrap(f"{row.label}: {_one_line_long(row.meaning)}", pad)
     lines += terminal_chain([result], [name], indent=pad)[1:]  # its blank line is the one above

@@ -24,6 +24,7 @@ from latency_gate.models import (
 )
 from latency_gate.report.capacity import CapacityView, capacity_view
 from latency_gate.report.chain import chart_lines
+from latency_gate.report.goodput import GoodputView, goodput_view
 from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of
 from latency_gate.report.trend import TrendChart, trend_charts
 
@@ -73,6 +74,7 @@ class TargetView:
     duration: float
     trend: tuple[TrendChart, ...] = ()  # against a history: its runs and this one, charted
     capacity: CapacityView | None = None  # --capacity: the capacity at the budget
+    goodput: GoodputView | None = None  # --rate, --goodput: calls at a rate
 
     @property
     def breaches(self) -> tuple[Row, ...]:
@@ -139,17 +141,24 @@ class TargetView:
         return 0 if self.result.capacity is None else self.result.capacity.calls
 
     @property
+    def rate_calls(self) -> int:
+        """The calls at a rate (0 without --rate and --goodput): counted against the cap too."""
+        return 0 if self.result.goodput is None else self.result.goodput.calls
+
+    @property
     def calls_against_cap(self) -> str:
         """ "81 of at most 300 calls"; "31 calls (the first look's; cap 10)" when a cap below the
         first look's calls let it finish; "81 calls" for a result without sampling; with the
         capacity search, "265 of at most 1,380 calls (135 of them for the capacity search)"."""
         sampling = self.result.sampling
-        total = self.total_calls + self.search_calls
+        total = self.total_calls + self.search_calls + self.rate_calls
         search = (
             f" ({self.search_calls:,} of them for the capacity search)"
             if self.result.capacity is not None
             else ""
         )
+        if self.result.goodput is not None:
+            search += f" ({self.rate_calls:,} of them at a rate)"
         if sampling is None:
             return f"{total:,} call{'s' if total != 1 else ''}{search}"
         if self.total_calls > sampling.max_calls:  # the first look is made whole, whatever the cap
@@ -298,6 +307,7 @@ def target_view(result: RunResult, scale: float) -> TargetView:
         duration=max(0.0, result.finished_at - result.started_at),
         trend=trend_charts(result),
         capacity=capacity_view(result),
+        goodput=goodput_view(result),
     )
 
 

@@ -1,0 +1,307 @@
+"""The goodput of the llama.cpp test server with 1, 2 and 4 slots: latency-gate's search beside
+guidellm's Poisson sweep, on the same server, model and budget.
+
+    python bench/goodput_peers.py                      # 1, 2 and 4 slots, one round each
+    python bench/goodput_peers.py --slots 2 --name goodput_peers_run2
+
+Run by hand, not by CI (guidellm lives in a venv of its own: bench/llm_peers.py makes it and the
+tokenizer it needs). For each slot count a new server (xllamacpp, SmolLM2-135M-Instruct Q4_1,
+2 threads, in a process of its own) is started; one streamed call of --max-tokens tokens is
+timed (the median of 3 after 5 warm-up calls) and the budget is --budget-calls times it. Then, one
+after another on that server:
+
+- latency-gate: `probe --goodput`, only concurrent p95 gated against the budget: open-loop
+  Poisson levels, doubled then bisected, each decided by the p95's sequential test;
+- guidellm 0.8.1: `--profile kind=sweep,strategy_type=poisson` (a synchronous run, a throughput
+  run, then Poisson rates evenly between them), --guidellm-requests requests a rate; its goodput
+  is the highest rate whose share of requests within the budget (end to end) is at least 95 %.
+
+vLLM's `bench serve --request-rate --goodput` needs vLLM itself, which does not install on this
+CPU-only machine: it is not run. Reported per tool: the goodput, the levels tried (each one's
+p95 from due, or share within the budget), the calls made and the wall time. Results go to
+bench/results/NAME.{json,md}.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+
+from capacity_peers import PROMPT, one_call  # noqa: E402 (the median of 3 after a warm-up)
+from llm_peers import (  # noqa: E402
+    DEFAULT_VENV,
+    MODEL_FILE,
+    LlamaServer,
+    build_tokenizer,
+    peer_versions,
+    peers_venv,
+)
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> dict[str, Any]:
+    out = work / "gate.json"
+    cmd = [
+        sys.executable, "-m", "latency_gate", "probe", f"{base}/v1/chat/completions",
+        "--prompt", PROMPT, "--stream", "--max-tokens", str(opts.max_tokens),
+        "--warm-calls", "3", "--concurrency", "2", "--timeout", opts.timeout,
+        "--max-warm-p95", "off", "--max-error-rate", "off",
+        "--max-concurrent-p95", f"{budget:.3f}s", "--goodput",
+        "--goodput-time", opts.goodput_time, "--rate-for", opts.rate_for,
+        "--json", str(out),
+    ]  # fmt: skip
+    began = time.monotonic()
+    done = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=7200, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    wall = time.monotonic() - began
+    if done.returncode not in (0, 1):
+        raise RuntimeError(f"latency-gate exited {done.returncode}: {done.stdout[-2000:]}")
+    (work / "gate.txt").write_text(done.stdout)
+    result = json.loads(out.read_text())
+    goodput = result["goodput"]
+    run_calls = len(result["samples"])
+    if goodput is None:  # the run stopped before its calls at a rate (the server did not answer)
+        return {
+            "goodput": 0.0,
+            "not_measured": "; ".join(result["verdict"]["reasons"]) or "no calls at a rate",
+            "levels": [],
+            "search_calls": 0,
+            "search_seconds": 0.0,
+            "run_calls": run_calls,
+            "calls": run_calls,
+            "wall_seconds": round(wall, 1),
+        }
+    return {
+        "goodput": goodput["found"],
+        "breaking": goodput["breaking"],
+        "complete": goodput["complete"],
+        "stopped": goodput["stopped"],
+        "levels": [
+            {
+                "rate": lv["rate"],
+                "held": lv["held"],
+                "p95_ms": None if lv["p95"] is None else round(lv["p95"] * 1000),
+                "lag_p95_ms": None
+                if lv["send_lag_p95"] is None
+                else round(lv["send_lag_p95"] * 1000, 1),
+                "calls": lv["calls"],
+                "by": lv["decided_by"],
+            }
+            for lv in goodput["levels"]
+        ],
+        "search_calls": goodput["calls"],
+        "search_seconds": round(goodput["seconds"], 1),
+        "run_calls": run_calls,
+        "calls": run_calls + goodput["calls"],
+        "wall_seconds": round(wall, 1),
+    }
+
+
+def run_guidellm(
+    base: str,
+    budget: float,
+    opts: argparse.Namespace,
+    work: Path,
+    *,
+    bin_dir: Path,
+    tokenizer: Path,
+) -> dict[str, Any]:
+    data = work / "guidellm.jsonl"
+    with data.open("w") as rows:
+        for _ in range(5000):
+            rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
+    out = work / "guidellm.json"
+    cmd = [
+        str(bin_dir / "guidellm"), "run",
+        "--backend", f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
+        "--profile", f"kind=sweep,sweep_size={opts.sweep_size},strategy_type=poisson",
+        "--constraint", f"kind=max_requests,count={opts.guidellm_requests}",
+        "--data", f"kind=json_file,path={data}",
+        "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
+        "--output", f"kind=json,path={out}",
+        "--disable-console-interactive",
+    ]  # fmt: skip
+    began = time.monotonic()
+    log = work / "guidellm.log"
+    with log.open("w") as sink:
+        done = subprocess.run(
+            cmd, stdout=sink, stderr=subprocess.STDOUT, timeout=7200, check=False,
+            env=dict(os.environ, PYTHONPATH=""),
+        )  # fmt: skip
+    wall = time.monotonic() - began
+    if done.returncode != 0:
+        raise RuntimeError(f"guidellm exited {done.returncode}: {log}")
+    report = json.loads(out.read_text())
+    levels = []
+    calls = 0
+    for benchmark in report["benchmarks"]:
+        strategy = benchmark["config"]["strategy"]
+        requests = benchmark["requests"]
+        made = sum(
+            len(requests.get(kind) or []) for kind in ("successful", "errored", "incomplete")
+        )
+        calls += made
+        timings = [r["info"]["timings"] for r in requests.get("successful") or []]
+        latencies = sorted(t["request_end"] - t["request_start"] for t in timings)
+        starts = sorted(t["request_start"] for t in timings)
+        achieved = (
+            (len(starts) - 1) / (starts[-1] - starts[0])
+            if len(starts) > 1 and starts[-1] > starts[0]
+            else None
+        )
+        within = sum(lat <= budget for lat in latencies) / made if made else 0.0
+        p95 = (
+            statistics.quantiles(latencies, n=100, method="inclusive")[94]
+            if len(latencies) > 1
+            else None
+        )
+        levels.append(
+            {
+                "strategy": strategy.get("type_", strategy.get("type", "?")),
+                "rate": strategy.get("rate"),
+                "achieved": None if achieved is None else round(achieved, 3),
+                "within": round(within, 3),
+                "p95_ms": None if p95 is None else round(p95 * 1000),
+                "calls": made,
+            }
+        )
+    rated = [lv for lv in levels if lv["rate"] is not None]
+    held = [lv["rate"] for lv in rated if lv["within"] >= 0.95]
+    broke = [lv["rate"] for lv in rated if lv["within"] < 0.95]
+    found = max((r for r in held if not broke or r < min(broke)), default=0.0)
+    return {
+        "goodput": found,
+        "levels": levels,
+        "calls": calls,
+        "wall_seconds": round(wall, 1),
+    }
+
+
+def render(results: dict[str, Any]) -> str:
+    lines = [
+        f"# Goodput on llama.cpp: latency-gate beside guidellm ({results['date']})",
+        "",
+        f"Machine: {results['machine']}. Peers: {results['peers']}.",
+        "",
+        "| slots | one call | budget | tool | goodput | levels | calls | seconds | load |",
+        "|--:|--:|--:|---|--:|---|--:|--:|---|",
+    ]
+    for row in results["rows"]:
+        for tool in ("latency-gate", "guidellm"):
+            got = row.get(tool)
+            if got is None:
+                continue
+            if tool == "latency-gate":
+                shown = ", ".join(
+                    f"{lv['rate']:g}/s {'held' if lv['held'] else 'broke'} ({lv['p95_ms']} ms, "
+                    f"{lv['calls']})"
+                    for lv in got["levels"]
+                )
+                calls = f"{got['calls']} ({got['search_calls']} at a rate)"
+                seconds = f"{got['wall_seconds']} ({got['search_seconds']} at a rate)"
+            else:
+                shown = ", ".join(
+                    f"{lv['strategy']} {lv['rate'] or lv['achieved']:.3g}/s {lv['within']:.2f} "
+                    f"({lv['p95_ms']} ms, {lv['calls']})"
+                    for lv in got["levels"]
+                    if (lv["rate"] or lv["achieved"]) is not None
+                )
+                calls, seconds = str(got["calls"]), str(got["wall_seconds"])
+            lines.append(
+                f"| {row['slots']} | {row['one_call_ms']} ms | {row['budget_ms']} ms | {tool} "
+                f"| {got['goodput']:.3g}/s | {shown} | {calls} | {seconds} | {got['load']} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--slots", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--budget-calls", type=float, default=2.5)
+    parser.add_argument("--guidellm-requests", type=int, default=60)
+    parser.add_argument("--sweep-size", type=int, default=10)
+    parser.add_argument("--goodput-time", default="auto", help="latency-gate's --goodput-time")
+    parser.add_argument("--rate-for", default="auto", help="latency-gate's --rate-for")
+    parser.add_argument("--timeout", default="60s", help="latency-gate's --timeout")
+    parser.add_argument("--tools", nargs="+", default=["latency-gate", "guidellm"])
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=Path(
+            os.environ.get("LATENCY_GATE_TEST_MODEL", ROOT / ".cache" / "models" / MODEL_FILE)
+        ),
+    )
+    parser.add_argument("--peers-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--name", default="goodput_peers")
+    opts = parser.parse_args(argv)
+    bin_dir = peers_venv(opts.peers_venv, 600) if "guidellm" in opts.tools else Path()
+    work_root = Path(tempfile.mkdtemp(prefix="goodput-peers-"))
+    tokenizer = (
+        build_tokenizer(bin_dir, opts.model, work_root / "tokenizer", 600)
+        if "guidellm" in opts.tools
+        else work_root
+    )
+    rows = []
+    for slots in opts.slots:
+        work = work_root / f"s{slots}"
+        work.mkdir()
+        server = LlamaServer(opts.model, work / "server.log", slots=slots)
+        try:
+            one_call(server.base, opts.max_tokens)  # a server's first calls are slow: warm it
+            single = one_call(server.base, opts.max_tokens)
+            budget = round(opts.budget_calls * single, 3)
+            row: dict[str, Any] = {
+                "slots": slots,
+                "one_call_ms": round(single * 1000),
+                "budget_ms": round(budget * 1000),
+            }
+            for tool in opts.tools:
+                print(f"{slots} slots, budget {budget:.3f} s: {tool}", file=sys.stderr, flush=True)
+                before = load_average()
+                if tool == "latency-gate":
+                    row[tool] = run_gate(server.base, budget, opts, work)
+                else:
+                    row[tool] = run_guidellm(
+                        server.base, budget, opts, work, bin_dir=bin_dir, tokenizer=tokenizer
+                    )
+                row[tool]["load"] = f"{before} → {load_average()}"
+            rows.append(row)
+        finally:
+            server.stop()
+    results = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
+        "peers": ", ".join(f"{k} {v}" for k, v in peer_versions(bin_dir).items())
+        if "guidellm" in opts.tools
+        else "none",
+        "options": {k: str(v) for k, v in vars(opts).items()},
+        "work": str(work_root),
+        "rows": rows,
+    }
+    (BENCH / "results" / f"{opts.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (BENCH / "results" / f"{opts.name}.md").write_text(render(results))
+    print(render(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

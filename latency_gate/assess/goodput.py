@@ -1,0 +1,315 @@
+"""Goodput at the budget: the highest request rate whose p95 from due holds the budget under load.
+
+After the run's looks (and the capacity search), calls arrive open-loop at a rate
+(measure/arrivals.py), one level at a time, each judged on its own calls (goodput_levels.py).
+
+- `--rate R` alone: one level at R, a row of the verdict ("rate": held or broke).
+- `--goodput`: a search from the start rate (`--rate` when given, else the run's own burst's
+  throughput, `concurrency` / concurrent p95): doubled while levels hold, halved while they
+  break (at most RATE_STEPS times either way), then bisected at the geometric middle until the
+  rate that broke is within RATE_PRECISION of the one that held. The goodput is the highest
+  rate that held; `--min-rate` gates it.
+
+`RateSearch` is the search alone (levels in, the next rate out); `RateRun` drives the levels for
+the engine's hook (wired in latency_gate/run.py) under what `max-calls` and `goodput-time` leave:
+when a level no longer fits, or the client could not send at a rate, the search stops there and
+the goodput is "at least" the highest rate that held.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from latency_gate.assess.capacity_levels import LevelLimits
+from latency_gate.assess.goodput_levels import (
+    CLIENT_BUDGET_SHARE,
+    CLIENT_FLOOR_TIMES,
+    Arrived,
+    OpenLevel,
+)
+from latency_gate.assess.sampling import on_undecided_policy
+from latency_gate.config import Target
+from latency_gate.config.rate_plan import (
+    RATE_PRECISION,
+    RATE_STEPS,
+    GoodputPlan,
+    fmt_rate,
+    goodput_plan,
+    rate_room,
+)
+from latency_gate.models import CallPhase, Goodput, RateLevel, Sample
+
+__all__ = ["RateAsk", "RateRun", "RateSearch", "start_rate", "start_rates"]
+
+
+def _round(rate: float) -> float:
+    """Three significant digits: rates a report can say as they were tried."""
+    return float(f"{rate:.3g}")
+
+
+@dataclass
+class RateSearch:
+    """Which rate to try next, from the rates tried so far (`record`)."""
+
+    start: float
+    steps: int = RATE_STEPS
+    precision: float = RATE_PRECISION
+    held: float | None = None  # the highest rate that held
+    broke: float | None = None  # the lowest rate that broke
+    tried: list[tuple[float, bool]] = field(default_factory=list)
+
+    def record(self, rate: float, held: bool) -> None:
+        self.tried.append((rate, held))
+        if held:
+            self.held = rate if self.held is None else max(self.held, rate)
+        else:
+            self.broke = rate if self.broke is None else min(self.broke, rate)
+
+    @property
+    def highest(self) -> float:
+        return _round(self.start * 2**self.steps)
+
+    @property
+    def lowest(self) -> float:
+        return _round(self.start / 2**self.steps)
+
+    def next_rate(self) -> float | None:
+        """The rate to try next, or None when the search is over."""
+        if not self.tried:
+            return self.start
+        if self.broke is None:
+            held = self.held or self.start
+            return None if held >= self.highest else min(_round(2 * held), self.highest)
+        if self.held is None:
+            return None if self.broke <= self.lowest else max(_round(self.broke / 2), self.lowest)
+        if self.broke / self.held <= self.precision:
+            return None
+        middle = _round(math.sqrt(self.held * self.broke))
+        return None if middle in (self.held, self.broke) else middle
+
+    @property
+    def found(self) -> float:
+        """The goodput: the highest rate that held (0 when none did)."""
+        return self.held or 0.0
+
+
+@dataclass(frozen=True)
+class RateAsk:
+    """The next level: its rate, most calls and seconds of arrivals (the engine's LevelAsk)."""
+
+    rate: float
+    calls: int
+    seconds: float
+    arrivals: str
+
+
+@dataclass
+class RateRun:
+    """The levels of one run, driven by the engine's hook: `next_level` closes the level that
+    ended and says the next; `look` judges the one in progress; `goodput()` is the result."""
+
+    limits: LevelLimits
+    plan: GoodputPlan
+    search: RateSearch
+    searching: bool
+    arrivals: str = "poisson"
+    asked: float | None = None
+    room: int | None = None  # calls left under max-calls (None: not capped)
+    time_left: float | None = None  # seconds left under goodput-time (None: not capped)
+    floor: float | None = None
+    levels: list[RateLevel] = field(default_factory=list)
+    current: OpenLevel | None = None
+    calls: int = 0
+    seconds: float = 0.0
+    stopped: str = ""
+    cut_by_cap: bool = False
+    client_limit: float | None = None
+
+    @property
+    def lag_limit(self) -> float:
+        """How late the client may send before a level it broke is said to be the client's."""
+        return max(
+            CLIENT_FLOOR_TIMES * (self.floor or 0.0),
+            CLIENT_BUDGET_SHARE * self.limits.concurrent_p95,
+        )
+
+    def next_level(self, arrivals: Sequence[Arrived], seconds: float, cut: str) -> RateAsk | None:
+        if self.current is not None:
+            self._close(arrivals, seconds, cut)
+        if self.stopped:
+            return None
+        rate = (
+            self.search.next_rate()
+            if self.searching
+            else (None if self.levels else self.search.start)
+        )
+        if rate is None:
+            self.stopped = self._finished()
+            return None
+        length = self.plan.length
+        calls = length.calls_at(rate)
+        if self.room is not None and calls > self.room - self.calls:
+            self._stop_for_cap(f"max-calls left {max(0, self.room - self.calls):,} calls", rate)
+            return None
+        if self.time_left is not None and length.worst_seconds > self.time_left - self.seconds:
+            left = max(0.0, self.time_left - self.seconds)
+            self._stop_for_cap(f"goodput-time left {left:.0f} s", rate)
+            return None
+        self.current = OpenLevel(rate, self.limits, length.warmup, length.hold, self.lag_limit)
+        return RateAsk(rate, calls, length.seconds, self.arrivals)
+
+    def look(self, arrivals: Sequence[Arrived], now: float) -> bool:
+        return self.current is not None and self.current.look(arrivals, now)
+
+    def interrupt(self, why: str = "the run was interrupted") -> None:
+        """Stop where it is: a level in progress is dropped (not judged)."""
+        if not self.stopped:
+            self.stopped = why
+            self.current = None
+
+    def _close(self, arrivals: Sequence[Arrived], seconds: float, cut: str) -> None:
+        level = self.current
+        self.current = None
+        if level is None or not arrivals:
+            return
+        record = level.close(arrivals, seconds)
+        self.levels.append(record)
+        self.calls += record.calls
+        self.seconds += seconds
+        if cut:  # the client could not hold the calls the rate put in flight
+            record = record.model_copy(
+                update={"held": False, "client_behind": True, "decided_by": "client"}
+            )
+            self.levels[-1] = record
+            self.client_limit = record.rate
+            self.stopped = (
+                f"at {fmt_rate(record.rate)} {cut} (a connection each): the client holds no "
+                "more, so the search stops there"
+            )
+            return
+        if record.client_behind:
+            self.client_limit = record.rate
+            lag = record.send_lag_p95 or 0.0
+            self.stopped = (
+                f"the client could not send {fmt_rate(record.rate)}: its calls went out "
+                f"{lag * 1000:.0f} ms late at p95 (send lag, the gate's floor "
+                f"{(self.floor or 0.0) * 1000:.1f} ms), and the endpoint's own latencies held "
+                "the budget: a faster client, or several, is needed above this rate"
+            )
+            return
+        self.search.record(record.rate, record.held)
+
+    def _stop_for_cap(self, why: str, rate: float) -> None:
+        self.cut_by_cap = True
+        self.stopped = f"{why}, not enough for the next level, {fmt_rate(rate)}"
+
+    def _finished(self) -> str:
+        search = self.search
+        if not self.searching:
+            return ""
+        if search.broke is None:
+            return f"every rate held up to {fmt_rate(search.held)}, the most searched"
+        if search.held is None:
+            return f"even {fmt_rate(search.broke)} broke the budget, the least searched"
+        return f"{fmt_rate(search.held)} held and {fmt_rate(search.broke)} broke"
+
+    def goodput(self) -> Goodput:
+        """The result: the levels in the order tried, the rate held and what it cost."""
+        found = self.search.found
+        breaking = min(
+            (lv for lv in self.levels if not lv.held and not lv.client_behind),
+            key=lambda lv: lv.rate,
+            default=None,
+        )
+        held = next((lv for lv in self.levels if lv.held and lv.rate == found), None)
+        tokens = None
+        if held is not None and held.tokens is not None:
+            tokens = found * held.tokens
+        incomplete = (
+            self.cut_by_cap
+            or self.client_limit is not None
+            or (bool(self.stopped) and self.searching and self.search.next_rate() is not None)
+        )
+        length = self.plan.length
+        return Goodput(
+            search=self.searching,
+            asked=self.asked,
+            found=found,
+            breaking=None if breaking is None else breaking.rate,
+            breaking_p95=None if breaking is None else breaking.p95,
+            tokens_per_s=tokens,
+            complete=not incomplete,
+            stopped_by_cap=self.cut_by_cap,
+            client_limit=self.client_limit,
+            limit=self.limits.concurrent_p95,
+            ttft_limit=self.limits.ttft_p95,
+            error_limit=self.limits.error_rate,
+            on_undecided=on_undecided_policy(self.limits.on_undecided),
+            arrivals="constant" if self.arrivals == "constant" else "poisson",
+            start=self.search.start,
+            precision=self.search.precision,
+            level_seconds=None if math.isinf(length.seconds) else length.seconds,
+            level_calls=length.calls,
+            warmup=length.warmup,
+            hold=length.hold,
+            floor=self.floor,
+            calls=self.calls,
+            seconds=self.seconds,
+            stopped=self.stopped,
+            levels=tuple(self.levels),
+        )
+
+
+def start_rate(target: Target, samples: Sequence[Sample]) -> float:
+    """The first rate: `--rate`, else the run's own burst's throughput (concurrency calls at once
+    over their p95: about what the endpoint completes a second when busy), else one call a
+    warm p50, else 1/s."""
+    if target.rate is not None:
+        return target.rate
+    concurrent = sorted(
+        s.latency for s in samples if s.phase is CallPhase.CONCURRENT and s.ok and s.latency
+    )
+    if concurrent:
+        p95 = concurrent[min(len(concurrent) - 1, math.ceil(0.95 * len(concurrent)) - 1)]
+        return _round(min(target.concurrency, len(concurrent)) / p95)
+    warm = sorted(s.latency for s in samples if s.phase is CallPhase.WARM and s.ok and s.latency)
+    return _round(1.0 / warm[len(warm) // 2]) if warm else 1.0
+
+
+def start_rates(
+    target: Target,
+    samples: Sequence[Sample],
+    *,
+    max_calls: int,
+    spent: int = 0,
+    floor: float | None = None,
+) -> RateRun:
+    """The levels of `target`'s run after its looks (`samples`, the run's calls) and its
+    capacity search (`spent` calls), under what `max_calls` leaves; `floor`: the gate's own
+    p95 under load, what the client's send lag is held to."""
+    budget = target.budget
+    if budget.max_concurrent_p95 is None:  # refused by the config (rate_plan.goodput_problems)
+        raise ValueError("calls at a rate need a budget under load, max-concurrent-p95")
+    limits = LevelLimits(
+        concurrent_p95=budget.max_concurrent_p95,
+        error_rate=budget.max_error_rate,
+        ttft_p95=budget.max_ttft_p95,
+        on_undecided=target.on_undecided,
+    )
+    plan = goodput_plan(target, rate_room(target, max_calls))
+    if plan is None:
+        raise ValueError("no calls at a rate were asked for")
+    start = start_rate(target, samples)
+    return RateRun(
+        limits,
+        plan,
+        RateSearch(start),
+        searching=target.goodput,
+        arrivals=target.arrivals,
+        asked=target.rate,
+        room=None if target.max_calls is None else max(0, max_calls - len(samples) - spent),
+        time_left=target.goodput_time,
+        floor=floor,
+    )

@@ -1,0 +1,238 @@
+"""One level at a rate, judged from its calls as they end: the capacity levels' own test.
+
+A level is judged by `capacity_levels.judge_level` (the concurrent check's SPRT of the p95
+against `max-concurrent-p95`, first-token p95 against `max-ttft-p95` when budgeted, the error
+rate; `on-undecided` at the level's end), on the calls due after its warm-up, with every latency
+counted from the moment its call was due. Open-loop calls end out of order and a slow one would
+be missing from a judgement made when it is not back: the judged calls are therefore always a
+prefix of the arrivals (in the order they were due), and a call still in flight that has already
+waited longer than the budget is in it, over the budget (it cannot come back within it). The
+test looks each time that prefix has LOOK_EVERY more calls; a level may hold only once the calls
+it judged span the plan's `hold` seconds (a queue's latencies are correlated over its own
+memory: a short stretch of quiet calls is weaker evidence than their count says); it may break
+at any look.
+
+The client: each call's send lag (its t0 less when it was due) is the client's own. When a level
+breaks on its latencies from due but its endpoint latencies alone (from t0) would not have
+broken it, and the lag is over what the gate can resolve (CLIENT_FLOOR_TIMES its floor, and at
+least CLIENT_BUDGET_SHARE of the budget), the client fell behind, not the endpoint: the level is
+said so and says nothing about the endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from statistics import fmean
+from typing import Literal, Protocol
+
+from latency_gate.assess.capacity_levels import (
+    P95,
+    LevelCalls,
+    LevelJudged,
+    LevelLimits,
+    judge_level,
+)
+from latency_gate.assess.intervals import linear_percentile
+from latency_gate.models import RateLevel, Sample
+
+__all__ = [
+    "CLIENT_BUDGET_SHARE",
+    "CLIENT_FLOOR_TIMES",
+    "LOOK_EVERY",
+    "Arrived",
+    "OpenLevel",
+    "judged_calls",
+]
+
+LOOK_EVERY = 10
+CLIENT_FLOOR_TIMES = 10.0
+CLIENT_BUDGET_SHARE = 0.01
+
+
+class Arrived(Protocol):
+    """A call of a level as the engine hands it (measure.arrivals.Arrival)."""
+
+    @property
+    def due(self) -> float: ...
+    @property
+    def sample(self) -> Sample | None: ...
+
+
+def _from_due(sample: Sample, value: float | None, *, endpoint: bool) -> float | None:
+    if value is None:
+        return None
+    return value if endpoint else value + (sample.send_lag or 0.0)
+
+
+def judged_calls(
+    arrivals: Sequence[Arrived],
+    now: float,
+    limits: LevelLimits,
+    *,
+    warmup: float,
+    endpoint: bool = False,
+) -> tuple[LevelCalls, float]:
+    """The judged prefix of a level's calls at `now` (seconds from its start), latencies from
+    when each call was due (`endpoint`: from its t0, the endpoint's alone), and the due time of
+    the last call in it (-1 when it is empty). Calls due in the warm-up are left out."""
+    latencies: list[float] = []
+    first_tokens: list[float] = []
+    failed = calls = 0
+    last = -1.0
+    for arrival in arrivals:
+        if arrival.due < warmup:
+            continue
+        if arrival.due > now:
+            break
+        sample = arrival.sample
+        if sample is None:
+            waited = now - arrival.due
+            if waited <= limits.concurrent_p95:
+                break  # it may still come back within the budget
+            latencies.append(waited)
+        elif sample.ok:
+            latency = _from_due(sample, sample.latency, endpoint=endpoint)
+            if latency is not None:
+                latencies.append(latency)
+            token = _from_due(sample, sample.timings.first_token, endpoint=endpoint)
+            if token is not None:
+                first_tokens.append(token)
+        else:
+            failed += 1
+        calls += 1
+        last = arrival.due
+    return LevelCalls(tuple(latencies), tuple(first_tokens), failed, calls), last
+
+
+@dataclass
+class _Prefix:
+    """The judged prefix so far: it only grows (a call in it stays in it), so each look
+    extends it from where the last one stopped."""
+
+    at: int = 0  # the next arrival to read
+    calls: LevelCalls = field(default_factory=LevelCalls)
+    last_due: float = -1.0
+
+    def extend(
+        self, arrivals: Sequence[Arrived], now: float, limits: LevelLimits, warmup: float
+    ) -> None:
+        latencies: list[float] = []
+        first_tokens: list[float] = []
+        failed = calls = 0
+        at = self.at
+        while at < len(arrivals):
+            arrival = arrivals[at]
+            if arrival.due > now:
+                break
+            if arrival.due >= warmup:
+                sample = arrival.sample
+                if sample is None:
+                    waited = now - arrival.due
+                    if waited <= limits.concurrent_p95:
+                        break  # it may still come back within the budget
+                    latencies.append(waited)  # over it, and its latency is at least this
+                elif sample.ok:
+                    latency = _from_due(sample, sample.latency, endpoint=False)
+                    if latency is not None:
+                        latencies.append(latency)
+                    token = _from_due(sample, sample.timings.first_token, endpoint=False)
+                    if token is not None:
+                        first_tokens.append(token)
+                else:
+                    failed += 1
+                calls += 1
+                self.last_due = arrival.due
+            at += 1
+        self.at = at
+        if calls:
+            self.calls += LevelCalls(tuple(latencies), tuple(first_tokens), failed, calls)
+
+
+@dataclass
+class OpenLevel:
+    """A level in progress: judged at each look (`look`), closed into a `RateLevel` at its end
+    (`close`)."""
+
+    rate: float
+    limits: LevelLimits
+    warmup: float
+    hold: float
+    lag_limit: float
+    looks: list[int] = field(default_factory=list)
+    judged: LevelJudged | None = None
+    prefix: _Prefix = field(default_factory=_Prefix)
+
+    def look(self, arrivals: Sequence[Arrived], now: float) -> bool:
+        """Whether the level is decided at `now`: broken by its test, or held by it once its
+        judged calls span `hold` seconds."""
+        if self.judged is not None:
+            return True
+        self.prefix.extend(arrivals, now, self.limits, self.warmup)
+        calls = self.prefix.calls
+        seen = self.looks[-1] if self.looks else 0
+        if calls.calls < seen + LOOK_EVERY:
+            return False
+        self.looks.append(calls.calls)
+        judged = judge_level(calls, self.limits, looks=self.looks, last=False)
+        spans = self.prefix.last_due - self.warmup >= self.hold
+        if judged.held is False or (judged.held and spans):
+            self.judged = judged
+            return True
+        return False
+
+    def close(
+        self, arrivals: Sequence[Arrived], seconds: float, *, by_cap: bool = False
+    ) -> RateLevel:
+        """The level once its calls have ended: decided at its last look, or now by its whole
+        judged calls (`on-undecided` deciding what the test has not: "level cap", or
+        "max-calls" when `by_cap`)."""
+        calls, _ = judged_calls(arrivals, float("inf"), self.limits, warmup=self.warmup)
+        judged = self.judged
+        if judged is None:
+            looks = (
+                [*self.looks, calls.calls] if calls.calls > (self.looks or [0])[-1] else self.looks
+            )
+            judged = judge_level(calls, self.limits, looks=looks or [calls.calls], last=True)
+            if by_cap and judged.by == "level cap":
+                judged = LevelJudged(
+                    judged.held, "max-calls", judged.broke_on, judged.wrong_at_most
+                )
+        samples = tuple(a.sample for a in arrivals if a.sample is not None)
+        lags = [s.send_lag for s in samples if s.send_lag is not None]
+        lag_p95 = linear_percentile(lags, P95) if lags else None
+        behind = False
+        by: Literal["test", "level cap", "max-calls", "client"] = (
+            "test" if judged.by == "the run" else judged.by
+        )
+        if not judged.held and lag_p95 is not None and lag_p95 > self.lag_limit:
+            own, _ = judged_calls(
+                arrivals, float("inf"), self.limits, warmup=self.warmup, endpoint=True
+            )
+            alone = judge_level(own, self.limits, looks=[own.calls], last=True)
+            behind = bool(alone.held)
+            by = "client" if behind else by
+        ok = [s for s in samples if s.ok]
+        tokens = [s.tokens for s in ok if s.tokens]
+        dues = [a.due for a in arrivals]
+        span = max(dues) - min(dues) if len(dues) > 1 else 0.0
+        return RateLevel(
+            rate=self.rate,
+            calls=len(samples),
+            judged=calls.calls,
+            offered=(len(dues) - 1) / span if span > 0 else None,
+            p95=linear_percentile(calls.latencies, P95),
+            ttft_p95=linear_percentile(calls.first_tokens, P95) if calls.first_tokens else None,
+            mean_latency=fmean(calls.latencies) if calls.latencies else None,
+            errors=calls.failed,
+            held=bool(judged.held) and not behind,
+            decided_by=by,
+            broke_on=judged.broke_on,
+            wrong_at_most=judged.wrong_at_most,
+            seconds=seconds,
+            send_lag_p95=lag_p95,
+            send_lag_max=max(lags) if lags else None,
+            client_behind=behind,
+            tokens=fmean(tokens) if tokens else None,
+            samples=samples,
+        )

@@ -1,0 +1,44 @@
+"""The settings of calls at a rate, as the builder (build.py) takes them: their input names,
+their parsers, and what one implies of another (a minimum rate is a search to make)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from latency_gate.config.parsing import parse_bool, parse_duration
+from latency_gate.config.rate_plan import parse_arrivals, parse_min_rate, parse_rate, parse_rate_for
+
+__all__ = ["RATE_KEYS", "settle_rates", "take_rates"]
+
+RATE_KEYS = ("rate", "arrivals", "rate-for", "goodput", "min-rate", "goodput-time")
+
+Take = Callable[..., None]
+
+
+def _goodput_time(text: str) -> float | None:
+    """A duration, or auto (the search's worst case, worked out before the first call)."""
+    if text.strip().lower() in {"", "auto"}:
+        return None
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"expected a duration above zero or auto, got {text!r}")
+    return seconds
+
+
+def take_rates(take: Take) -> None:
+    """Parse each rate setting with `take(key, parser, field)` (build_target's own)."""
+    take("rate", lambda s: None if s.strip() == "" else parse_rate(s))
+    take("arrivals", parse_arrivals)
+    take("rate-for", parse_rate_for, "rate_for")
+    take("goodput", parse_bool)
+    take("min-rate", parse_min_rate)
+    take("goodput-time", _goodput_time)
+
+
+def settle_rates(fields: dict[str, Any]) -> None:
+    """`rate_for` split into calls or seconds; a minimum rate implies the search."""
+    if "rate_for" in fields:
+        fields["rate_calls"], fields["rate_seconds"] = fields.pop("rate_for")
+    if fields.get("min_rate") is not None:
+        fields["goodput"] = True  # a minimum to hold is a search to make

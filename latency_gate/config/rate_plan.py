@@ -1,0 +1,314 @@
+"""Calls at a rate (`--rate`, `--goodput`): the settings' parsers, and what one level and the
+goodput search cost in calls and seconds, worked out before the first call.
+
+A level at a rate r: calls arrive open-loop (Poisson by default) for a while; each call's
+latency counts from when it was due. Its length is in units of the budget (`max-concurrent-p95`,
+the latency a queue is held to), because a queue's memory is as long as its latencies, not as
+long as a number of calls: the calls due in the first RATE_WARMUP budgets are made and not
+judged (the queue fills from idle), a level may hold only once its judged calls span
+RATE_HOLD budgets, and it lasts at most RATE_SPAN budgets (and RATE_LEVEL_CALLS calls), or what
+`--rate-for` says. The search (`--goodput`): from the start rate, doubled while levels hold
+(halved while they break), at most RATE_STEPS times, then bisected (geometric middle) until the
+rate that broke is within RATE_PRECISION of the one that held: at most RATE_STEPS + 4 levels.
+
+docs/statistics.md ("Goodput") has why these lengths and what they buy, from simulation.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from latency_gate.config.parsing import parse_count, parse_duration, shown
+
+if TYPE_CHECKING:
+    from latency_gate.config.target import Budget
+
+__all__ = [
+    "ARRIVALS",
+    "RATE_HOLD",
+    "RATE_IN_FLIGHT",
+    "RATE_LEVEL_CALLS",
+    "RATE_PRECISION",
+    "RATE_SPAN",
+    "RATE_STEPS",
+    "RATE_WARMUP",
+    "GoodputPlan",
+    "LevelLength",
+    "fmt_rate",
+    "goodput_plan",
+    "goodput_problems",
+    "level_length",
+    "parse_arrivals",
+    "parse_min_rate",
+    "parse_rate",
+    "parse_rate_for",
+    "rate_room",
+    "rate_warnings",
+    "rate_worst_calls",
+    "search_levels",
+]
+
+ARRIVALS = ("poisson", "constant")
+RATE_WARMUP = 3.0  # budgets of arrivals made, not judged: the queue fills from idle
+RATE_HOLD = 15.0  # budgets of judged arrivals before a level may hold
+RATE_SPAN = 30.0  # budgets of judged arrivals at most
+RATE_LEVEL_CALLS = 1000  # calls a level makes at most, its warm-up included
+RATE_STEPS = 6  # doublings (or halvings) from the start rate, at most
+RATE_PRECISION = 1.1  # bisect until broke / held is at most this
+RATE_IN_FLIGHT = 256  # calls in flight at once, at most (a connection each)
+LARGEST_RATE = 10_000.0  # requests a second: above what any one process sends
+
+_RATE = re.compile(
+    r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?:/\s*(?P<unit>s|sec|second|m|min|minute|h|hour))?\s*$",
+    re.IGNORECASE,
+)
+_PER = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
+_PER |= {"h": 3600.0, "hour": 3600.0}
+_CALLS = re.compile(r"^\s*(?P<num>\d+)\s*(?:calls?)?\s*$", re.IGNORECASE)
+
+
+def parse_rate(text: str) -> float:
+    """`5/s`, `300/min`, `0.5` (a second) to requests a second, above 0 and at most 10,000."""
+    match = _RATE.match(text)
+    if match is None:
+        raise ValueError(
+            f"expected a rate such as 5/s, 300/min or 0.5 (requests a second), got {shown(text)}"
+        )
+    rate = float(match["num"]) / _PER[(match["unit"] or "s").lower()]
+    if not 0 < rate <= LARGEST_RATE:
+        raise ValueError(
+            f"expected a rate above 0 and at most {LARGEST_RATE:,.0f}/s (more than one process "
+            f"sends), got {shown(text)}"
+        )
+    return rate
+
+
+def parse_min_rate(text: str) -> float | None:
+    """A rate, or empty/off for none (the goodput is reported, not gated)."""
+    return None if text.strip().lower() in {"", "none", "off"} else parse_rate(text)
+
+
+def parse_rate_for(text: str) -> tuple[int | None, float | None]:
+    """How long a level at a rate lasts: (calls, None) for `200` or `200 calls`, (None, seconds)
+    for a duration such as `60s` or `2m`, (None, None) for auto."""
+    if text.strip().lower() in {"", "auto"}:
+        return None, None
+    match = _CALLS.match(text)
+    if match is not None:
+        calls = parse_count(match["num"])
+        if calls > RATE_LEVEL_CALLS * 100:
+            raise ValueError(f"expected at most {RATE_LEVEL_CALLS * 100:,} calls, got {calls:,}")
+        return calls, None
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        raise ValueError(
+            f"expected a number of calls (200), a duration (60s, 2m) or auto, got {shown(text)}"
+        ) from None
+    if seconds <= 0:
+        raise ValueError(f"expected a duration above zero, got {shown(text)}")
+    return None, seconds
+
+
+def parse_arrivals(text: str) -> str:
+    choice = text.strip().lower()
+    if choice not in ARRIVALS:
+        raise ValueError(f"expected poisson or constant, got {shown(text)}")
+    return choice
+
+
+def fmt_rate(rate: float | None) -> str:
+    """ "5/s", "0.42/s", "12.5/s": three significant digits."""
+    if rate is None:
+        return "—"
+    if rate >= 100:
+        return f"{rate:,.0f}/s"
+    return f"{float(f'{rate:.3g}'):g}/s"
+
+
+class _Rated(Protocol):
+    """What the plan reads of a target (config.Target)."""
+
+    @property
+    def budget(self) -> Budget: ...
+    @property
+    def timeout(self) -> float: ...
+    @property
+    def rate(self) -> float | None: ...
+    @property
+    def rate_calls(self) -> int | None: ...
+    @property
+    def rate_seconds(self) -> float | None: ...
+    @property
+    def goodput(self) -> bool: ...
+    @property
+    def goodput_time(self) -> float | None: ...
+
+
+@dataclass(frozen=True)
+class LevelLength:
+    """How long one level at a rate lasts at most, and how much of it is judged.
+
+    `seconds`: the span of its arrivals (warm-up included); `calls`: the most calls it makes;
+    `warmup`: seconds of arrivals made but not judged; `hold`: seconds of judged arrivals
+    before it may hold; `drain`: the most its calls still in flight take once arrivals stop.
+    """
+
+    seconds: float
+    calls: int
+    warmup: float
+    hold: float
+    drain: float
+
+    def calls_at(self, rate: float) -> int:
+        """The most calls a level at `rate` makes."""
+        if math.isinf(self.seconds):
+            return self.calls
+        return max(1, min(self.calls, math.ceil(rate * self.seconds)))
+
+    @property
+    def worst_seconds(self) -> float:
+        return self.seconds + self.drain
+
+
+def level_length(target: _Rated) -> LevelLength:
+    """One level's length from the budget (or `--rate-for`), before any fitting."""
+    budget = target.budget.max_concurrent_p95 or 1.0
+    span = (RATE_WARMUP + RATE_SPAN) * budget
+    calls = RATE_LEVEL_CALLS
+    if target.rate_seconds is not None:
+        span = target.rate_seconds
+    if target.rate_calls is not None:
+        calls = target.rate_calls
+        span = math.inf if target.rate_seconds is None else span
+    warmup = min(RATE_WARMUP * budget, span / 3)
+    hold = min(RATE_HOLD * budget, span - warmup)
+    return LevelLength(span, calls, warmup, hold, drain=target.timeout)
+
+
+def search_levels() -> int:
+    """The most levels the search tries: the start, RATE_STEPS doublings (or halvings), and
+    the bisections that take a gap of two down to RATE_PRECISION."""
+    bisections = math.ceil(math.log2(math.log(2) / math.log(RATE_PRECISION)))
+    return 1 + RATE_STEPS + bisections
+
+
+@dataclass(frozen=True)
+class GoodputPlan:
+    """The levels of a run at a rate (`levels` 1) or of the goodput search, worked out before
+    the first call: each level's length, fitted to `max-calls` and `goodput-time`, and what the
+    whole can take at most. `fitted` says what shortened the levels ("" when nothing did)."""
+
+    levels: int
+    length: LevelLength
+    worst_calls: int
+    worst_seconds: float
+    fitted: str = ""
+
+
+def goodput_plan(target: _Rated, room: int | None = None) -> GoodputPlan | None:
+    """What the rate run or the goodput search of `target` can take, its levels fitted so that
+    every level fits in `room` calls (what max-calls leaves; None: no cap) and in the
+    `goodput-time`; None without `--rate` or `--goodput`."""
+    if target.rate is None and not target.goodput:
+        return None
+    levels = search_levels() if target.goodput else 1
+    length = level_length(target)
+    fitted: list[str] = []
+    if room is not None and length.calls * levels > room:
+        calls = max(1, room // levels)
+        fitted.append(f"max-calls leaves {room:,} calls: at most {calls:,} a level")
+        length = LevelLength(length.seconds, calls, length.warmup, length.hold, length.drain)
+    if target.goodput_time is not None and length.worst_seconds * levels > target.goodput_time:
+        span = max(target.goodput_time / levels - length.drain, 0.0)
+        warmup = min(length.warmup, span / 3)
+        fitted.append(
+            f"goodput-time {target.goodput_time:g} s: at most {span:.0f} s of arrivals a level"
+        )
+        length = LevelLength(
+            span, length.calls, warmup, min(length.hold, span - warmup), length.drain
+        )
+    worst_calls = length.calls * levels
+    worst_seconds = length.worst_seconds * levels
+    return GoodputPlan(levels, length, worst_calls, worst_seconds, "; ".join(fitted))
+
+
+def rate_worst_calls(target: object) -> int:
+    """The most calls a target's run at a rate or goodput search makes (0 without them): what
+    `max-calls: auto` leaves room for, after the checks and the capacity search."""
+    if getattr(target, "rate", None) is None and not getattr(target, "goodput", False):
+        return 0
+    plan = goodput_plan(target)  # type: ignore[arg-type]  # a Target, or a file's settings
+    return 0 if plan is None else plan.worst_calls
+
+
+def rate_room(target: object, max_calls: int) -> int | None:
+    """The calls `max-calls` leaves to the calls at a rate (None when it was sized for them)."""
+    if getattr(target, "max_calls", None) is None:
+        return None
+    from latency_gate.config.plan import needs_of  # noqa: PLC0415 (plan imports this module)
+
+    needs = needs_of(target)  # type: ignore[arg-type]
+    return max(max_calls - needs.minimum - needs.capacity, 0)
+
+
+def rate_warnings(target: object, room: int) -> list[str]:
+    """What the reports say before the calls at a rate: their worst case, and what fitted the
+    levels to max-calls or goodput-time."""
+    if getattr(target, "rate", None) is None and not getattr(target, "goodput", False):
+        return []
+    fit = None if getattr(target, "max_calls", None) is None else max(room, 0)
+    plan = goodput_plan(target, fit)  # type: ignore[arg-type]
+    if plan is None:
+        return []
+    what = "the goodput search" if plan.levels > 1 else "the run at a rate"
+    length = plan.length
+    said = (
+        f"{what} can take up to {plan.worst_calls:,} calls and {_minutes(plan.worst_seconds)} "
+        f"({plan.levels} level{'s' if plan.levels > 1 else ''} of at most {length.calls:,} calls"
+        f" and {_minutes(length.seconds)} of arrivals, the first {_minutes(length.warmup)} of "
+        "them not judged)"
+    )
+    if plan.fitted:
+        said += f"; levels fitted to the caps: {plan.fitted}"
+    return [said]
+
+
+def _minutes(seconds: float) -> str:
+    if math.isinf(seconds):
+        return "no time limit"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:.1f} min"
+
+
+def goodput_problems(target: _Rated) -> list[tuple[str, str]]:
+    """(input, message) for rate settings no run can honour."""
+    problems: list[tuple[str, str]] = []
+    asked = target.rate is not None or target.goodput
+    if asked and target.budget.max_concurrent_p95 is None:
+        problems.append(
+            (
+                "rate" if target.rate is not None else "goodput",
+                "a level at a rate is held to the budget under load, max-concurrent-p95, and it "
+                "is off: give it a budget",
+            )
+        )
+        return problems
+    plan = goodput_plan(target)
+    if plan is None or target.goodput_time is None:
+        return problems
+    if plan.length.seconds - plan.length.warmup <= 0:
+        least = search_levels() * (target.timeout + 1.0)
+        problems.append(
+            (
+                "goodput-time",
+                f"{target.goodput_time:g} s leaves no time for arrivals: each of the search's "
+                f"{plan.levels} levels may take the --timeout ({target.timeout:g} s) to end its "
+                f"calls. Give at least {least:.0f}s, or leave it out (auto)",
+            )
+        )
+    return problems

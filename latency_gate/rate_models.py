@@ -1,0 +1,102 @@
+"""Result models of calls at a rate (`--rate`, `--goodput`): each level, and the run or search of
+them. Below models.py, which re-exports them and holds them in `RunResult.goodput`.
+
+Every latency of a level counts from the moment its call was due (its `send_lag` plus its
+latency), so a queue the endpoint built, or a client that fell behind, shows as latency.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from latency_gate.sample import Frozen, Sample
+
+__all__ = ["Goodput", "RateLevel"]
+
+
+class RateLevel(Frozen):
+    """One level: calls arriving at `rate` a second, open-loop, judged on that level's calls
+    after its warm-up (docs/statistics.md, "Goodput")."""
+
+    rate: float = Field(gt=0, description="requests a second asked for")
+    calls: int = Field(ge=0, description="calls made, the warm-up's included")
+    judged: int = Field(ge=0, description="calls the decision read (after the warm-up)")
+    offered: float | None = Field(
+        default=None, description="the rate the calls were due at: calls / span of their dues"
+    )
+    p95: float | None = Field(description="p95 latency from due of the judged successful calls")
+    ttft_p95: float | None = Field(default=None, description="first-token p95, from due")
+    mean_latency: float | None = Field(
+        default=None, description="mean latency from due of the judged successful calls"
+    )
+    errors: int = Field(ge=0, description="failed calls among the judged")
+    held: bool = Field(description="every budgeted check of the level passed")
+    decided_by: Literal["test", "level cap", "max-calls", "client"] = Field(
+        description="test: the sequential test; level cap: on-undecided at the level's end; "
+        "max-calls: on-undecided when the cap stopped the search; client: the client fell "
+        "behind and the endpoint did not (the level says nothing of the endpoint)"
+    )
+    broke_on: tuple[str, ...] = Field(default=(), description="the checks that broke it")
+    wrong_at_most: float | None = Field(
+        default=None,
+        description="how often a level on the wrong side of its budget is decided so, at most",
+    )
+    seconds: float = Field(ge=0, description="from its first call due to its last call's end")
+    send_lag_p95: float | None = Field(
+        default=None, description="p95 of the calls' send lag: how late the client sent them"
+    )
+    send_lag_max: float | None = None
+    client_behind: bool = Field(
+        default=False,
+        description="the client's send lag, not the endpoint, is what broke the budget",
+    )
+    tokens: float | None = Field(
+        default=None, description="mean output tokens of its successful calls (streams, usage)"
+    )
+    samples: tuple[Sample, ...] = Field(
+        default=(), description="the level's calls, apart from the run's `samples`"
+    )
+
+
+class Goodput(Frozen):
+    """Calls at a rate: one level at `--rate` (`search` False), or the goodput search: the
+    highest rate whose p95 from due (and first-token p95 and error rate, where budgeted) holds
+    the budget under load, `max-concurrent-p95`."""
+
+    search: bool = Field(description="the goodput search (--goodput); False: --rate alone")
+    asked: float | None = Field(default=None, description="--rate, requests a second")
+    found: float = Field(ge=0, description="the highest rate that held (0: none did)")
+    breaking: float | None = Field(description="the lowest rate that broke")
+    breaking_p95: float | None = Field(default=None, description="that level's p95")
+    tokens_per_s: float | None = Field(
+        default=None, description="output tokens a second at the rate held: rate x tokens a call"
+    )
+    complete: bool = Field(description="it ended by itself (not stopped by a cap or the client)")
+    stopped_by_cap: bool = Field(
+        default=False, description="max-calls or goodput-time stopped it: at least `found`"
+    )
+    client_limit: float | None = Field(
+        default=None, description="a rate the client could not send at (said, not judged)"
+    )
+    limit: float = Field(description="the p95 budget every level was held to")
+    ttft_limit: float | None = None
+    error_limit: float | None = None
+    on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
+    arrivals: Literal["poisson", "constant"] = "poisson"
+    start: float = Field(gt=0, description="the first rate tried")
+    precision: float = Field(description="bisected until broke / held was at most this")
+    level_seconds: float | None = Field(
+        description="a level's arrivals lasted at most this (None: no time limit, --rate-for N)"
+    )
+    level_calls: int = Field(description="a level made at most this many calls")
+    warmup: float = Field(description="seconds of each level's arrivals not judged")
+    hold: float = Field(description="seconds of judged arrivals before a level could hold")
+    floor: float | None = Field(
+        default=None, description="the gate's floor (p95 under load) the send lag is held to"
+    )
+    calls: int = Field(ge=0, description="calls made at a rate")
+    seconds: float = Field(ge=0, description="time the levels took")
+    stopped: str = Field(default="", description="why it stopped, in words")
+    levels: tuple[RateLevel, ...] = Field(description="the levels in the order tried")

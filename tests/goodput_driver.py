@@ -1,0 +1,89 @@
+"""Calls at a rate against a simulated endpoint, driven as the engine drives them: the shipped
+RateRun (or OpenLevel) looked at on each arrival and each call's end, each level closed once its
+calls ended. The endpoint: `slots` slots first come first served, each call taking `service`
+seconds (a function of the call's position, for shapes the tests choose)."""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Callable, Sequence
+
+from latency_gate.assess.goodput import RateRun
+from latency_gate.measure.arrivals import Arrival, LevelAsk, due_times
+from latency_gate.models import CallPhase, Sample
+
+Service = Callable[[int], float]
+
+
+class Clocked(Arrival):
+    """An arrival whose sample shows once the clock has passed its end."""
+
+    def __init__(
+        self, due: float, latency: float, index: int, clock: list[float], lag: float
+    ) -> None:
+        super().__init__(due)
+        self.end = due + lag + latency
+        self.clock = clock
+        self.stored = Sample(
+            phase=CallPhase.RATE,
+            index=index,
+            started_at=1_700_000_000.0 + due,
+            ok=True,
+            latency=latency,
+            tokens=64,
+            due=due,
+            send_lag=lag,
+        )
+
+    @property
+    def sample(self) -> Sample | None:
+        return self.stored if self.end <= self.clock[0] else None
+
+    @sample.setter
+    def sample(self, value: Sample | None) -> None:
+        pass
+
+
+def queued(dues: Sequence[float], slots: int, service: Service) -> list[float]:
+    free = [0.0] * slots
+    latencies = []
+    for index, due in enumerate(dues):
+        start = max(due, heapq.heappop(free))
+        end = start + service(index)
+        heapq.heappush(free, end)
+        latencies.append(end - due)
+    return latencies
+
+
+def drive(
+    run: RateRun,
+    slots: int,
+    service: Service,
+    *,
+    seed: str = "driver",
+    lag: Callable[[float], float] = lambda rate: 0.0,
+) -> None:
+    """Every level `run` asks for, against the simulated endpoint, until it stops."""
+    rng = random.Random(seed)
+    arrivals: list[Arrival] = []
+    seconds = 0.0
+    while (ask := run.next_level(arrivals, seconds, "")) is not None:
+        dues = due_times(LevelAsk(ask.rate, ask.calls, ask.seconds, ask.arrivals), rng)
+        latencies = queued(dues, slots, service)
+        clock = [0.0]
+        calls = [
+            Clocked(d, lat, i, clock, lag(ask.rate))
+            for i, (d, lat) in enumerate(zip(dues, latencies, strict=True))
+        ]
+        decided = math.inf
+        for moment in sorted({*dues, *(c.end for c in calls)}):
+            clock[0] = moment
+            if run.look(calls, moment):
+                decided = moment
+                break
+        made = [c for c in calls if c.due <= decided]
+        clock[0] = math.inf
+        arrivals = list(made)
+        seconds = max(c.end for c in made) if made else 0.0

@@ -1,0 +1,374 @@
+"""Calls at a rate and the goodput search, without a network: the settings, the plan worked out
+before the first call, the search's rates, one level's judged calls (latency from due, calls in
+flight past the budget, the warm-up, the hold), the client that fell behind, the verdict's rows
+and the two capacities side by side. The engine's side is in tests/test_goodput_probe.py."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from goodput_driver import Clocked, drive
+from result_factory import make_result
+
+from latency_gate.action.outputs import output_values
+from latency_gate.assess.capacity_levels import LevelLimits
+from latency_gate.assess.goodput import RateRun, RateSearch, start_rates
+from latency_gate.assess.goodput_levels import OpenLevel, judged_calls
+from latency_gate.assess.goodput_verdict import goodput_checks, goodput_headline, littles_law
+from latency_gate.config import Target, build_target
+from latency_gate.config.plan import effective_max_calls, plan_warnings
+from latency_gate.config.rate_plan import goodput_plan, parse_rate, parse_rate_for
+from latency_gate.config.targets_file import parse_targets
+from latency_gate.errors import ConfigError
+from latency_gate.measure.limits import largest_burst
+from latency_gate.models import Capacity, Goodput
+
+URL = "http://127.0.0.1:1/"
+URL_PATH = Path("/tmp/workspace/result.json")
+
+
+def _target(**raw: str) -> Target:
+    return build_target({"url": URL, **raw})
+
+
+def _problem(**raw: str) -> str:
+    with pytest.raises(ConfigError) as caught:
+        _target(**raw)
+    return str(caught.value)
+
+
+# --- settings and the plan -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "rate"), [("5/s", 5.0), ("300/min", 5.0), ("0.5", 0.5), ("7200/h", 2.0)]
+)
+def test_rates_are_read_in_requests_a_second(text: str, rate: float) -> None:
+    """A rate per second, minute or hour, or a bare number of requests a second."""
+    assert parse_rate(text) == rate
+
+
+def test_a_bad_rate_is_named_with_what_was_expected() -> None:
+    """A rate that is not one names the input and gives examples (exit 2 at the edges)."""
+    message = _problem(rate="fast")
+    assert "rate" in message
+    assert "expected a rate such as 5/s, 300/min or 0.5" in message
+
+
+def test_rate_for_takes_calls_or_a_duration() -> None:
+    """`200` and `200 calls` are calls, `60s` and `2m` durations, auto neither."""
+    assert parse_rate_for("200") == (200, None)
+    assert parse_rate_for("200 calls") == (200, None)
+    assert parse_rate_for("60s") == (None, 60.0)
+    assert parse_rate_for("2m") == (None, 120.0)
+    assert parse_rate_for("auto") == (None, None)
+    assert "a number of calls (200), a duration (60s, 2m) or auto" in _problem(
+        **{"rate": "5/s", "rate-for": "soon"}
+    )
+
+
+def test_a_minimum_rate_implies_the_search() -> None:
+    """min-rate alone searches the goodput: a minimum to hold is a search to make."""
+    target = _target(**{"min-rate": "4/s"})
+    assert (target.goodput, target.min_rate) == (True, 4.0)
+
+
+def test_calls_at_a_rate_need_a_budget_under_load() -> None:
+    """With max-concurrent-p95 off there is nothing to hold a level to: refused, named."""
+    message = _problem(rate="5/s", **{"max-concurrent-p95": "off"})
+    assert "rate" in message
+    assert "max-concurrent-p95, and it is off" in message
+
+
+def test_a_goodput_time_with_no_room_for_arrivals_is_refused() -> None:
+    """Ten levels that may each wait out a 30 s timeout cannot fit in 5 minutes of arrivals."""
+    message = _problem(goodput="true", **{"goodput-time": "5m"})
+    assert "goodput-time" in message
+    assert "leaves no time for arrivals" in message
+
+
+def test_auto_max_calls_leaves_room_for_the_worst_case_and_says_it() -> None:
+    """The search's worst case (10 levels of 1,000 calls) is added to the checks' 500, and
+    the report says both, and what a level is, before the first call."""
+    target = _target(goodput="true")
+    assert effective_max_calls(target) == 10_500
+    assert plan_warnings(target) == [
+        "max-calls sized to 10,500: 500 for the checks and up to 10,000 for the calls at a rate",
+        "the goodput search can take up to 10,000 calls and 21.5 min (10 levels of at most "
+        "1,000 calls and 99 s of arrivals, the first 9 s of them not judged)",
+    ]
+
+
+def test_levels_are_fitted_to_max_calls_and_goodput_time() -> None:
+    """Under a given cap and time, each level is shortened so the worst case fits both."""
+    target = _target(goodput="true", **{"max-calls": "3000", "goodput-time": "10m"})
+    plan = goodput_plan(target, 2_500)
+    assert plan is not None
+    assert (plan.length.calls, plan.length.seconds) == (250, 30.0)
+    assert plan.worst_calls <= 2_500
+    assert plan.worst_seconds <= 600
+    assert "levels fitted to the caps" in " ".join(plan_warnings(target))
+
+
+def test_rate_settings_are_not_compared_with_a_baseline() -> None:
+    """A run with calls at a rate measures its five numbers as one without: a baseline of
+    either compares; a run without them does not gain their settings in its file."""
+    assert _target(rate="5/s", goodput="true").comparable() == _target().comparable()
+    assert "rate" not in _target().redacted()
+    assert _target(rate="5/s").redacted()["rate"] == 5.0
+
+
+def test_a_targets_file_gives_each_target_its_own_rate() -> None:
+    """`rate:` per target in a targets file; a bad one names the file and the line."""
+    text = (
+        "targets:\n  - name: a\n    url: http://127.0.0.1:1/\n    rate: 5/s\n"
+        "  - name: b\n    url: http://127.0.0.1:2/\n    goodput: true\n    min-rate: 2/s\n"
+    )
+    a, b = parse_targets(text, name="t.yml", suffix=".yml", environ={})
+    assert (a.rate, a.goodput, b.rate, b.goodput, b.min_rate) == (5.0, False, None, True, 2.0)
+    with pytest.raises(ConfigError) as caught:
+        parse_targets(text.replace("5/s", "fast"), name="t.yml", suffix=".yml", environ={})
+    assert "t.yml:4: target 'a', rate: expected a rate such as 5/s" in str(caught.value)
+
+
+def test_the_open_files_check_counts_the_calls_in_flight_at_a_rate() -> None:
+    """A run at a rate may hold 256 calls at once, a connection each: the limit check counts
+    them, naming the setting."""
+    assert largest_burst(_target(rate="5/s")) == (256, "rate")
+    assert largest_burst(_target(goodput="true")) == (256, "goodput")
+    assert largest_burst(_target()) == (10, "concurrency")
+
+
+# --- the search ------------------------------------------------------------------------------
+
+
+def _searched(start: float, truth: float) -> tuple[list[float], float]:
+    search = RateSearch(start)
+    tried = []
+    while (rate := search.next_rate()) is not None:
+        tried.append(rate)
+        search.record(rate, rate <= truth)
+    return tried, search.found
+
+
+def test_the_search_doubles_then_bisects_to_ten_percent() -> None:
+    """From 1/s against a truth of 5.3/s: 1, 2, 4, 8 (broke), then geometric middles until
+    the rate that broke is within 10 % of the one that held."""
+    tried, found = _searched(1.0, 5.3)
+    assert tried == [1.0, 2.0, 4.0, 8.0, 5.66, 4.76, 5.19]
+    assert found == 5.19
+
+
+def test_a_broken_start_halves_first() -> None:
+    """From 10/s against 1.3/s: halved until one holds, then bisected."""
+    tried, found = _searched(10.0, 1.3)
+    assert tried[:4] == [10.0, 5.0, 2.5, 1.25]
+    assert 1.25 <= found <= 1.3
+
+
+def test_the_search_goes_six_steps_either_way() -> None:
+    """Every level holding stops at 64 times the start; every one breaking at a 64th of it,
+    with nothing held."""
+    assert _searched(1.0, 1e9) == ([1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0], 64.0)
+    tried, found = _searched(1.0, 1e-9)
+    assert (tried[-1], found) == (0.0156, 0.0)
+
+
+# --- one level -------------------------------------------------------------------------------
+
+LIMITS = LevelLimits(concurrent_p95=1.0)
+
+
+def _calls(latencies: list[float | None], *, lag: float = 0.0, at: float = 100.0) -> list[Clocked]:
+    """Calls due a second apart; None: still in flight at `at`."""
+    clock = [at]
+    return [
+        Clocked(float(i), math.inf if lat is None else lat, i, clock, lag)
+        for i, lat in enumerate(latencies)
+    ]
+
+
+def test_a_call_in_flight_past_the_budget_is_judged_over_it() -> None:
+    """A call that has waited longer than the budget cannot come back within it: it is in the
+    judged calls, over the budget, though it has not ended."""
+    calls = _calls([0.2, None, 0.3], at=2.5)  # the second, due at 1, has waited 1.5 s
+    judged, last = judged_calls(calls, 2.5, LIMITS, warmup=0.0)
+    assert judged.calls == 3
+    assert sum(lat > 1.0 for lat in judged.latencies) == 1
+    assert last == 2.0
+
+
+def test_a_call_that_may_still_come_back_stops_the_judged_calls() -> None:
+    """The judged calls are a prefix of the arrivals: a slow call not yet past the budget keeps
+    the faster calls after it out, so a judgement never leaves out the slow ones."""
+    calls = _calls([0.2, None, 0.1, 0.1], at=1.5)  # the second has waited 0.5 s
+    judged, _ = judged_calls(calls, 1.5, LIMITS, warmup=0.0)
+    assert judged.calls == 1
+
+
+def test_latency_counts_from_when_the_call_was_due() -> None:
+    """0.8 s from t0, sent 0.3 s late: 1.1 s from due, over a 1 s budget."""
+    judged, _ = judged_calls(_calls([0.8], lag=0.3), 100.0, LIMITS, warmup=0.0)
+    assert len(judged.latencies) == 1
+    assert judged.latencies[0] == pytest.approx(1.1)
+
+
+def test_the_warm_up_s_calls_are_made_not_judged() -> None:
+    """Calls due in the warm-up are left out of the judgement."""
+    judged, _ = judged_calls(_calls([5.0, 5.0, 0.1, 0.1]), 100.0, LIMITS, warmup=2.0)
+    assert (judged.calls, judged.latencies) == (2, (0.1, 0.1))
+
+
+def test_a_level_holds_only_once_its_calls_span_the_hold_time() -> None:
+    """Forty clean calls pass the p95 test, but a level whose judged calls span 39 s of a
+    60 s hold is not held yet; by 61 s it is."""
+    level = OpenLevel(1.0, LIMITS, warmup=0.0, hold=60.0, lag_limit=1.0)
+    assert not level.look(_calls([0.1] * 40), 100.0)
+    level = OpenLevel(1.0, LIMITS, warmup=0.0, hold=60.0, lag_limit=1.0)
+    assert level.look(_calls([0.1] * 62), 100.0)
+    assert level.judged is not None
+    assert level.judged.held
+
+
+def test_a_client_that_fell_behind_is_named_not_the_endpoint() -> None:
+    """Calls sent 0.9 s late to an endpoint answering in 0.2 s break a 1 s budget from due,
+    but not from t0: the level is the client's, neither held nor broken by the endpoint."""
+    level = OpenLevel(50.0, LIMITS, warmup=0.0, hold=1.0, lag_limit=0.01)
+    calls = _calls([0.2] * 30, lag=0.9)
+    level.look(calls, 100.0)
+    record = level.close(calls, 40.0)
+    assert (record.client_behind, record.held, record.decided_by) == (True, False, "client")
+    assert record.send_lag_p95 == pytest.approx(0.9)
+
+
+def test_a_slow_endpoint_with_a_late_client_is_still_the_endpoint_s() -> None:
+    """When the endpoint's own latencies break the budget too, the level broke: a late client
+    does not excuse a slow endpoint."""
+    level = OpenLevel(50.0, LIMITS, warmup=0.0, hold=1.0, lag_limit=0.01)
+    calls = _calls([1.5] * 30, lag=0.9)
+    level.look(calls, 100.0)
+    record = level.close(calls, 40.0)
+    assert (record.client_behind, record.held, record.decided_by) == (False, False, "test")
+
+
+# --- a run of levels -------------------------------------------------------------------------
+
+
+def _run(**raw: str) -> RateRun:
+    target = _target(**{"max-concurrent-p95": "1s", **raw})
+    return start_rates(target, [], max_calls=effective_max_calls(target))
+
+
+def test_the_goodput_of_a_one_slot_queue_brackets_its_long_run_figure() -> None:
+    """One slot, 0.25 s a call, a 1 s budget (M/D/1, whose p95 reaches 1 s near 2.5/s): the
+    search from 1/s ends with a rate that held within 10 % of the one that broke, the budget
+    line between them."""
+    run = _run(goodput="true", rate="1/s")
+    drive(run, 1, lambda _: 0.25)
+    goodput = run.goodput()
+    assert goodput.complete
+    assert goodput.breaking is not None
+    assert goodput.breaking / goodput.found <= 1.1
+    assert 2.0 <= goodput.found <= 3.2
+    assert goodput.tokens_per_s == pytest.approx(goodput.found * 64)
+    assert goodput.calls == sum(level.calls for level in goodput.levels)
+
+
+def test_max_calls_stops_the_search_and_the_figure_is_at_least() -> None:
+    """When the run's looks left fewer calls than the levels were fitted to (150 here), the
+    search stops when the next level does not fit, and says the goodput is at least what held."""
+    run = _run(goodput="true", rate="1/s", **{"max-calls": "700"})
+    run.room = 150
+    drive(run, 1, lambda _: 0.25)
+    goodput = run.goodput()
+    assert (goodput.complete, goodput.stopped_by_cap) == (False, True)
+    assert "max-calls left" in goodput.stopped
+    assert goodput_headline(goodput).startswith("holds p95 ≤ 1.00 s up to at least ")
+
+
+def test_a_client_that_falls_behind_stops_the_search() -> None:
+    """Above 8/s the simulated client sends 2 s late: the search stops there, the goodput is
+    at least the highest rate that held, and the level at 8/s is not counted as broken."""
+    run = _run(goodput="true", rate="2/s")
+    drive(run, 64, lambda _: 0.1, lag=lambda rate: 2.0 if rate >= 8 else 0.0)
+    goodput = run.goodput()
+    assert goodput.client_limit == 8.0
+    assert (goodput.found, goodput.complete) == (4.0, False)
+    assert "the client could not send 8/s" in goodput.stopped
+    assert goodput.breaking is None
+
+
+# --- the verdict's rows ----------------------------------------------------------------------
+
+
+def _goodput(found: float, breaking: float | None, **update: object) -> Goodput:
+    run = _run(goodput="true", rate="1/s")
+    drive(run, 1, lambda _: 0.25)
+    return run.goodput().model_copy(update={"found": found, "breaking": breaking, **update})
+
+
+def test_min_rate_passes_at_or_above_and_fails_below() -> None:
+    """The goodput row is a floor: 2.6/s passes a 2.5/s minimum and fails a 3/s one, saying
+    what the levels ruled out; without a minimum it is reported."""
+    goodput = _goodput(2.6, 2.83)
+    (row,) = goodput_checks(goodput, asked=None, min_rate=2.5, searched=True)
+    assert (row.number, row.passed, row.value, row.limit) == ("goodput", True, 2.6, 2.5)
+    (row,) = goodput_checks(goodput, asked=None, min_rate=3.0, searched=True)
+    assert row.passed is False
+    assert row.meaning.startswith("FAIL: 2.6/s, under the 3/s asked")
+    (row,) = goodput_checks(goodput, asked=None, min_rate=None, searched=True)
+    assert row.passed is None
+
+
+def test_a_search_stopped_below_the_minimum_is_undecided() -> None:
+    """Stopped by a cap at 2.6/s, nothing at or under a 3/s minimum broke: undecided, failed
+    only with on-undecided fail."""
+    goodput = _goodput(2.6, None, complete=False, stopped="max-calls left 12 calls")
+    (row,) = goodput_checks(goodput, asked=None, min_rate=3.0, searched=True)
+    assert (row.passed, row.decided, row.by_policy) == (True, False, True)
+    failing = goodput.model_copy(update={"on_undecided": "fail"})
+    (row,) = goodput_checks(failing, asked=None, min_rate=3.0, searched=True)
+    assert row.passed is False
+
+
+def test_the_rate_row_is_the_level_at_the_rate_asked() -> None:
+    """--rate's row: that level's p95 from due against the budget, PASS when it held."""
+    goodput = _goodput(2.6, 2.83)
+    rows = goodput_checks(goodput, asked=1.0, min_rate=None, searched=False)
+    assert [(r.number, r.passed, r.limit) for r in rows] == [("rate_p95", True, 1.0)]
+    assert rows[0].note.startswith("at 1/s, from due")
+
+
+def test_the_two_capacities_side_by_side() -> None:
+    """Little's law: the calls in flight at the rate held (rate x mean latency from due)
+    beside the calls at once that held, and which figure is for what."""
+    goodput = _goodput(2.6, 2.83)
+    held = next(level for level in goodput.levels if level.rate == 2.6)
+    capacity = Capacity(
+        found=4,
+        complete=True,
+        reached_max=False,
+        stopped_by_cap=False,
+        breaking=5,
+        breaking_p95=1.2,
+        limit=1.0,
+        start=4,
+        maximum=64,
+        calls=0,
+        seconds=0.0,
+        levels=(),
+    )
+    said = littles_law(goodput, capacity)
+    assert f"had {2.6 * (held.mean_latency or 0):.1f} calls in flight on average" in said
+    assert "while 4 calls started together held the budget" in said
+    assert "Use the capacity for users who press send together" in said
+
+
+def test_the_goodput_output_is_the_rate_held() -> None:
+    """Output `goodput`: the rate found, in requests a second; empty without the search."""
+    result = make_result().model_copy(update={"goodput": _goodput(2.6, 2.83)})
+    values = output_values([result], True, URL_PATH, URL_PATH.parent, None)
+    assert values["goodput"] == "2.6"
+    assert output_values([make_result()], True, URL_PATH, URL_PATH.parent, None)["goodput"] == ""

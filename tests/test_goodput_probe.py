@@ -1,0 +1,151 @@
+"""Calls at a rate end to end against loopback endpoints: arrivals that do not wait for the calls
+before them, each call's kernel stamps and send lag, the calls kept apart from the run's, the
+goodput search on a one-slot server, the result file read back and judged again, a client that
+cannot send at the rate named as such, and bad input at the command line."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Sequence
+
+from click.testing import CliRunner
+from demo_process import demo_process
+
+from latency_gate.cli import main as cli_main
+from latency_gate.config import build_target
+from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord
+from latency_gate.models import CallPhase, RunResult, StampSource
+from latency_gate.report.progress import ProgressLog
+from latency_gate.report.result_file import dump_runs, parse_runs
+from latency_gate.report.terminal import render_terminal
+from latency_gate.run import probe
+
+# One at a time, 50 ms each: it completes about 18 calls a second.
+ONE_SLOT = EndpointSpec(
+    latency=0.05, parallelism=1, tokens=1, token_interval=0, stream_format="raw"
+)
+SHORT = {
+    "warm-calls": "3",
+    "concurrency": "2",
+    "timeout": "5s",
+    "max-warm-p95": "off",
+    "max-error-rate": "off",
+    "max-concurrent-p95": "250ms",
+}
+
+
+async def _probe(url: str, **raw: str) -> RunResult:
+    settings: dict[str, str | list[str] | None] = {"url": url, **SHORT, **raw}
+    return await probe(build_target(settings), measure_floor=True)
+
+
+def _most_at_once(records: Sequence[RequestRecord]) -> int:
+    events = sorted(
+        [(r.received_ns, 1) for r in records] + [(r.done_ns or r.received_ns, -1) for r in records]
+    )
+    most = now = 0
+    for _, step in events:
+        now += step
+        most = max(most, now)
+    return most
+
+
+async def test_calls_arrive_at_the_rate_whether_or_not_the_last_has_ended() -> None:
+    """At a constant 30/s to a server that completes 18 a second, the calls keep coming: the
+    server holds several at once, each call is due 1/30 s after the one before, carries its
+    kernel stamps and its send lag, and is kept apart from the run's calls; the level breaks
+    the 250 ms budget as the queue grows, and the row fails the run."""
+    async with DemoServer(ONE_SLOT) as server:
+        result = await _probe(server.url, rate="30/s", arrivals="constant", **{"rate-for": "60"})
+        records = list(server.records)
+    goodput = result.goodput
+    assert goodput is not None
+    (level,) = goodput.levels
+    assert len(records) == len(result.samples) + level.calls
+    assert all(s.phase is not CallPhase.RATE for s in result.samples)
+    calls = level.samples
+    assert [s.phase for s in calls] == [CallPhase.RATE] * len(calls)
+    dues = [s.due for s in calls]
+    assert all(d is not None for d in dues)
+    gaps = [b - a for a, b in itertools.pairwise(dues) if a is not None and b is not None]
+    assert all(abs(gap - 1 / 30) < 1e-9 for gap in gaps)
+    assert all(s.send_lag is not None and 0 <= s.send_lag < 1.0 for s in calls)
+    assert {s.stamp_source for s in calls if s.ok} == {StampSource.KERNEL}
+    assert _most_at_once(records) >= 3  # open-loop: they did not wait for each other
+    assert not level.held
+    row = next(c for c in result.verdict.checks if c.number == "rate_p95")
+    assert row.passed is False
+    assert not result.verdict.passed
+
+
+async def test_the_goodput_search_on_a_one_slot_server() -> None:
+    """A 50 ms one-slot server against a 250 ms budget: the search ends with a rate that held
+    within 10 % of one that broke, under what the server completes a second, and the result
+    file read back judges every level again to the same figure."""
+    async with DemoServer(ONE_SLOT) as server:
+        result = await _probe(server.url, goodput="true", **{"min-rate": "4/s"})
+    goodput = result.goodput
+    assert goodput is not None
+    assert goodput.complete, goodput.stopped
+    assert goodput.breaking is not None
+    assert goodput.breaking / goodput.found <= 1.1
+    assert 5.0 <= goodput.found <= 20.0
+    row = next(c for c in result.verdict.checks if c.number == "goodput")
+    assert (row.passed, row.limit) == (True, 4.0)
+    (back,) = parse_runs(dump_runs([result]), "the file")
+    assert back.goodput is not None
+    assert back.goodput.found == goodput.found
+    assert [lv.held for lv in back.goodput.levels] == [lv.held for lv in goodput.levels]
+    text = render_terminal([result])
+    assert f"goodput: holds p95 ≤ 250 ms up to {back.goodput.found:g}/s" in text
+
+
+def test_a_client_that_cannot_keep_up_is_named_not_the_endpoint() -> None:
+    """300 calls a second is more than one Python process sends here: against a 2 ms server in
+    another process the calls go out late, the level is the client's (not counted against the
+    endpoint), the rate row is undecided and does not fail the run, and the report says so."""
+    with demo_process(0.002) as url:
+        result = asyncio.run(
+            _probe(url, rate="300/s", **{"rate-for": "400", "max-concurrent-p95": "50ms"})
+        )
+    goodput = result.goodput
+    assert goodput is not None
+    (level,) = goodput.levels
+    assert level.client_behind
+    assert level.send_lag_p95 is not None
+    assert level.send_lag_p95 > 0.01  # tens of ms here; the endpoint answers in 2 ms
+    row = next(c for c in result.verdict.checks if c.number == "rate_p95")
+    assert (row.passed, row.decided) == (True, False)
+    assert "the client fell behind" in row.note
+    assert "not measured at 300/s: the client fell behind" in render_terminal([result])
+
+
+async def test_a_log_line_says_each_level_as_it_begins() -> None:
+    """A log gets a line per level with its rate, not "done" (nor one line for all levels)."""
+    lines: list[str] = []
+
+    class Stream:
+        def write(self, text: str) -> None:
+            lines.append(text.rstrip("\n"))
+
+        def flush(self) -> None:
+            return None
+
+    printer = ProgressLog(Stream()).printer("one")  # type: ignore[arg-type]
+    async with DemoServer(ONE_SLOT) as server:
+        target = build_target({"url": server.url, **SHORT, "goodput": "true", "rate": "40/s"})
+        await probe(target, measure_floor=False, progress=printer)
+    levels = [line for line in lines if " calls at " in line]
+    assert levels[:2] == ["one: calls at 40/s, at most 330", "one: calls at 20/s, at most 165"]
+    assert lines[-1].startswith("one: done")
+
+
+def test_a_bad_rate_at_the_command_line_is_exit_2() -> None:
+    """`--rate fast` is refused before any call, naming --rate."""
+    outcome = CliRunner().invoke(
+        cli_main, ["probe", "http://127.0.0.1:9/", "--rate", "fast", "--no-floor"]
+    )
+    assert outcome.exit_code == 2
+    assert "--rate" in outcome.output
+    assert "expected a rate such as 5/s" in outcome.output
