@@ -16,25 +16,24 @@ error rates.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+from latency_gate.assess.judged import Judged, Look, judge_number
 from latency_gate.assess.regression import (
     REGRESSION_ALPHA,
     WITHIN_ALPHA,
     Alphas,
     Regression,
-    error_rate_regression,
     look_alpha,
-    percentile_regression,
 )
-from latency_gate.assess.stats import first_tokens, latencies
+from latency_gate.assess.same_work import SameWork, what_changed
 from latency_gate.assess.stats import numbers as numbers_of
 from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError, InputProblem
-from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, RunResult, Sample
+from latency_gate.models import BaselineCheck, NumberDelta, Numbers, PartDelta, RunResult, Sample
 
 __all__ = [
     "TEST_NAME",
@@ -51,17 +50,14 @@ TEST_NAME = (
     f"counts for the error rate), one-sided alpha {REGRESSION_ALPHA:g} for a regression and "
     f"{WITHIN_ALPHA:g} for 'not regressed', spent over the looks"
 )
-_Q = {"warm_p50": 50.0, "warm_p95": 95.0, "concurrent_p95": 95.0, "ttft_p95": 95.0}
-
-
-_NUMBERS: tuple[tuple[str, Callable[[Sequence[Sample]], list[float]] | None], ...] = (
-    ("cold_start", None),
-    ("warm_p50", lambda s: latencies(s, CallPhase.WARM)),
-    ("warm_p95", lambda s: latencies(s, CallPhase.WARM)),
-    ("concurrent_p95", lambda s: latencies(s, CallPhase.CONCURRENT)),
-    ("ttft_p95", first_tokens),
-    ("error_rate", None),
+SAME_WORK_TEST_NAME = (
+    "at the same work: each whole-call percentile by the exact permutation test of each call's "
+    "latency over what its answer's length predicts, and the answers' length by Student's t on "
+    "the pairs of the same prompt (Welch's against an earlier run), each at half the number's "
+    f"one-sided alpha {REGRESSION_ALPHA:g} for a regression; {WITHIN_ALPHA:g} for 'not "
+    "regressed', spent over the looks"
 )
+_NUMBERS = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "ttft_p95", "error_rate")
 
 
 def config_differences(
@@ -120,14 +116,19 @@ def compare(
     stopped_early: bool = False,
     on_undecided: str = "pass",
     base_samples: Sequence[Sample] | None = None,
+    looks: Mapping[str, Look] | None = None,
+    concurrency: int = 10,
 ) -> BaselineCheck:
-    """Every number of a run (its `samples` and `numbers`) against `base`: values, the 95 %
-    interval of head / base, and the outcome: `outcomes[number]` when the looks judged it
-    (assess/gate.py), else the test on every call at `alpha` (each side's whole alpha when
-    None).
+    """Every number of a run (its `samples` and `numbers`) against `base`: values, head / base
+    with its interval, and the outcome, each tested by `judge_number` as the looks were: a number
+    the looks decided (`outcomes`, at the look in `looks`) on that look's calls at its alphas, any
+    other on every call at `alpha` (each side's whole alpha when None). The interval is the
+    decision's own (its levels in `interval_levels`), so the two never disagree.
 
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
-    "side-by-side", `source` its redacted URL), used instead of `base` (None then).
+    "side-by-side", `source` its redacted URL, the same prompts call by call), used instead of
+    `base` (None then). A run whose answers have a length is compared at the same work, the
+    length beside it (assess/same_work.py), and what changed is named (`parts`, `cause`).
 
     Only the numbers in `gated` (those with a budget; every number when None) are tested: the
     others are shown beside their base. A regression still undecided is not a regression, unless
@@ -142,53 +143,56 @@ def compare(
         base_samples, base_numbers = base.samples, base.numbers
     else:
         raise ValueError("compare needs a base run or the base arm's samples")
+    same = SameWork(samples, base_samples, concurrency=concurrency, paired=side_by_side)
+    parts = same.parts(limit) if same.applies else ()
+    cause = what_changed(parts)
     deltas = []
-    for number, pick in _NUMBERS:
+    length: PartDelta | None = None
+    for number in _NUMBERS:
         base_value = getattr(base_numbers, number)
         head_value = getattr(numbers, number)
         if number == "ttft_p95" and base_value is None and head_value is None:
             continue
         note = ""
         outcome: Regression | None = None
-        interval: tuple[float | None, float | None] | None = None
+        judged: Judged | None = None
+        look = Look(len(samples), len(base_samples), final)
         tested = gated is None or number in gated
         if base_value is None or head_value is None:
             note = "no data on one side"
         elif number == "cold_start":
             note = "one call each: cannot be told from noise, not gated"
-        elif number == "error_rate":
-            errors = error_rate_regression(
-                sum(not s.ok for s in samples),
-                max(len(samples), 1),
-                sum(not s.ok for s in base_samples),
-                max(len(base_samples), 1),
-                max_relative=limit.relative or 0.0,
-                alpha=final.regressed,
-                alpha_within=final.within,
-            )
-            outcome, note = errors.outcome, errors.note
-            interval = (errors.ratio_interval.low, errors.ratio_interval.high)
-        elif not tested:
+        elif not tested and number != "error_rate":
             note = "not tested: it has no budget (only gated numbers are tested)"
-        elif pick is not None:
-            found = percentile_regression(
-                pick(samples),
-                pick(base_samples),
-                _Q[number],
-                max_relative=limit.relative,
-                max_absolute=limit.absolute,
-                alpha=final.regressed,
-                alpha_within=final.within,
+        else:
+            if outcomes is not None and number in outcomes and looks and number in looks:
+                look = looks[number]
+            judged = judge_number(
+                number,
+                samples[: look.head_calls],
+                base_samples[: look.base_calls],
+                limit,
+                look.alpha,
+                concurrency=concurrency,
+                paired=side_by_side,
+                interval=True,
             )
-            if found is None:
+            if judged is None:
                 note = "too few calls to tell from noise"
             else:
-                outcome = found.outcome
-                interval = (found.ratio_interval.low, found.ratio_interval.high)
+                outcome = judged.outcome
+                if (
+                    number == "error_rate"
+                    and sum(not s.ok for s in samples) + sum(not s.ok for s in base_samples) == 0
+                ):
+                    note = "no failure on either side"
         if outcome is not None and not tested:  # the error rate without a budget
-            outcome, note = None, "not tested: it has no budget (only gated numbers are tested)"
+            outcome, judged = None, None
+            note = "not tested: it has no budget (only gated numbers are tested)"
         if outcome is not None and outcomes is not None and number in outcomes:
             outcome = outcomes[number]
+        if judged is not None and judged.same_work and length is None:
+            length = _length_part(same, final, limit)
         by_policy = False
         if outcome is Regression.UNDECIDED and not note:
             if stopped_early:
@@ -200,6 +204,8 @@ def compare(
                 note = (
                     "undecided at the cap: not called a regression (on-undecided-regression: pass)"
                 )
+        same_work = judged is not None and judged.same_work
+        regressed_alpha = look.alpha.regressed / (2 if same_work else 1)
         deltas.append(
             NumberDelta(
                 number=number,
@@ -207,20 +213,51 @@ def compare(
                 head=head_value,
                 regressed=outcome is Regression.REGRESSED or by_policy,
                 note=note,
-                interval=interval,
+                interval=None if judged is None else judged.interval,
                 decided=outcome is not Regression.UNDECIDED,
                 outcome=None if outcome is None else outcome.value,
                 by_policy=by_policy,
+                same_work=same_work,
+                interval_levels=None
+                if judged is None
+                else (1 - regressed_alpha, 1 - look.alpha.within),
+                calls=None if judged is None else (look.head_calls, look.base_calls),
+                cause=cause if same_work else "",
             )
         )
     return BaselineCheck(
         status="compared",
         kind="side-by-side" if side_by_side else "earlier-run",
         source=source,
-        test=TEST_NAME,
+        test=SAME_WORK_TEST_NAME if same.applies else TEST_NAME,
         max_relative=limit.relative,
         max_absolute=limit.absolute,
         deltas=tuple(deltas),
+        parts=parts,
+        length=length,
+    )
+
+
+def _length_part(same: SameWork, alpha: Alphas, limit: RegressionLimit) -> PartDelta | None:
+    """The answers' length against the limit on every call, at the last look's alphas (the
+    "regressed" side halved: the same work's test takes the other half)."""
+    found = same.length_test(Alphas(alpha.regressed / 2, alpha.within))
+    if found is None:
+        return None
+    relative = limit.relative if limit.relative is not None else 0.10
+    parts = {p.part: p for p in same.parts(limit)}
+    shown = parts.get("length")
+    return PartDelta(
+        part="length",
+        unit="tokens" if same.unit == "tokens" else "bytes",
+        base=None if shown is None else shown.base,
+        head=None if shown is None else shown.head,
+        ratio=found.ratio,
+        interval=(found.low, found.high),
+        moved="unclear" if shown is None else shown.moved,
+        n=found.n,
+        paired=found.paired,
+        outcome=found.against(1 + relative).value,
     )
 
 

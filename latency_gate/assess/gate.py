@@ -26,13 +26,8 @@ from latency_gate.assess.checks import (
     worst_errors,
 )
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
-from latency_gate.assess.regression import (
-    Alphas,
-    Regression,
-    error_rate_regression,
-    look_alpha,
-    percentile_regression,
-)
+from latency_gate.assess.judged import Look, judge_number
+from latency_gate.assess.regression import Alphas, Regression, look_alpha
 from latency_gate.assess.sampling import (
     NextStep,
     Phase,
@@ -134,6 +129,7 @@ class Gate:
     history: dict[str, list[int]] = field(default_factory=dict)
     regressions: dict[str, Regression] = field(default_factory=dict)
     regressions_decided: dict[str, Regression] = field(default_factory=dict)
+    regression_looks: dict[str, Look] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
@@ -260,9 +256,11 @@ class Gate:
         """Each compared number's regression at this look's `alpha`, judged again on every call
         (only numbers with a budget are tested, or the default budget's when every budget is
         off: `Budget.compared`; any other number is shown, not held to anything), against
-        the base arm of an A/B run when `base_samples` is given, else the baseline run. A
-        regression decided at a look keeps that decision when later calls leave it undecided
-        (`regressions_decided`)."""
+        the base arm of an A/B run when `base_samples` is given (its calls got the head's
+        prompts, call by call), else the baseline run; by `judge_number`, as the report's
+        comparison is. A regression decided at a look keeps that decision when later calls
+        leave it undecided (`regressions_decided`), and the look it was decided at
+        (`regression_looks`), where the report computes its interval."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
@@ -273,35 +271,21 @@ class Gate:
                 continue
             if undecided_only and self.regressions.get(number.name) is not Regression.UNDECIDED:
                 continue
-            if number.name == "error_rate":
-                outcome = error_rate_regression(
-                    _failed(samples),
-                    max(len(samples), 1),
-                    _failed(base),
-                    max(len(base), 1),
-                    max_relative=limit.relative or 0.0,
-                    alpha=alpha.regressed,
-                    alpha_within=alpha.within,
-                ).outcome
-            elif number.pick is not None and number.q is not None:
-                found = percentile_regression(
-                    number.pick(samples),
-                    number.pick(base),
-                    number.q,
-                    max_relative=limit.relative,
-                    max_absolute=limit.absolute,
-                    alpha=alpha.regressed,
-                    alpha_within=alpha.within,
-                    interval=False,
-                )
-                if found is None:
-                    continue
-                outcome = found.outcome
-            else:
+            found = judge_number(
+                number.name,
+                samples,
+                base,
+                limit,
+                alpha,
+                concurrency=self.plan.concurrency,
+                paired=base_samples is not None,
+            )
+            if found is None:
                 continue
-            self.regressions[number.name] = outcome
-            if outcome is not Regression.UNDECIDED:
-                self.regressions_decided[number.name] = outcome
+            self.regressions[number.name] = found.outcome
+            if found.outcome is not Regression.UNDECIDED:
+                self.regressions_decided[number.name] = found.outcome
+                self.regression_looks[number.name] = Look(len(samples), len(base), alpha)
 
     @property
     def regression_outcomes(self) -> dict[str, Regression]:

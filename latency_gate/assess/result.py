@@ -201,6 +201,8 @@ def judge_samples(
         gated=gated,
         stopped_early=gate.failed_early,
         on_undecided=gate.plan.on_undecided_regression,
+        looks=gate.regression_looks,
+        concurrency=gate.plan.concurrency,
     )
     check = None
     if base_arm is not None:
