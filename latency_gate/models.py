@@ -208,6 +208,12 @@ class NumberDelta(_Frozen):
     cause: str = Field(
         default="", description="what changed, in words: the parts that moved (same work)"
     )
+    estimate: float | None = Field(
+        default=None,
+        description="head / base as the test estimates it (at the same work, the larger of the "
+        "latency's ratio at the same work and the answers' length ratio): an undecided "
+        "regression whose estimate is over the limit is warned, one within it only shown",
+    )
 
     @property
     def delta(self) -> float | None:

@@ -118,12 +118,15 @@ def compare(
     base_samples: Sequence[Sample] | None = None,
     looks: Mapping[str, Look] | None = None,
     concurrency: int = 10,
+    intervals: bool = True,
 ) -> BaselineCheck:
     """Every number of a run (its `samples` and `numbers`) against `base`: values, head / base
     with its interval, and the outcome, each tested by `judge_number` as the looks were: a number
-    the looks decided (`outcomes`, at the look in `looks`) on that look's calls at its alphas, any
-    other on every call at `alpha` (each side's whole alpha when None). The interval is the
-    decision's own (its levels in `interval_levels`), so the two never disagree.
+    the looks decided (`outcomes`, at the look in `looks`) on that look's calls at its alphas
+    (the same test on the same calls: the same decision), any other on every call at `alpha`
+    (what is left of each side's alpha at the last look; the whole when None). The interval is
+    the decision's own (its levels in `interval_levels`), so the two never disagree;
+    `intervals=False` leaves them out (the simulations).
 
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
     "side-by-side", `source` its redacted URL, the same prompts call by call), used instead of
@@ -175,7 +178,7 @@ def compare(
                 look.alpha,
                 concurrency=concurrency,
                 paired=side_by_side,
-                interval=True,
+                interval=intervals,
             )
             if judged is None:
                 note = "too few calls to tell from noise"
@@ -189,7 +192,15 @@ def compare(
         if outcome is not None and not tested:  # the error rate without a budget
             outcome, judged = None, None
             note = "not tested: it has no budget (only gated numbers are tested)"
-        if outcome is not None and outcomes is not None and number in outcomes:
+        if (
+            outcome is not None
+            and judged is not None
+            and outcomes is not None
+            and outcomes.get(number) is Regression.REGRESSED
+            and outcome is not Regression.REGRESSED
+        ):
+            # Decided at a look on calls it no longer has (a result file judged again in one
+            # look): the look's decision stands, said with the interval of every call.
             outcome = outcomes[number]
         if judged is not None and judged.same_work and length is None:
             length = _length_part(same, final, limit)
@@ -223,6 +234,7 @@ def compare(
                 else (1 - regressed_alpha, 1 - look.alpha.within),
                 calls=None if judged is None else (look.head_calls, look.base_calls),
                 cause=cause if same_work else "",
+                estimate=None if judged is None else judged.estimate,
             )
         )
     return BaselineCheck(

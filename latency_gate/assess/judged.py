@@ -56,6 +56,9 @@ class Judged:
     same_work: bool = False
     length: RatioTest | None = None
     length_outcome: Regression | None = None
+    # head / base as the test estimates it (at the same work, the larger of the latency's ratio
+    # at the same work and the answers' length ratio); None: no estimate (no failure on one side)
+    estimate: float | None = None
 
 
 def _failed(samples: Sequence[Sample]) -> int:
@@ -106,7 +109,10 @@ def judge_number(
         bounds = errors.decision_interval
         if bounds is not None and limit.relative is not None:
             bounds = _clamped(bounds, errors.outcome, 1 + limit.relative)
-        return Judged(errors.outcome, bounds if interval else None)
+        head_rate = _failed(head) / max(len(head), 1)
+        base_rate = _failed(base) / max(len(base), 1)
+        estimate = head_rate / base_rate if base_rate > 0 else (1.0 if head_rate == 0 else None)
+        return Judged(errors.outcome, bounds if interval else None, estimate=estimate)
     if name not in PERCENTILES:
         return None
     q, pick = PERCENTILES[name]
@@ -120,12 +126,14 @@ def judge_number(
         relative = limit.relative if limit.relative is not None else 0.10
         length_outcome = Regression.UNDECIDED if length is None else length.against(1 + relative)
         outcome = combine(found.outcome, length_outcome)
+        ratios = [r for r in (found.ratio, None if length is None else length.ratio) if r]
         return Judged(
             outcome,
             _interval_of(found, limit) if interval else None,
             same_work=True,
             length=length,
             length_outcome=length_outcome,
+            estimate=max(ratios) if ratios else None,
         )
     plain = percentile_regression(
         pick(head),
@@ -139,7 +147,9 @@ def judge_number(
     )
     if plain is None:
         return None
-    return Judged(plain.outcome, _interval_of(plain, limit) if interval else None)
+    return Judged(
+        plain.outcome, _interval_of(plain, limit) if interval else None, estimate=plain.ratio
+    )
 
 
 def _interval_of(

@@ -6,7 +6,7 @@ max_absolute; with both given, a regression must exceed both).
 
 The decision is an exact permutation test of the percentile itself, at the limit: head's calls
 are brought back by the limit (divided by 1 + max_relative, or less max_absolute), both runs'
-calls are pooled and dealt out again at random (seeded from the data, so a run is
+calls are pooled and dealt out again at random (splits seeded by the sizes, so a run is
 reproducible), and the observed ln(pq(head)) - ln(pq(base)) is compared with the deals'.
 REGRESSED when at most `alpha` of deals are as high, NOT_REGRESSED when at most `alpha` are as
 low, UNDECIDED otherwise. The test is exact when head is base scaled by the limit;
@@ -32,14 +32,13 @@ of failures, head's share of them is binomial), inverted into an interval on the
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
 from latency_gate.assess.binomial import clopper_pearson
 from latency_gate.assess.intervals import LEVEL, Interval
-from latency_gate.assess.resampling import Splits, deals, pq, seed_from, statistic
+from latency_gate.assess.resampling import deals, pq, splits_for, statistic
 
 __all__ = [
     "DEFAULT_RELATIVE",
@@ -144,7 +143,7 @@ def percentile_regression(
     neither limit given, max_relative is DEFAULT_RELATIVE. Returns None when either side has
     fewer than 2 values (nothing to deal). `alpha` is the "regressed" side's, `alpha_within`
     the "not regressed" side's (`alpha` when None). `interval=False` skips the 95 % intervals
-    (the looks need the decision only). Deterministic: the deals are seeded from the data.
+    (the looks need the decision only). Deterministic: the splits are seeded by the sizes.
 
     `relative_transform` and `absolute_transform`, when given, map head's calls brought back by
     the limit (divided by it, or less it) to the two samples compared: for a test at the same
@@ -155,10 +154,11 @@ def percentile_regression(
     within = alpha if alpha_within is None else alpha_within
     if len(head) < 2 or len(base) < 2:
         return None
+    # Enough deals for the smallest p-value to reach alpha: (1 + 0) / (1 + deals) <= alpha.
+    resamples = max(resamples, math.ceil(1 / min(alpha, within) - 1e-9) - 1)
     if max_relative is None and max_absolute is None:
         max_relative = DEFAULT_RELATIVE
     head_q, base_q = pq(head, q), pq(base, q)
-    seed = seed_from(head, base)
     positive = min(head) > 0 and min(base) > 0
     ratio = head_q / base_q if positive else None
     if relative_transform is not None and positive:
@@ -174,7 +174,6 @@ def percentile_regression(
                 base,
                 q,
                 relative=True,
-                seed=seed,
                 resamples=resamples,
                 transform=relative_transform,
             )
@@ -185,7 +184,6 @@ def percentile_regression(
             base,
             q,
             relative=False,
-            seed=seed,
             resamples=resamples,
             transform=absolute_transform,
         )
@@ -242,7 +240,7 @@ def percentile_regression(
 
 class _Deals:
     """One comparison's calls, dealt at any limit by the same random splits (drawn once, seeded
-    from the data): for a fixed split the statistic moves monotonically with the limit, so the
+    by the sizes): for a fixed split the statistic moves monotonically with the limit, so the
     p-values do too and the test inverts into an interval."""
 
     def __init__(
@@ -252,14 +250,13 @@ class _Deals:
         q: float,
         *,
         relative: bool,
-        seed: int,
         resamples: int,
         transform: Transform | None = None,
     ) -> None:
         self.head, self.base, self.q, self.relative = head, base, q, relative
         self.resamples = resamples
         self.transform = transform
-        self.splits = Splits(len(head) + len(base), len(head), random.Random(seed), resamples)
+        self.splits = splits_for(len(head) + len(base), len(head), resamples)
 
     def p_values(self, limit: float) -> tuple[float, float]:
         """One-sided permutation p-values of "head is base worse by exactly `limit`": (that
@@ -307,7 +304,6 @@ def ratio_interval(
         base,
         q,
         relative=relative,
-        seed=seed_from(head, base),
         resamples=resamples,
         transform=transform,
     )

@@ -2,12 +2,16 @@
 
 `deals` returns the sorted spread of the statistic pq(head*) vs pq(base*) (log ratio or
 difference) over random splits of the pooled calls, exactly and fast in pure Python: it only
-builds the few largest values a percentile reads, not whole samples. Seeded from the data, so a
-run is reproducible.
+builds the few largest values a percentile reads, not whole samples. The splits are drawn once
+for each pair of sizes, seeded by the sizes (`splits_for`): independent of the calls' values, as
+a permutation test's splits must be, the same for the same data (a run is reproducible), and
+drawn once for every test of those sizes (the looks test several numbers, and an interval tries
+many limits, on the same sizes).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import random
@@ -16,7 +20,7 @@ from collections.abc import Sequence
 
 from latency_gate.assess.intervals import linear_percentile
 
-__all__ = ["Splits", "deals", "pq", "seed_from", "statistic"]
+__all__ = ["Splits", "deals", "pq", "seed_from", "splits_for", "statistic"]
 
 
 def seed_from(*samples: Sequence[float]) -> int:
@@ -66,6 +70,12 @@ class Splits:
             for position in rng.sample(range(n), n_head):
                 member[position] = 1
             self.members.append(member)
+
+
+@functools.lru_cache(maxsize=128)
+def splits_for(n: int, n_head: int, count: int) -> Splits:
+    """`count` random splits of n calls into n_head and the rest, seeded by the three sizes."""
+    return Splits(n, n_head, random.Random(f"splits/{n}/{n_head}/{count}"), count)
 
 
 def deals(

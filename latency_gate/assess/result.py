@@ -181,9 +181,12 @@ def judge_samples(
     capacity: Capacity | None = None,
     searched: bool = False,
     min_capacity: int | None = None,
+    intervals: bool = True,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
     took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
+    `intervals=False` leaves the comparison's intervals out (they are the tests inverted and
+    never change an outcome: the simulations count outcomes, thousands of runs).
 
     `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
@@ -203,6 +206,7 @@ def judge_samples(
         on_undecided=gate.plan.on_undecided_regression,
         looks=gate.regression_looks,
         concurrency=gate.plan.concurrency,
+        intervals=intervals,
     )
     check = None
     if base_arm is not None:
@@ -235,6 +239,7 @@ def judge_samples(
         interrupted=interrupted,
         regressions=() if check is None else check.regressions,
         deltas=() if check is None else check.deltas,
+        relative_limit=None if check is None else check.max_relative,
     )
     return checks, check, verdict
 

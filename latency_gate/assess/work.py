@@ -49,9 +49,11 @@ def _tokens(sample: Sample) -> int | None:
 
 
 def length_unit(samples: Sequence[Sample]) -> str | None:
-    """ "tokens" when every successful call counted its output tokens, else "bytes" when the
-    bodies' sizes vary, else None (no length varies: nothing to hold the latency to)."""
-    ok = [s for s in samples if s.ok and s.latency is not None]
+    """ "tokens" when every successful warm and burst call counted its output tokens, else
+    "bytes" when their bodies' sizes vary, else None (no length varies: nothing to hold the
+    latency to). The cold call is left out: it is compared on its own, never at the same
+    work."""
+    ok = [s for s in samples if s.ok and s.latency is not None and s.phase is not CallPhase.COLD]
     if not ok:
         return None
     if all(_tokens(s) is not None for s in ok):

@@ -17,11 +17,15 @@ __all__ = [
     "ONE_EARLIER_RUN",
     "DeltaRow",
     "HistoryRow",
+    "PartRow",
     "baseline_source_markdown",
     "delta_rows",
     "history_heading",
     "history_rows",
+    "length_sentence",
+    "part_rows",
     "regression_limit_text",
+    "what_changed_sentence",
 ]
 
 
@@ -108,6 +112,71 @@ def history_heading(check: BaselineCheck) -> str:
 def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
     """head / base as "x1.31 to x1.72" (95 %), one side "≥ x1.31", or "—"."""
     return fmt_bounds(bounds, lambda ratio: f"x{ratio:.2f}")
+
+
+@dataclass(frozen=True)
+class PartRow:
+    """One part of the calls, head against base, as text for a report row."""
+
+    label: str
+    base: str
+    head: str
+    interval: str
+    moved: str
+
+
+_PART_LABELS = {
+    "length": "answer length",
+    "first_token": "first token (warm)",
+    "per_token": "time per token (warm)",
+}
+
+
+def _part_value(value: float | None, part: str, unit: str) -> str:
+    if value is None:
+        return "—"
+    if part == "length":
+        return f"{value:,.0f} {unit}"
+    return f"{value * 1000:.1f} ms" if value < 0.1 else fmt_duration(value)
+
+
+def part_rows(check: BaselineCheck | None) -> tuple[PartRow, ...]:
+    """What changed: each part's medians, head / base (98 %) and whether it moved."""
+    if check is None:
+        return ()
+    return tuple(
+        PartRow(
+            label=_PART_LABELS[p.part],
+            base=_part_value(p.base, p.part, p.unit),
+            head=_part_value(p.head, p.part, p.unit),
+            interval=_ratio_text(p.interval),
+            moved=p.moved,
+        )
+        for p in check.parts
+    )
+
+
+def what_changed_sentence(check: BaselineCheck | None) -> str:
+    """ "answers 48 % longer (tokens p50 36 to 53); time per token and first token unchanged",
+    the same for every row compared at the same work; empty without one."""
+    if check is None:
+        return ""
+    return next((d.cause for d in check.deltas if d.cause), "")
+
+
+def length_sentence(check: BaselineCheck | None) -> str:
+    """The answers' length held to the limit, as a whole-call number is: "the answers' length
+    against the 10 % limit: not regressed, head / base x0.98 to x1.03 (one-sided ...)"."""
+    if check is None or check.length is None or check.length.outcome is None:
+        return ""
+    low, high = check.length.interval or (None, None)
+    shown = _ratio_text((low, high))
+    pairs = "pairs of the same prompt" if check.length.paired else "calls"
+    return (
+        f"the answers' length against the {regression_limit_text(check)} limit: "
+        f"{check.length.outcome}, head / base {shown} over {check.length.n:,} {pairs}; a "
+        "whole-call number regresses on longer answers too"
+    )
 
 
 def regression_limit_text(check: BaselineCheck) -> str:

@@ -30,7 +30,10 @@ from latency_gate.report.deltas import (
     delta_rows,
     history_heading,
     history_rows,
+    length_sentence,
+    part_rows,
     regression_limit_text,
+    what_changed_sentence,
 )
 from latency_gate.report.markup import md_text, md_url
 from latency_gate.report.view import (
@@ -88,6 +91,9 @@ def environment() -> jinja2.Environment:
     env.filters["nowrap"] = lambda text: str(text).replace(" ", "\u00a0")
     # Globals, not context: the imported macros see globals only.
     env.globals["delta_rows"] = delta_rows
+    env.globals["part_rows"] = part_rows
+    env.globals["what_changed"] = what_changed_sentence
+    env.globals["length_sentence"] = length_sentence
     env.globals["history_rows"] = history_rows
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text

@@ -16,7 +16,12 @@ from latency_gate.assess.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain
-from latency_gate.report.deltas import ONE_EARLIER_RUN, history_heading, regression_limit_text
+from latency_gate.report.deltas import (
+    ONE_EARLIER_RUN,
+    history_heading,
+    regression_limit_text,
+    what_changed_sentence,
+)
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -249,6 +254,9 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
         if judged == "newest":
             text += f"; {clean_text(check.message)}"
         lines += _wrap(text) if judged is not None else [text]
+        changed = what_changed_sentence(check)
+        if changed and check.status == "compared":
+            lines += _wrap(f"  what changed: {clean_text(changed)}")
         if check.status == "compared" and judged is None and check.kind != "side-by-side":
             lines += _wrap(f"  {ONE_EARLIER_RUN}")
     return ["", *lines] if lines else []
