@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+import pytest
 from one_look import one_look
-from script_server import ScriptServer, steady
+from script_server import ScriptServer, Step, steady
 
 from latency_gate.assess import stats
 from latency_gate.assess.baseline import compare
@@ -22,7 +23,15 @@ from latency_gate.assess.same_work import SameWork, ratio_test, what_changed
 from latency_gate.assess.work import adjusted, length_unit, per_token, work_of
 from latency_gate.config import build_target
 from latency_gate.config.regression import DEFAULT_LIMIT
-from latency_gate.models import BaselineCheck, CallPhase, CallTimings, NumberDelta, Sample
+from latency_gate.errors import ConfigError
+from latency_gate.models import (
+    BaselineCheck,
+    CallPhase,
+    CallTimings,
+    NumberDelta,
+    RunResult,
+    Sample,
+)
 from latency_gate.run import probe
 
 WARM = 6
@@ -266,3 +275,55 @@ def test_a_run_without_lengths_keeps_the_test_of_its_calls() -> None:
     assert what_changed(()) == ""
     found = same.length_test(Alphas(0.01, 0.1))
     assert found is None
+
+
+# --- fixed length ----------------------------------------------------------------------------
+
+
+async def _fixed_run(script: Callable[[int], list[Step]]) -> tuple[RunResult, ScriptServer]:
+    server = ScriptServer(script)
+    await server.start()
+    try:
+        target = build_target(
+            {
+                "url": server.url,
+                "prompt": "Hi",
+                "stream": "true",
+                "max-tokens": "8",
+                "fixed-length": "true",
+                "warm-calls": "4",
+                "concurrency": "2",
+                **one_look(1),
+            }
+        )
+        result = await probe(target, measure_floor=False)
+    finally:
+        await server.stop()
+    return result, server
+
+
+async def test_fixed_length_asks_for_it_and_says_it_was_honoured() -> None:
+    """--fixed-length sends ignore_eos and min_tokens beside max_tokens, and a server that
+    answers every call with the 8 tokens asked is said to have honoured it."""
+    result, server = await _fixed_run(lambda n: steady(8, 0.001))
+    body = json.loads(server.requests[0].body)
+    assert (body["max_tokens"], body["ignore_eos"], body["min_tokens"]) == (8, True, 8)
+    codes = {f.code: f for f in result.findings}
+    assert "fixed_length" in codes
+    assert codes["fixed_length"].title == "Fixed length honoured"
+
+
+async def test_fixed_length_ignored_is_said() -> None:
+    """A server that answers at its own lengths is said not to have honoured it, with the
+    lengths it gave."""
+    result, _ = await _fixed_run(lambda n: steady(3 + n % 4, 0.001))
+    found = next(f for f in result.findings if f.code == "fixed_length_ignored")
+    assert "the others ran from 3 to 6 tokens" in found.evidence
+
+
+def test_fixed_length_needs_the_openai_chat_format() -> None:
+    """--fixed-length on an Anthropic body is refused, naming the option and why."""
+    with pytest.raises(ConfigError, match="fixed-length: needs the openai-chat format"):
+        build_target(
+            {"url": "http://127.0.0.1:1/v1/messages", "prompt": "Hi", "fixed-length": "true"}
+        )

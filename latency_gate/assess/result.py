@@ -17,7 +17,8 @@ from latency_gate.assess.history import HistoryPlan, history_check
 from latency_gate.assess.regression import look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
-from latency_gate.config import Target, redact_url, unsent_settings
+from latency_gate.assess.work import fixed_length_finding
+from latency_gate.config import Target, fixed_length_of, redact_url, unsent_settings
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import (
@@ -132,8 +133,11 @@ def assess_run(
             f"proxy, and every time includes the proxy's hop ({stamp_source.value} stamps on "
             "the socket to the proxy)"
         )
+    findings = find(samples, numbers, streaming=target.stream, concurrency=target.concurrency)
+    if (asked := fixed_length_of(target)) is not None:
+        findings = (*findings, fixed_length_finding(samples, asked))
     return RunResult(
-        findings=find(samples, numbers, streaming=target.stream, concurrency=target.concurrency),
+        findings=findings,
         tool_version=__version__,
         target=target.name,
         config=target.redacted(),

@@ -26,12 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from latency_gate.models import CallPhase, Sample
+from latency_gate.models import CallPhase, Finding, Sample
 
 __all__ = [
     "Work",
     "adjusted",
     "first_token",
+    "fixed_length_finding",
     "length",
     "length_unit",
     "pairs",
@@ -219,3 +220,39 @@ def pairs(
         if other is not None and mine is not None:
             out.append((mine, other))
     return out
+
+
+def fixed_length_finding(samples: Sequence[Sample], asked: int) -> Finding:
+    """Whether the server answered every call with the `asked` tokens (--fixed-length), said
+    either way: a server that ignores ignore_eos answers at its own lengths, and the run then
+    measures answers of varied length (compared at the same work all the same)."""
+    lengths = sorted(
+        s.tokens for s in samples if s.ok and s.phase is not CallPhase.COLD and s.tokens is not None
+    )
+    if not lengths:
+        return Finding(
+            code="fixed_length_unknown",
+            title="Fixed length: no answer counted its tokens",
+            evidence=f"{asked} tokens were asked of every answer; no successful call counted its "
+            "output tokens, so whether the server obliged cannot be told",
+            hint="Stream the answers (--stream), or ask the server for its usage counts",
+        )
+    exact = sum(n == asked for n in lengths)
+    if exact == len(lengths):
+        return Finding(
+            code="fixed_length",
+            title="Fixed length honoured",
+            evidence=f"every one of the {len(lengths):,} answers had the {asked} tokens asked: "
+            "the calls did the same work",
+            hint="Times per call compare as they are; the same work needs no adjusting",
+        )
+    middle = lengths[len(lengths) // 2]
+    return Finding(
+        code="fixed_length_ignored",
+        title="Fixed length not honoured",
+        evidence=f"{exact:,} of {len(lengths):,} answers had the {asked} tokens asked; the others "
+        f"ran from {lengths[0]:,} to {lengths[-1]:,} tokens (median {middle:,}): the server "
+        "does not take ignore_eos and min_tokens, or caps the length itself",
+        hint="The run measured answers of varied length; a comparison is made at the same work "
+        "all the same (docs/statistics.md)",
+    )

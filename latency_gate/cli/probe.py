@@ -51,6 +51,13 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
     default=None,
     help="Make each call's prompt unique, of the same length [default: vary].",
 )
+@click.option(
+    "--fixed-length",
+    is_flag=True,
+    default=None,
+    help="Ask for answers of exactly --max-tokens (ignore_eos and min_tokens, as llama.cpp and "
+    "vLLM take them; openai-chat only), and say whether the server obliged.",
+)
 @click.option("--warm-calls", help="Sequential warm calls [default: 20].")
 @click.option("--concurrency", help="Calls started together [default: 10].")
 @click.option(

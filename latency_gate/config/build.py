@@ -85,6 +85,7 @@ TARGET_KEYS = (
     "max-tokens",
     "token-limit-field",
     "vary-prompt",
+    "fixed-length",
     "wait-ready",
     "proxy",
     "http2",
@@ -168,6 +169,7 @@ def build_target(
     take("max-tokens", parse_count)
     take("token-limit-field", parse_token_limit_field)
     take("vary-prompt", parse_bool)
+    take("fixed-length", parse_bool)
     take("wait-ready", _wait_duration)
     take("proxy", parse_proxy)
     if "proxy" in fields and fields["proxy"] is None:
