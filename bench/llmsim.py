@@ -368,14 +368,17 @@ def rows(
     runs: int,
     chosen: Sequence[tuple[str, Llm, float, str]],
     progress: Callable[[str], None] = lambda _: None,
+    changes: Sequence[str] | None = None,
 ) -> list[str]:
     """A table row per cell and change, each of `runs` seeded runs (seeded by the cell's labels,
     so a cell's figures do not depend on which others are run)."""
     out = []
     for label, base, rho, said in chosen:
         budget = _budget(base)
-        changes = CHANGES if base.whole_sigma is None else [CHANGES[0], CHANGES[3]]
-        for change_label, change in changes:
+        kept = CHANGES if base.whole_sigma is None else [CHANGES[0], CHANGES[3]]
+        if changes is not None:
+            kept = [c for c in kept if any(c[0].startswith(start) for start in changes)]
+        for change_label, change in kept:
             head = change(base)
             outs = [
                 run_llm_ab(
@@ -424,11 +427,13 @@ if __name__ == "__main__":
     parser.add_argument("--rho", type=float, action="append", help="1 or 0 (default both)")
     parser.add_argument("--shape", action="append", help="a shape label's start")
     parser.add_argument("--whole", action="store_true", help="only the whole-call cells")
+    parser.add_argument("--change", action="append", help="a change label's start")
     args = parser.parse_args()
     chosen = cells(tuple(args.rho) if args.rho else (1.0, 0.0))
     chosen = chosen[-1:] if args.whole else chosen[:-1]
     if args.shape:
         chosen = [c for c in chosen if any(c[0].startswith(s) for s in args.shape)]
     print(HEADER, flush=True)
-    for line in rows(args.runs, chosen, lambda text: print(text, file=sys.stderr, flush=True)):
+    said = lambda text: print(text, file=sys.stderr, flush=True)  # noqa: E731
+    for line in rows(args.runs, chosen, said, args.change):
         print(line, flush=True)

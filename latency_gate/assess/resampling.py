@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import math
+import operator
 import random
 import struct
 from collections.abc import Sequence
@@ -79,8 +81,9 @@ def _split(n: int, n_head: int, rng: random.Random) -> bytearray:
     member = bytearray(format(rng.getrandbits(n), f"0{n}b").encode().translate(_BITS))
     ones = member.count(1)
     surplus, turn_from = (ones - n_head, 1) if ones > n_head else (n_head - ones, 0)
+    draw = rng.random
     while surplus:
-        position = rng.randrange(n)
+        position = int(draw() * n)  # uniform to within n / 2**53
         if member[position] == turn_from:
             member[position] = 1 - turn_from
             surplus -= 1
@@ -108,17 +111,21 @@ def deals(
     order = sorted(range(n), key=lambda i: (-pool[i], i))
     n_base = n - n_head
     need_head, need_base = _needed(n_head, q), _needed(n_base, q)
+    # The first `reach` places from the top hold what both percentiles read in nearly every
+    # split; they are read at C speed (itemgetter, compress), the rare split that needs more
+    # is walked to its end.
+    reach = min(n, 3 * (need_head + need_base) + 8)
+    ranked = [pool[i] for i in order]
+    top, rest = ranked[:reach], ranked[reach:]
+    places = operator.itemgetter(*order[:reach]) if reach > 1 else None
     out: list[float] = []
     for member in splits.members:
-        head_top: list[float] = []
-        base_top: list[float] = []
-        for position in order:
-            if member[position]:
-                head_top.append(pool[position])
-            else:
-                base_top.append(pool[position])
-            if len(head_top) >= need_head and len(base_top) >= need_base:
-                break
+        bits = places(member) if places is not None else (member[order[0]],)
+        head_top = list(itertools.compress(top, bits))
+        base_top = list(itertools.compress(top, map(operator.not_, bits)))
+        if len(head_top) < need_head or len(base_top) < need_base:
+            for position, value in zip(order[reach:], rest, strict=True):
+                (head_top if member[position] else base_top).append(value)
         out.append(
             statistic(
                 _pq_descending(head_top, n_head, q), _pq_descending(base_top, n_base, q), log=log
