@@ -214,6 +214,7 @@ def compare(
             else:
                 note = (
                     "undecided at the cap: not called a regression (on-undecided-regression: pass)"
+                    + _smallest_caught(judged, limit)
                 )
         same_work = judged is not None and judged.same_work
         regressed_alpha = look.alpha.regressed / (2 if same_work else 1)
@@ -248,6 +249,19 @@ def compare(
         parts=parts,
         length=length,
     )
+
+
+def _smallest_caught(judged: Judged | None, limit: RegressionLimit) -> str:
+    """ "; it would have caught about x1.18 or more": the regression this run's spread could have
+    told from noise (the limit, widened by how far the interval's low side lies under the
+    estimate), or nothing when there is no estimate or low side to read it from."""
+    if judged is None or judged.interval is None or limit.relative is None:
+        return ""
+    low, ratio = judged.interval[0], judged.ratio
+    if low is None or ratio is None or low <= 0 or ratio <= 0:
+        return ""
+    caught = (1 + limit.relative) * ratio / low
+    return f"; at this spread it would have caught about x{caught:.2f} or more"
 
 
 def _length_part(same: SameWork, alpha: Alphas, limit: RegressionLimit) -> PartDelta | None:

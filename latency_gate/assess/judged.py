@@ -59,6 +59,8 @@ class Judged:
     # head / base as the test estimates it (at the same work, the larger of the latency's ratio
     # at the same work and the answers' length ratio); None: no estimate (no failure on one side)
     estimate: float | None = None
+    # head / base of the test whose interval this is (at the same work: the latency's)
+    ratio: float | None = None
 
 
 def _failed(samples: Sequence[Sample]) -> int:
@@ -112,7 +114,9 @@ def judge_number(
         head_rate = _failed(head) / max(len(head), 1)
         base_rate = _failed(base) / max(len(base), 1)
         estimate = head_rate / base_rate if base_rate > 0 else (1.0 if head_rate == 0 else None)
-        return Judged(errors.outcome, bounds if interval else None, estimate=estimate)
+        return Judged(
+            errors.outcome, bounds if interval else None, estimate=estimate, ratio=estimate
+        )
     if name not in PERCENTILES:
         return None
     q, pick = PERCENTILES[name]
@@ -134,6 +138,7 @@ def judge_number(
             length=length,
             length_outcome=length_outcome,
             estimate=max(ratios) if ratios else None,
+            ratio=found.ratio,
         )
     plain = percentile_regression(
         pick(head),
@@ -148,7 +153,10 @@ def judge_number(
     if plain is None:
         return None
     return Judged(
-        plain.outcome, _interval_of(plain, limit) if interval else None, estimate=plain.ratio
+        plain.outcome,
+        _interval_of(plain, limit) if interval else None,
+        estimate=plain.ratio,
+        ratio=plain.ratio,
     )
 
 
