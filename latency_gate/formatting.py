@@ -137,6 +137,10 @@ def fmt_value(value: float | None, number: str) -> str:
     duration for the rest."""
     if number == "capacity":
         return "—" if value is None else f"{value:,.0f} at once"
+    if number.startswith("tokens_"):  # the answers' length
+        return "—" if value is None else f"{value:,.0f} tokens"
+    if number.startswith("tpot_") and value is not None and value < 0.1:
+        return f"{value * 1000:.1f} ms"  # a time per token is a few ms: one decimal
     return fmt_percent(value) if number.endswith("rate") else fmt_duration(value)
 
 
