@@ -327,3 +327,49 @@ def test_fixed_length_needs_the_openai_chat_format() -> None:
         build_target(
             {"url": "http://127.0.0.1:1/v1/messages", "prompt": "Hi", "fixed-length": "true"}
         )
+
+
+def test_a_time_per_token_budget_is_a_check_and_a_tested_regression() -> None:
+    """--max-tpot-p95 gates the p95 of the warm calls' time per token (PASS far under it), and
+    with a base it is tested for regression like any gated percentile: 30 % slower per token
+    regresses."""
+    rng = random.Random(9)
+    lengths = _lengths(rng, 60)
+    head, base = _arm(rng, lengths, per=0.0104), _arm(rng, lengths)
+    target = build_target(
+        {"url": "http://127.0.0.1:1/v1/chat/completions", "prompt": "Hi", "max-tpot-p95": "50ms"}
+    )
+    assert target.budget.max_tpot_p95 == 0.05
+    check = compare(
+        head,
+        stats.numbers(head),
+        None,
+        DEFAULT_LIMIT,
+        "base",
+        base_samples=base,
+        gated=target.budget.compared(),
+        concurrency=CONCURRENCY,
+    )
+    tpot = next(d for d in check.deltas if d.number == "tpot_p95")
+    assert tpot.regressed
+    assert not tpot.same_work
+
+
+def test_a_time_per_token_budget_is_judged_by_the_gate() -> None:
+    """The gate holds the time per token's p95 to --max-tpot-p95: 8 ms a token passes 50 ms and
+    fails 5 ms."""
+    from latency_gate.assess.gate import Gate, plan_for
+    from latency_gate.config import Budget
+
+    rng = random.Random(10)
+    calls = _arm(rng, _lengths(rng, 60))
+    verdicts = {}
+    for limit in (0.05, 0.005):
+        gate = Gate(
+            budget=Budget(max_tpot_p95=limit),
+            plan=plan_for(max_calls=500, concurrency=CONCURRENCY, on_undecided="estimate"),
+        )
+        gate.look(calls)
+        checks = {c.number: c for c in gate.checks(calls, stats.numbers(calls))}
+        verdicts[limit] = checks["tpot_p95"].passed
+    assert verdicts == {0.05: True, 0.005: False}

@@ -57,7 +57,15 @@ SAME_WORK_TEST_NAME = (
     f"one-sided alpha {REGRESSION_ALPHA:g} for a regression; {WITHIN_ALPHA:g} for 'not "
     "regressed', spent over the looks"
 )
-_NUMBERS = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "ttft_p95", "error_rate")
+_NUMBERS = (
+    "cold_start",
+    "warm_p50",
+    "warm_p95",
+    "concurrent_p95",
+    "ttft_p95",
+    "tpot_p95",
+    "error_rate",
+)
 
 
 def config_differences(
@@ -154,8 +162,10 @@ def compare(
     for number in _NUMBERS:
         base_value = getattr(base_numbers, number)
         head_value = getattr(numbers, number)
-        if number == "ttft_p95" and base_value is None and head_value is None:
+        if number in ("ttft_p95", "tpot_p95") and base_value is None and head_value is None:
             continue
+        if number == "tpot_p95" and (gated is None or number not in gated):
+            continue  # shown among the parts (what changed), tested only with a budget
         note = ""
         outcome: Regression | None = None
         judged: Judged | None = None

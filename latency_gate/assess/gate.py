@@ -37,7 +37,7 @@ from latency_gate.assess.sampling import (
     resolve,
 )
 from latency_gate.assess.sequential import Decision, Sprt
-from latency_gate.assess.stats import first_tokens, latencies
+from latency_gate.assess.stats import first_tokens, latencies, per_token_times
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_percent, fmt_value
@@ -75,6 +75,7 @@ GATED_NUMBERS = (
     _Number("concurrent_p95", "max_concurrent_p95", 95, _concurrent, Phase.CONCURRENT),
     _Number("error_rate", "max_error_rate", None, None, Phase.ALL),
     _Number("ttft_p95", "max_ttft_p95", 95, first_tokens, Phase.WARM),
+    _Number("tpot_p95", "max_tpot_p95", 95, per_token_times, Phase.WARM),
 )
 
 
@@ -154,7 +155,7 @@ class Gate:
         if number.pick is None or number.q is None:
             return None
         values = number.pick(samples)
-        if number.name == "ttft_p95" and not values:
+        if number.name in ("ttft_p95", "tpot_p95") and not values:
             return None  # not a stream: nothing to gate
         found = percentile_check(values, number.q, limit)
         return _Judged(found.decision, found.n, found.exceedances)
@@ -313,7 +314,7 @@ class Gate:
         interval, n = self._interval(number, samples)
         common = {"number": number.name, "value": value, "limit": limit, "n": n}
         if limit is None:
-            if number.name == "ttft_p95" and value is None:
+            if number.name in ("ttft_p95", "tpot_p95") and value is None:
                 return None  # not a stream: no first token to report
             return Check(**common, passed=None, interval=interval)
         if value is None:
@@ -502,4 +503,5 @@ _NO_DATA = {
     "the budget",
     "error_rate": "no call was made",
     "ttft_p95": "no streamed call delivered a first token",
+    "tpot_p95": "no warm streamed call delivered two tokens or more",
 }

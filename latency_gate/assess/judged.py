@@ -23,7 +23,7 @@ from latency_gate.assess.regression import (
     percentile_regression,
 )
 from latency_gate.assess.same_work import RatioTest, SameWork, combine
-from latency_gate.assess.stats import first_tokens, latencies
+from latency_gate.assess.stats import first_tokens, latencies, per_token_times
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.models import CallPhase, Sample
 
@@ -34,6 +34,7 @@ PERCENTILES: dict[str, tuple[float, Callable[[Sequence[Sample]], list[float]]]] 
     "warm_p95": (95.0, lambda s: latencies(s, CallPhase.WARM)),
     "concurrent_p95": (95.0, lambda s: latencies(s, CallPhase.CONCURRENT)),
     "ttft_p95": (95.0, first_tokens),
+    "tpot_p95": (95.0, per_token_times),
 }
 _WHOLE_CALL = frozenset({"warm_p50", "warm_p95", "concurrent_p95"})
 

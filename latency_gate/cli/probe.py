@@ -98,6 +98,10 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option("--max-concurrent-p95", help="Budget for concurrent p95 [default: 3s].")
 @click.option("--max-error-rate", help="Budget for the error rate [default: 0.01].")
 @click.option("--max-ttft-p95", help="Budget for first-token p95 [default: not gated].")
+@click.option(
+    "--max-tpot-p95",
+    help="Budget for the p95 of warm streamed calls' time per output token [default: not gated].",
+)
 @click.option("--name", help="A name for the target in reports [default: endpoint].")
 @click.option("--json", "json_path", type=FilePath(dir_okay=False), help="Write the JSON result.")
 @click.option(

@@ -55,6 +55,7 @@ BUDGET_KEYS = {
     "max-concurrent-p95": "max_concurrent_p95",
     "max-error-rate": "max_error_rate",
     "max-ttft-p95": "max_ttft_p95",
+    "max-tpot-p95": "max_tpot_p95",
 }
 
 TARGET_KEYS = (

@@ -56,6 +56,7 @@ class Budget(_Frozen):
     max_concurrent_p95: float | None = Field(default=3.0, gt=0)
     max_error_rate: float | None = Field(default=0.01, ge=0, le=1)
     max_ttft_p95: float | None = Field(default=None, gt=0)
+    max_tpot_p95: float | None = Field(default=None, gt=0)
 
     def compared(self) -> frozenset[str]:
         """The numbers a comparison (a baseline, an A/B base, a history) tests for regression:
