@@ -196,7 +196,10 @@ def main() -> int:
                 row = summary(pair, run, result, time.monotonic() - began)
                 rows.append(row)
                 print(json.dumps(row, default=str), flush=True)
-    args.out.write_text(json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8")
+                # Written after every run: a run takes minutes, and the machine may be needed.
+                args.out.write_text(
+                    json.dumps(rows, indent=1, default=str) + "\n", encoding="utf-8"
+                )
     return 0
 
 
