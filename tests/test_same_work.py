@@ -373,3 +373,34 @@ def test_a_time_per_token_budget_is_judged_by_the_gate() -> None:
         checks = {c.number: c for c in gate.checks(calls, stats.numbers(calls))}
         verdicts[limit] = checks["tpot_p95"].passed
     assert verdicts == {0.05: True, 0.005: False}
+
+
+def _raw_arm(rng: random.Random, sizes: Sequence[int], *, scale: float = 1.0) -> list[Sample]:
+    """Calls of a raw endpoint whose bodies vary in size; latency grows a little with size."""
+    return [
+        Sample(
+            phase=phase,
+            index=i,
+            started_at=0.0,
+            ok=True,
+            latency=(0.05 + size * 1e-6) * math.exp(rng.gauss(0, 0.05)) * scale,
+            status=200,
+            bytes_received=size,
+        )
+        for phase in (CallPhase.WARM, CallPhase.CONCURRENT)
+        for i, size in enumerate(sizes)
+    ]
+
+
+def test_larger_bodies_are_named_but_do_not_regress_on_their_own() -> None:
+    """A raw endpoint's bodies 50 % larger at the same speed: compared at the same work, the
+    length named as what changed, and no number regressed for it (a larger document is not a
+    longer wait the way a longer answer is)."""
+    rng = random.Random(11)
+    sizes = [rng.randrange(2_000, 20_000) for _ in range(80)]
+    head, base = _raw_arm(rng, [s * 3 // 2 for s in sizes]), _raw_arm(rng, sizes)
+    found, check = _judged(head, base)
+    assert found["warm_p95"].same_work
+    assert not found["warm_p95"].regressed
+    assert check.length is None
+    assert [p.moved for p in check.parts if p.part == "length"] == ["longer"]

@@ -212,7 +212,7 @@ def compare(
             # Decided at a look on calls it no longer has (a result file judged again in one
             # look): the look's decision stands, said with the interval of every call.
             outcome = outcomes[number]
-        if judged is not None and judged.same_work and length is None:
+        if judged is not None and judged.length_outcome is not None and length is None:
             length = _length_part(same, final, limit)
         by_policy = False
         if outcome is Regression.UNDECIDED and not note:
@@ -227,7 +227,8 @@ def compare(
                     + _smallest_caught(judged, limit)
                 )
         same_work = judged is not None and judged.same_work
-        regressed_alpha = look.alpha.regressed / (2 if same_work else 1)
+        halved = same_work and judged is not None and judged.length_outcome is not None
+        regressed_alpha = look.alpha.regressed / (2 if halved else 1)
         deltas.append(
             NumberDelta(
                 number=number,

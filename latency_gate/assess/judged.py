@@ -123,13 +123,24 @@ def judge_number(
     q, pick = PERCENTILES[name]
     same = SameWork(head, base, concurrency=concurrency, paired=paired)
     if name in _WHOLE_CALL and same.applies:
-        half = Alphas(alpha.regressed / 2, alpha.within)
+        # An answer's tokens are the wait (an LLM writes them one after the other): longer
+        # answers regress the number. A body's bytes only adjust the comparison: a larger JSON
+        # document is not a longer wait the way a longer answer is, so it does not regress a
+        # number on its own (it is named among what changed).
+        tokens = same.unit == "tokens"
+        half = Alphas(alpha.regressed / 2, alpha.within) if tokens else alpha
         found = same.regression(name, q, limit, half, interval=interval)
         if found is None:
             return None
-        length = same.length_test(half)
+        length = same.length_test(half) if tokens else None
         relative = limit.relative if limit.relative is not None else 0.10
-        length_outcome = Regression.UNDECIDED if length is None else length.against(1 + relative)
+        length_outcome = (
+            None
+            if not tokens
+            else Regression.UNDECIDED
+            if length is None
+            else length.against(1 + relative)
+        )
         outcome = combine(found.outcome, length_outcome)
         ratios = [r for r in (found.ratio, None if length is None else length.ratio) if r]
         return Judged(
