@@ -16,15 +16,10 @@ from typing import Any, Literal
 from latency_gate.config import Format, Target
 from latency_gate.config.json_data import dump_json, load_json
 
-__all__ = ["MARK_HEX_DIGITS", "Marks", "fresh_mark", "vary_body"]
+__all__ = ["MARK_HEX_DIGITS", "Marks", "vary_body"]
 
 MARK_HEX_DIGITS = 8
 """Hex digits of a mark: 4 random bytes, so 30 calls repeat one with odds below 1 in 10^7."""
-
-
-def fresh_mark() -> str:
-    """A random mark of fixed length (MARK_HEX_DIGITS hex digits)."""
-    return secrets.token_hex(MARK_HEX_DIGITS // 2)
 
 
 @dataclass(frozen=True)
