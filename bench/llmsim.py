@@ -353,8 +353,8 @@ def _pct(x: float) -> str:
 HEADER = (
     "| shape | prompts | head against base | warm p95 flagged | concurrent p95 flagged "
     "| any number flagged | undecided: latency | undecided: error rate | warned "
-    "| named: length | named: time per token | named: first token | calls per arm |\n"
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+    "| named: length | named: time per token | named: first token | calls per arm | runs |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 )
 
 
@@ -408,6 +408,7 @@ def rows(
                 _pct(row.warned),
                 *named,
                 f"{row.calls:.0f}",
+                str(runs),
             )
             out.append("| " + " | ".join(cells_) + " |")
             progress(f"llm-ab {out[-1]}")
