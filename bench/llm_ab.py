@@ -5,16 +5,18 @@
 
 Each pair is a base server and a head server (PyPI xllamacpp, SmolLM2-135M-Instruct Q4_1, each
 in a process of its own, 2 slots), probed by `latency-gate probe --baseline-url` as a user
-would: streamed chat answers at temperature 0 to a prompt that lets the model choose the
-length (each call's prompt unique, the same on both arms call by call), the default budgets off
-so that only the comparison is judged, at most --max-calls calls an arm. The pairs:
+would: streamed chat answers at temperature 0 to a prompt whose answer runs past the
+servers' length caps (each call's prompt unique, the same on both arms call by call), the
+default budgets off so that only the comparison is judged, at most --max-calls calls an arm.
+The pairs:
 
 - same: the same settings on both (2 threads, answers up to 64 tokens): should end
   "not regressed", decided;
 - threads: the head on 1 thread against 2 (a slower decode): should be caught and named as
   time per token;
-- longer: the head answering up to 96 tokens where the base stops at 64 (the server's
-  n_predict, the request naming no length): should be named as length.
+- longer: the head answering up to 80 tokens where the base stops at 64 (the server's
+  n_predict, the request naming no length; the prompt runs past both): should be named as
+  length.
 
 Writes bench/results/llm_ab.json (every run's comparison) and prints a Markdown table.
 """
@@ -43,7 +45,10 @@ from latency_gate.config import build_target  # noqa: E402
 from latency_gate.models import RunResult  # noqa: E402
 from latency_gate.run import probe  # noqa: E402
 
-PROMPT = "Say something about the sea, as long or as short as you like."
+# An answer that runs past both servers' n_predict, so that the cap sets its length: at
+# temperature 0 SmolLM2 answered "Say something about the sea" in 16 tokens on every call, under
+# both caps, and the "longer" pair compared the same answers (bench/results/llm_ab_40b.json).
+PROMPT = "Count from one to two hundred, one number a line."
 OUT = ROOT / "bench" / "results" / "llm_ab.json"
 
 
@@ -57,7 +62,7 @@ class Settings:
 PAIRS: dict[str, tuple[Settings, Settings]] = {
     "same": (Settings(), Settings()),
     "threads": (Settings(threads=1), Settings()),
-    "longer": (Settings(n_predict=96), Settings()),
+    "longer": (Settings(n_predict=80), Settings()),
 }
 
 
