@@ -193,6 +193,10 @@ def fmt_value(value: float | None, number: str) -> str:
         return "—" if value is None else f"{value:,.0f} at once"
     if number == "goodput":  # requests a second (config/rate_plan.fmt_rate)
         return "—" if value is None else f"{float(f'{value:.3g}'):,g}/s"
+    if number.startswith("tokens_"):  # the answers' length
+        return "—" if value is None else f"{value:,.0f} tokens"
+    if number.startswith("tpot_") and value is not None and value < 0.1:
+        return f"{value * 1000:.1f} ms"  # a time per token is a few ms: one decimal
     return fmt_percent(value) if number.endswith("rate") else fmt_duration(value)
 
 

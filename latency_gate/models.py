@@ -42,6 +42,7 @@ __all__ = [
     "HistoryRun",
     "NumberDelta",
     "Numbers",
+    "PartDelta",
     "PhaseStats",
     "RateLevel",
     "RunResult",
@@ -84,6 +85,18 @@ class Numbers(_Frozen):
     longest_stall: float | None = Field(
         default=None, description="the longest gap between visible deltas of any call"
     )
+    tpot_p50: float | None = Field(
+        default=None,
+        description="median over warm streamed calls of each call's time per output token after "
+        "the first: (latency - first visible delta) / (tokens - 1)",
+    )
+    tpot_p95: float | None = Field(
+        default=None, description="p95 of the same per-call time per output token"
+    )
+    tokens_p50: float | None = Field(
+        default=None, description="median output tokens of the warm and concurrent calls"
+    )
+    tokens_p95: float | None = Field(default=None, description="p95 of the same")
 
 
 Bounds = tuple[float | None, float | None]
@@ -166,12 +179,7 @@ class NumberDelta(_Frozen):
     interval: Bounds | None = Field(
         default=None,
         description="interval of head / base (the ratio of the two numbers): the outcome's test "
-        "inverted, on the same calls, at its one-sided alphas (its level: interval_level)",
-    )
-    interval_level: float | None = Field(
-        default=None,
-        description="the interval's level: 1 - the two one-sided alphas of the test it inverts "
-        "(None in files from before: 0.95, two-sided, not the outcome's own)",
+        "inverted, on the same calls, at its one-sided alphas (their levels: interval_levels)",
     )
     decided: bool = True
     outcome: Literal["regressed", "not regressed", "undecided"] | None = None
@@ -193,6 +201,30 @@ class NumberDelta(_Frozen):
         description="against a history: the value the head had to exceed to regress (the "
         "bound with the limit on top; with two limits, the higher)",
     )
+    same_work: bool = Field(
+        default=False,
+        description="tested at the same work: `interval` is head / base of each call's latency "
+        "over what its answer's length predicts, and the answers' length is tested beside it "
+        "(BaselineCheck.parts)",
+    )
+    interval_levels: tuple[float, float] | None = Field(
+        default=None,
+        description="the one-sided confidence of each side of `interval`: the decision's own "
+        "(regressed when the low side is over the limit, not regressed when the high side is "
+        "within it); None: 95 % two-sided",
+    )
+    calls: tuple[int, int] | None = Field(
+        default=None, description="head's and base's calls behind the outcome and its interval"
+    )
+    cause: str = Field(
+        default="", description="what changed, in words: the parts that moved (same work)"
+    )
+    estimate: float | None = Field(
+        default=None,
+        description="head / base as the test estimates it (at the same work, the larger of the "
+        "latency's ratio at the same work and the answers' length ratio): an undecided "
+        "regression whose estimate is over the limit is warned, one within it only shown",
+    )
 
     @property
     def delta(self) -> float | None:
@@ -209,6 +241,23 @@ class NumberDelta(_Frozen):
         if self.base is None or self.head is None or self.base <= 0:
             return None
         return self.head / self.base - 1
+
+
+class PartDelta(_Frozen):
+    """One part of a call's time, or its answer's length, head against base: what changed."""
+
+    part: Literal["length", "first_token", "per_token"]
+    unit: str = Field(description="tokens or bytes for the length; s for the times")
+    base: float | None = Field(description="base's median")
+    head: float | None = Field(description="head's median")
+    ratio: float | None = Field(description="head / base: the geometric mean of the ratios")
+    interval: Bounds | None = Field(description="of the ratio, 98 % (1 % a side)")
+    moved: Literal["longer", "shorter", "slower", "faster", "unchanged", "unclear"]
+    n: int = Field(description="calls (or pairs) behind the ratio")
+    paired: bool = Field(description="pairs of calls that got the same prompt")
+    outcome: Literal["regressed", "not regressed", "undecided"] | None = Field(
+        default=None, description="the length against the limit (BaselineCheck.length only)"
+    )
 
 
 class HistoryRun(_Frozen):
@@ -278,6 +327,16 @@ class BaselineCheck(_Frozen):
         default=(),
         description="the origins the baseline's or the history's runs measured, where not this "
         "run's: the same request (path, method, body, settings) at another host",
+    )
+    parts: tuple[PartDelta, ...] = Field(
+        default=(),
+        description="what changed: the answers' length, the first token and the time per token, "
+        "head against base (runs whose answers have a length)",
+    )
+    length: PartDelta | None = Field(
+        default=None,
+        description="the answers' length tested against the limit (a whole-call number "
+        "regresses on longer answers too): its ratio and interval at the decision's levels",
     )
 
     @property

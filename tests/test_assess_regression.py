@@ -183,7 +183,9 @@ def test_a_decisions_interval_is_its_own_test_inverted() -> None:
     regressed; its level is 1 - both alphas."""
     head, base = _lognormal(11, 80, 0.3, 1.4), _lognormal(12, 80, 0.3)
     tails = Alphas(0.012, 0.02)
-    interval = ratio_interval(head, base, 95, tails=tails, resamples=RESAMPLES)
+    interval = ratio_interval(
+        head, base, 95, tails=(tails.regressed, tails.within), resamples=RESAMPLES
+    )
     assert interval.low is not None
     assert interval.high is not None
     assert interval.level == pytest.approx(0.968)
@@ -215,7 +217,7 @@ def test_a_decisions_interval_misses_each_side_at_most_its_alpha() -> None:
     for _ in range(200):
         base = [0.2 * math.exp(0.5 * rng.gauss(0, 1)) for _ in range(40)]
         head = [0.26 * math.exp(0.5 * rng.gauss(0, 1)) for _ in range(40)]
-        interval = ratio_interval(head, base, 95, tails=Alphas(0.02, 0.10), resamples=RESAMPLES)
+        interval = ratio_interval(head, base, 95, tails=(0.02, 0.10), resamples=RESAMPLES)
         assert interval.low is not None
         assert interval.high is not None
         low_missed += interval.low > 1.3
@@ -225,14 +227,17 @@ def test_a_decisions_interval_misses_each_side_at_most_its_alpha() -> None:
 
 
 def test_the_error_rates_outcome_is_what_its_bounds_say() -> None:
-    """The error rate's decided_by bounds are the ones its outcome came from: 6 failures of
+    """The error rate's decision interval is the one its outcome came from: 6 failures of
     200 against 1 of 200, limit x1.1: the lower bound at 2 % is above 1.1 exactly when it
-    regressed, and the level is 1 - both alphas."""
-    found = error_rate_regression(6, 200, 1, 200, alpha=0.02, alpha_within=0.10)
-    low = found.decided_by.low
-    assert low is not None
-    assert (found.outcome is Regression.REGRESSED) == (low > 1.1)
-    assert found.decided_by.level == pytest.approx(0.88)
+    regressed, the upper at 10 % within it exactly when not regressed."""
+    for base_failed in (1, 6, 12):
+        found = error_rate_regression(6, 200, base_failed, 200, alpha=0.02, alpha_within=0.10)
+        assert found.decision_interval is not None
+        low, high = found.decision_interval
+        assert low is not None
+        assert high is not None
+        assert (found.outcome is Regression.REGRESSED) == (low > 1.1)
+        assert (found.outcome is Regression.NOT_REGRESSED) == (high <= 1.1)
 
 
 def test_alpha_is_spent_haybittle_peto() -> None:

@@ -7,6 +7,7 @@ at the cap counts as the policy decided it.
 
 from __future__ import annotations
 
+import random
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import gatesim
+import llmsim
 import statsim
 
 from latency_gate.assess.checks import percentile_sprt, worst_errors
@@ -150,3 +152,43 @@ def test_twice_slower_is_caught_against_one_earlier_run() -> None:
     assert head.regressed("warm_p95")
     assert head.regressed("concurrent_p95")
     assert not head.verdict.passed
+
+
+# --- A/B at the same work (issue 26): simulated LLM endpoints, bench/llmsim.py ------------------
+
+
+def _llm_cell(change: str, runs: int, rho: float = 1.0) -> llmsim.Row:
+    """`runs` A/B runs of the natural sigma 0.6 shape with the head changed as table k's row."""
+    base = dict(llmsim.SHAPES)["natural, sigma 0.6"]
+    head = dict(llmsim.CHANGES)[change](base)
+    budget = llmsim._budget(base)
+    return llmsim.tally(
+        [
+            llmsim.run_llm_ab(head, base, random.Random(f"t/{change}/{i}"), rho=rho, budget=budget)
+            for i in range(runs)
+        ]
+    )
+
+
+def test_same_work_unchanged_is_neither_flagged_nor_mostly_undecided() -> None:
+    """An unchanged LLM endpoint at temperature 0: no number flagged, and the latency rows
+    decided in most runs (target: undecided in at most 20 %)."""
+    row = _llm_cell("unchanged", 20)
+    assert row.flagged_any == 0.0
+    assert row.undecided_latency <= 0.35
+
+
+def test_same_work_names_longer_answers_and_only_them() -> None:
+    """Answers 25 % longer at the same speed: the length named (target 90 %), the time per token
+    and the first token not (target at most 2 %), and a whole-call number regresses."""
+    row = _llm_cell("answers 25 % longer", 20)
+    assert row.named["length"] >= 0.85
+    assert row.named["per_token"] == row.named["first_token"] == 0.0
+    assert row.flagged_any >= 0.85
+
+
+def test_same_work_names_a_slower_decode() -> None:
+    """Time per token +10 %: named as such (target 90 %), the length not."""
+    row = _llm_cell("time per token +10 %", 20)
+    assert row.named["per_token"] >= 0.85
+    assert row.named["length"] == 0.0

@@ -86,7 +86,8 @@ def test_compare_twice_slower_regresses() -> None:
     result = apply_plan_for(_slow(2.0), make_result())
     assert not result.verdict.passed
     assert result.verdict.reasons[0] == (
-        "regression: warm p95 285 ms → 570 ms (+100 %), head / base 1.56 to 2.27 (98.9 %)"
+        "regression: warm p95 285 ms → 570 ms (+100 %), head / base 1.68 to 2.28 (one-sided "
+        "99.9 % and 99.0 %, the test's)"
     )
 
 
@@ -263,12 +264,13 @@ def test_summary_shows_base_head_delta_and_the_test() -> None:
     ) in text
     # Each value keeps its unit on its line (no-break spaces): the result column is wide.
     assert (
-        "| warm p95 | 285\u00a0ms | 570\u00a0ms | +285\u00a0ms\u00a0(+100\u00a0%) | x1.56 to x2.27 "
+        "| warm p95 | 285\u00a0ms | 570\u00a0ms | +285\u00a0ms\u00a0(+100\u00a0%) | x1.68 to x2.28 "
         "| ❌ regressed |"
     ) in text
     assert (
         "| cold start | 420\u00a0ms | 840\u00a0ms | +420\u00a0ms\u00a0(+100\u00a0%) | — | " in text
     )
     assert (
-        "- regression: warm p95 285 ms → 570 ms (+100 %), head / base 1.56 to 2.27 (98.9 %)" in text
+        "- regression: warm p95 285 ms → 570 ms (+100 %), head / base 1.68 to 2.28 (one-sided "
+        "99.9 % and 99.0 %, the test's)" in text
     )

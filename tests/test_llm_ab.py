@@ -29,8 +29,13 @@ pytestmark = pytest.mark.llm
 # Calls per arm: 1 cold + 8 warm + a burst of 3 at the first look; at most 30 with the looks
 # that sequential sampling adds while a regression is undecided.
 WARM, CONCURRENCY, MAX_CALLS = 8, 3, 30
-# No max_tokens: each server's own answer length applies.
-BODY = {"messages": [{"role": "user", "content": "Count from one to twenty."}], "stream": True}
+# No max_tokens: each server's own answer length applies. Temperature 0: the two arms get the
+# same prompt call by call, and answer it alike (issue 26).
+BODY = {
+    "messages": [{"role": "user", "content": "Count from one to twenty."}],
+    "stream": True,
+    "temperature": 0,
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,20 +80,31 @@ def _outcomes(result: RunResult) -> dict[str, str | None]:
 
 async def test_a_longer_answer_on_the_head_regresses(llama_long: str, llama_short: str) -> None:
     """The head answering 64 tokens where its base answers 16: a warm number regressed (the
-    run stops at the first one decided, so the other may stay undecided), and the run fails."""
+    run stops at the first one decided, so the other may stay undecided), the run fails, and
+    what changed is named: the answers' length, longer (issue 26)."""
     result = await probe(_ab(llama_long, llama_short), measure_floor=False)
     outcomes = _outcomes(result)
     assert [s.error_detail for s in (*result.samples, *result.base_samples) if not s.ok] == []
     assert "regressed" in (outcomes["warm_p50"], outcomes["warm_p95"]), outcomes
     assert not result.verdict.passed
+    assert result.baseline is not None
+    parts = {p.part: p.moved for p in result.baseline.parts}
+    assert parts["length"] == "longer", parts
+    assert result.baseline.length is not None
+    assert result.baseline.length.outcome == "regressed"
 
 
 async def test_two_servers_of_the_same_settings_do_not_regress(
     llama_short: str, llama_short_twin: str
 ) -> None:
-    """Two servers of the same settings side by side: nothing regressed, the run passes."""
+    """Two servers of the same settings side by side: nothing regressed, the run passes, and
+    the pairs of the same prompt at temperature 0 got answers of the same length (issue 26)."""
     result = await probe(_ab(llama_short_twin, llama_short), measure_floor=False)
     outcomes = _outcomes(result)
     assert [s.error_detail for s in (*result.samples, *result.base_samples) if not s.ok] == []
     assert "regressed" not in outcomes.values(), outcomes
     assert result.verdict.passed
+    assert result.baseline is not None
+    assert result.baseline.length is not None
+    assert result.baseline.length.ratio == 1.0
+    assert result.baseline.length.outcome == "not regressed"

@@ -63,8 +63,8 @@ def test_an_outcome_and_its_interval_tell_one_story(
     assert tested
     assert [d.outcome for d in tested] == [_interval_says(d) for d in tested], before
     for delta in tested:
-        assert delta.interval_level is not None
-        assert 0.85 <= delta.interval_level < 0.999
+        assert delta.interval_levels is not None
+        assert all(0.85 <= level < 0.9999 for level in delta.interval_levels)
 
 
 def test_the_sampling_line_names_only_what_stayed_undecided() -> None:

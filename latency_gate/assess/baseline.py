@@ -17,30 +17,34 @@ error rates.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from latency_gate.assess.intervals import Interval
+from latency_gate.assess.judged import Judged, Look, judge_number
 from latency_gate.assess.regression import (
     REGRESSION_ALPHA,
-    RESAMPLES,
     WITHIN_ALPHA,
     Alphas,
     Regression,
-    error_rate_regression,
     look_alpha,
-    percentile_regression,
-    ratio_interval,
 )
-from latency_gate.assess.stats import first_tokens, latencies
+from latency_gate.assess.same_work import SameWork, what_changed
 from latency_gate.assess.stats import numbers as numbers_of
 from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.formatting import plural
-from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, RunResult, Sample
+from latency_gate.models import (
+    BaselineCheck,
+    CallPhase,
+    NumberDelta,
+    Numbers,
+    PartDelta,
+    RunResult,
+    Sample,
+)
 
 __all__ = [
     "TEST_NAME",
@@ -59,16 +63,21 @@ TEST_NAME = (
     f"counts for the error rate), one-sided alpha {REGRESSION_ALPHA:g} for a regression and "
     f"{WITHIN_ALPHA:g} for 'not regressed', spent over the looks"
 )
-_Q = {"warm_p50": 50.0, "warm_p95": 95.0, "concurrent_p95": 95.0, "ttft_p95": 95.0}
-
-
-_NUMBERS: tuple[tuple[str, Callable[[Sequence[Sample]], list[float]] | None], ...] = (
-    ("cold_start", None),
-    ("warm_p50", lambda s: latencies(s, CallPhase.WARM)),
-    ("warm_p95", lambda s: latencies(s, CallPhase.WARM)),
-    ("concurrent_p95", lambda s: latencies(s, CallPhase.CONCURRENT)),
-    ("ttft_p95", first_tokens),
-    ("error_rate", None),
+SAME_WORK_TEST_NAME = (
+    "at the same work: each whole-call percentile by the exact permutation test of each call's "
+    "latency over what its answer's length predicts, and the answers' length by Student's t on "
+    "the pairs of the same prompt (Welch's against an earlier run), each at half the number's "
+    f"one-sided alpha {REGRESSION_ALPHA:g} for a regression; {WITHIN_ALPHA:g} for 'not "
+    "regressed', spent over the looks"
+)
+_NUMBERS = (
+    "cold_start",
+    "warm_p50",
+    "warm_p95",
+    "concurrent_p95",
+    "ttft_p95",
+    "tpot_p95",
+    "error_rate",
 )
 
 
@@ -176,22 +185,28 @@ def compare(
     limit: RegressionLimit,
     source: str,
     *,
+    outcomes: Mapping[str, Regression] | None = None,
     alpha: Alphas | None = None,
     gated: Collection[str] | None = None,
     stopped_early: bool = False,
     on_undecided: str = "pass",
     base_samples: Sequence[Sample] | None = None,
+    looks: Mapping[str, Look] | None = None,
+    concurrency: int = 10,
+    intervals: bool = True,
 ) -> BaselineCheck:
-    """Every number of a run (its `samples` and `numbers`) against `base`: values, the outcome
-    of the test on every call at `alpha` (the last look's: what the looks before left of each
-    side's alpha, assess/gate.py; each side's whole alpha when None), and beside it the
-    interval of head / base that is that test inverted, on the same calls with the same deals
-    at the same one-sided alphas (`interval_level` = 1 - both): the outcome is always what the
-    interval says against the limit. A decision an earlier look reached and every call no
-    longer supports is not shown: the row is what every call says (issue 28).
+    """Every number of a run (its `samples` and `numbers`) against `base`: values, head / base
+    with its interval, and the outcome, each tested by `judge_number` as the looks were: a number
+    the looks decided (`outcomes`, at the look in `looks`) on that look's calls at its alphas
+    (the same test on the same calls: the same decision), any other on every call at `alpha`
+    (what is left of each side's alpha at the last look; the whole when None). The interval is
+    the decision's own (its levels in `interval_levels`), so the two never disagree;
+    `intervals=False` leaves them out (the simulations).
 
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
-    "side-by-side", `source` its redacted URL), used instead of `base` (None then).
+    "side-by-side", `source` its redacted URL, the same prompts call by call), used instead of
+    `base` (None then). A run whose answers have a length is compared at the same work, the
+    length beside it (assess/same_work.py), and what changed is named (`parts`, `cause`).
 
     Only the numbers in `gated` (those with a budget; every number when None) are tested: the
     others are shown beside their base. A regression still undecided is not a regression, unless
@@ -206,19 +221,25 @@ def compare(
         base_samples, base_numbers = base.samples, base.numbers
     else:
         raise ValueError("compare needs a base run or the base arm's samples")
+    same = SameWork(samples, base_samples, concurrency=concurrency, paired=side_by_side)
+    parts = same.parts(limit) if same.applies else ()
+    cause = what_changed(parts)
     deltas = []
-    for number, pick in _NUMBERS:
+    length: PartDelta | None = None
+    for number in _NUMBERS:
         base_value = getattr(base_numbers, number)
         head_value = getattr(numbers, number)
-        if number == "ttft_p95" and base_value is None and head_value is None:
+        if number in ("ttft_p95", "tpot_p95") and base_value is None and head_value is None:
             continue
+        if number == "tpot_p95" and (gated is None or number not in gated):
+            continue  # shown among the parts (what changed), tested only with a budget
         note = ""
         outcome: Regression | None = None
-        interval: tuple[float | None, float | None] | None = None
-        level: float | None = None
+        judged: Judged | None = None
+        look = Look(len(samples), len(base_samples), final)
         tested = gated is None or number in gated
         missing = ""  # why a tested number could not be compared: the base gave no data
-        if base_value is None and head_value is not None and tested and pick is not None:
+        if base_value is None and head_value is not None and tested and number in _KINDS:
             # A comparison with no data on one side is not a comparison: undecided, and the
             # undecided policy says whether that fails the run.
             outcome = Regression.UNDECIDED
@@ -227,48 +248,48 @@ def compare(
             note = "no data on one side"
         elif number == "cold_start":
             note = "one call each: cannot be told from noise, not gated"
-        elif number == "error_rate":
-            errors = error_rate_regression(
-                sum(not s.ok for s in samples),
-                max(len(samples), 1),
-                sum(not s.ok for s in base_samples),
-                max(len(base_samples), 1),
-                max_relative=limit.relative or 0.0,
-                alpha=final.regressed,
-                alpha_within=final.within,
-            )
-            outcome, note = errors.outcome, errors.note
-            interval, level = _bounds(errors.decided_by)
-        elif not tested:
+        elif not tested and number != "error_rate":
             note = "not tested: it has no budget (only gated numbers are tested)"
-        elif pick is not None:
-            head_values, base_values = pick(samples), pick(base_samples)
-            found = percentile_regression(
-                head_values,
-                base_values,
-                _Q[number],
-                max_relative=limit.relative,
-                max_absolute=limit.absolute,
-                alpha=final.regressed,
-                alpha_within=final.within,
-                interval=False,
+        else:
+            if outcomes is not None and number in outcomes and looks and number in looks:
+                look = looks[number]
+            judged = judge_number(
+                number,
+                samples[: look.head_calls],
+                base_samples[: look.base_calls],
+                limit,
+                look.alpha,
+                concurrency=concurrency,
+                paired=side_by_side,
+                interval=intervals,
             )
-            if found is None:  # fewer than two successful calls on a side
+            if judged is None and tested and number in _KINDS:
                 outcome = Regression.UNDECIDED
-                missing = (
-                    f"too few calls to compare ({len(pick(base_samples))} of the base's and "
-                    f"{len(pick(samples))} of the head's succeeded)"
-                )
+                missing = _too_few(number, samples, base_samples)
+            elif judged is None:
+                note = "too few calls to tell from noise"
             else:
-                outcome = found.outcome
-                if found.ratio is not None:
-                    bounds = ratio_interval(
-                        head_values, base_values, _Q[number], tails=final, resamples=RESAMPLES
-                    )
-                    interval, level = _bounds(bounds)
+                outcome = judged.outcome
+                if (
+                    number == "error_rate"
+                    and sum(not s.ok for s in samples) + sum(not s.ok for s in base_samples) == 0
+                ):
+                    note = "no failure on either side"
         if outcome is not None and not tested:  # the error rate without a budget
-            outcome, note = None, "not tested: it has no budget (only gated numbers are tested)"
-            interval = level = None
+            outcome, judged = None, None
+            note = "not tested: it has no budget (only gated numbers are tested)"
+        if (
+            outcome is not None
+            and judged is not None
+            and outcomes is not None
+            and outcomes.get(number) is Regression.REGRESSED
+            and outcome is not Regression.REGRESSED
+        ):
+            # Decided at a look on calls it no longer has (a result file judged again in one
+            # look): the look's decision stands, said with the interval of every call.
+            outcome = outcomes[number]
+        if judged is not None and judged.length_outcome is not None and length is None:
+            length = _length_part(same, final, limit)
         by_policy = False
         if outcome is Regression.UNDECIDED and not note:
             why = "undecided: nothing to compare with" if missing else "undecided at the cap"
@@ -278,7 +299,13 @@ def compare(
                 note = f"{why}: counted as a regression by policy"
                 by_policy = True
             else:
-                note = f"{why}: not called a regression (on-undecided-regression: pass)"
+                note = (
+                    f"{why}: not called a regression (on-undecided-regression: pass)"
+                    + _smallest_caught(judged, limit)
+                )
+        same_work = judged is not None and judged.same_work
+        halved = same_work and judged is not None and judged.length_outcome is not None
+        regressed_alpha = look.alpha.regressed / (2 if halved else 1)
         deltas.append(
             NumberDelta(
                 number=number,
@@ -286,11 +313,17 @@ def compare(
                 head=head_value,
                 regressed=outcome is Regression.REGRESSED or by_policy,
                 note=note,
-                interval=interval,
-                interval_level=level,
+                interval=None if judged is None else judged.interval,
                 decided=outcome is not Regression.UNDECIDED,
                 outcome=None if outcome is None else outcome.value,
                 by_policy=by_policy,
+                same_work=same_work,
+                interval_levels=None
+                if judged is None
+                else (1 - regressed_alpha, 1 - look.alpha.within),
+                calls=None if judged is None else (look.head_calls, look.base_calls),
+                cause=cause if same_work else "",
+                estimate=None if judged is None else judged.estimate,
                 missing=missing or None,
             )
         )
@@ -298,10 +331,48 @@ def compare(
         status="compared",
         kind="side-by-side" if side_by_side else "earlier-run",
         source=source,
-        test=TEST_NAME,
+        test=SAME_WORK_TEST_NAME if same.applies else TEST_NAME,
         max_relative=limit.relative,
         max_absolute=limit.absolute,
         deltas=tuple(deltas),
+        parts=parts,
+        length=length,
+    )
+
+
+def _smallest_caught(judged: Judged | None, limit: RegressionLimit) -> str:
+    """ "; it would have caught about x1.18 or more": the regression this run's spread could have
+    told from noise (the limit, widened by how far the interval's low side lies under the
+    estimate), or nothing when there is no estimate or low side to read it from."""
+    if judged is None or judged.interval is None or limit.relative is None:
+        return ""
+    low, ratio = judged.interval[0], judged.ratio
+    if low is None or ratio is None or low <= 0 or ratio <= 0:
+        return ""
+    caught = (1 + limit.relative) * ratio / low
+    return f"; at this spread it would have caught about x{caught:.2f} or more"
+
+
+def _length_part(same: SameWork, alpha: Alphas, limit: RegressionLimit) -> PartDelta | None:
+    """The answers' length against the limit on every call, at the last look's alphas (the
+    "regressed" side halved: the same work's test takes the other half)."""
+    found = same.length_test(Alphas(alpha.regressed / 2, alpha.within))
+    if found is None:
+        return None
+    relative = limit.relative if limit.relative is not None else 0.10
+    parts = {p.part: p for p in same.parts(limit)}
+    shown = parts.get("length")
+    return PartDelta(
+        part="length",
+        unit="tokens" if same.unit == "tokens" else "bytes",
+        base=None if shown is None else shown.base,
+        head=None if shown is None else shown.head,
+        ratio=found.ratio,
+        interval=(found.low, found.high),
+        moved="unclear" if shown is None else shown.moved,
+        n=found.n,
+        paired=found.paired,
+        outcome=found.against(1 + relative).value,
     )
 
 
@@ -311,6 +382,7 @@ _KINDS = {
     "warm_p95": (CallPhase.WARM,),
     "concurrent_p95": (CallPhase.CONCURRENT,),
     "ttft_p95": (CallPhase.WARM, CallPhase.CONCURRENT),
+    "tpot_p95": (CallPhase.WARM,),
 }
 
 
@@ -333,10 +405,17 @@ def _no_base_data(number: str, base_samples: Sequence[Sample], side_by_side: boo
     return f"{who} gave no data: {what}" + (f" ({listed})" if listed else "")
 
 
-def _bounds(interval: Interval) -> tuple[tuple[float | None, float | None], float | None]:
-    """An interval as a delta carries it: its sides, and its level when it has a side."""
-    sides = (interval.low, interval.high)
-    return sides, None if sides == (None, None) else interval.level
+def _too_few(number: str, samples: Sequence[Sample], base_samples: Sequence[Sample]) -> str:
+    """ "too few calls to compare (1 of the base's and 20 of the head's succeeded)"."""
+    kinds = _KINDS[number]
+
+    def succeeded(calls: Sequence[Sample]) -> int:
+        return sum(s.ok and s.phase in kinds for s in calls)
+
+    return (
+        f"too few calls to compare ({succeeded(base_samples)} of the base's and "
+        f"{succeeded(samples)} of the head's succeeded)"
+    )
 
 
 def missing_baseline(source: str, status: str, message: str) -> BaselineCheck:

@@ -6,12 +6,9 @@ judged again on every call so far: against its budget (checks.py: SPRTs whose er
 across looks) and, with a baseline, for a regression (regression.py: at alpha split over the
 looks). Sampling stops once every gated check has been decided; a check keeps the latest decision
 it reached (calls taken later for another check may leave it undecided again without overturning
-it, and its sentence says so), so a decision rests on the calls a reader sees. A regression
-keeps no earlier decision: its word is the latest look's test on every call (it takes calls again
-when the calls since leave it undecided), and its final word the last look's, the one its
-interval inverts (baseline.compare). `Gate.look` is what the engine's
-`more` callback asks after each look; `Gate.checks` is the final word of the budget checks, and
-`Gate.stopped` says why sampling stopped, in the same words as the comparison's outcomes.
+it, and its sentence says so), so a decision rests on the calls a reader sees. `Gate.look` is
+what the engine's `more` callback asks after each look; `Gate.checks` and
+`Gate.regression_outcomes` are the final word the verdict and the report use.
 """
 
 from __future__ import annotations
@@ -29,13 +26,8 @@ from latency_gate.assess.checks import (
     worst_errors,
 )
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
-from latency_gate.assess.regression import (
-    Alphas,
-    Regression,
-    error_rate_regression,
-    look_alpha,
-    percentile_regression,
-)
+from latency_gate.assess.judged import Look, judge_number
+from latency_gate.assess.regression import Alphas, Regression, look_alpha
 from latency_gate.assess.sampling import (
     NextStep,
     Phase,
@@ -45,7 +37,7 @@ from latency_gate.assess.sampling import (
     resolve,
 )
 from latency_gate.assess.sequential import Decision, Sprt
-from latency_gate.assess.stats import first_tokens, latencies
+from latency_gate.assess.stats import first_tokens, latencies, per_token_times
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_percent, fmt_value
@@ -83,6 +75,7 @@ GATED_NUMBERS = (
     _Number("concurrent_p95", "max_concurrent_p95", 95, _concurrent, Phase.CONCURRENT),
     _Number("error_rate", "max_error_rate", None, None, Phase.ALL),
     _Number("ttft_p95", "max_ttft_p95", 95, first_tokens, Phase.WARM),
+    _Number("tpot_p95", "max_tpot_p95", 95, per_token_times, Phase.WARM),
 )
 
 
@@ -135,13 +128,12 @@ class Gate:
     last_decided: dict[str, _Judged] = field(default_factory=dict)
     # The number of calls behind each check at each look: the looks its error rates are for.
     history: dict[str, list[int]] = field(default_factory=dict)
-    # Each compared number's regression outcome at the latest look, on every call so far.
     regressions: dict[str, Regression] = field(default_factory=dict)
+    regressions_decided: dict[str, Regression] = field(default_factory=dict)
+    regression_looks: dict[str, Look] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
-    # A failure stopped the run at a look's own (interim) alphas, before the last look's test.
-    failed_at_interim: bool = False
 
     @property
     def decisions(self) -> dict[str, Decision]:
@@ -163,7 +155,7 @@ class Gate:
         if number.pick is None or number.q is None:
             return None
         values = number.pick(samples)
-        if number.name == "ttft_p95" and not values:
+        if number.name in ("ttft_p95", "tpot_p95") and not values:
             return None  # not a stream: nothing to gate
         found = percentile_check(values, number.q, limit)
         return _Judged(found.decision, found.n, found.exceedances)
@@ -191,7 +183,6 @@ class Gate:
             self.history.setdefault(number.name, []).append(judged.n)
         self._look_regressions(samples, base_samples, look_alpha(self.looks - 1, last=False))
         step = self._next(samples)
-        self.failed_at_interim = self.failed_early
         pending = self._undecided_regressions() if step.stop and not self.failed_early else []
         if pending:
             # The last look: the undecided regressions are tested again with what the looks
@@ -210,19 +201,12 @@ class Gate:
             self.reasons.append(step.reason)
         return step
 
-    @property
-    def last_alphas(self) -> Alphas:
-        """The alphas of the regressions' last word, the ones a comparison judges every call at
-        (and inverts into its interval): a look's own when a failure stopped the run there;
-        else what the looks before left, the last look's (a regression the last look's test
-        found is at these too)."""
-        return look_alpha(max(self.looks - 1, 0), last=not self.failed_at_interim)
-
     def _undecided_regressions(self) -> list[str]:
-        """The regressions undecided at the latest look: one an earlier look decided counts
-        again when the calls since leave it undecided, for its final word is the last look's
-        (its interval is that test inverted: assess/baseline.compare)."""
-        return [n for n, outcome in self.regressions.items() if outcome is Regression.UNDECIDED]
+        return [
+            name
+            for name, outcome in self.regressions.items()
+            if outcome is Regression.UNDECIDED and name not in self.regressions_decided
+        ]
 
     def _failed(self) -> list[str]:
         return [n for n, j in self.judged.items() if j.decision is Decision.FAIL] + [
@@ -278,9 +262,11 @@ class Gate:
         """Each compared number's regression at this look's `alpha`, judged again on every call
         (only numbers with a budget are tested, or the default budget's when every budget is
         off: `Budget.compared`; any other number is shown, not held to anything), against
-        the base arm of an A/B run when `base_samples` is given, else the baseline run. Unlike
-        a budget check, a regression keeps no decision of an earlier look: its word is the
-        latest look's, the one the report's interval inverts."""
+        the base arm of an A/B run when `base_samples` is given (its calls got the head's
+        prompts, call by call), else the baseline run; by `judge_number`, as the report's
+        comparison is. A regression decided at a look keeps that decision when later calls
+        leave it undecided (`regressions_decided`), and the look it was decided at
+        (`regression_looks`), where the report computes its interval."""
         limit = self.limit
         base = self.base.samples if base_samples is None and self.base else base_samples
         if base is None or limit is None:
@@ -291,33 +277,29 @@ class Gate:
                 continue
             if undecided_only and self.regressions.get(number.name) is not Regression.UNDECIDED:
                 continue
-            if number.name == "error_rate":
-                outcome = error_rate_regression(
-                    _failed(samples),
-                    max(len(samples), 1),
-                    _failed(base),
-                    max(len(base), 1),
-                    max_relative=limit.relative or 0.0,
-                    alpha=alpha.regressed,
-                    alpha_within=alpha.within,
-                ).outcome
-            elif number.pick is not None and number.q is not None:
-                found = percentile_regression(
-                    number.pick(samples),
-                    number.pick(base),
-                    number.q,
-                    max_relative=limit.relative,
-                    max_absolute=limit.absolute,
-                    alpha=alpha.regressed,
-                    alpha_within=alpha.within,
-                    interval=False,
-                )
-                if found is None:
-                    continue
-                outcome = found.outcome
-            else:
+            found = judge_number(
+                number.name,
+                samples,
+                base,
+                limit,
+                alpha,
+                concurrency=self.plan.concurrency,
+                paired=base_samples is not None,
+            )
+            if found is None:
                 continue
-            self.regressions[number.name] = outcome
+            self.regressions[number.name] = found.outcome
+            if found.outcome is not Regression.UNDECIDED:
+                self.regressions_decided[number.name] = found.outcome
+                self.regression_looks[number.name] = Look(len(samples), len(base), alpha)
+
+    @property
+    def regression_outcomes(self) -> dict[str, Regression]:
+        """Each tested regression's final word: its latest decision, else undecided."""
+        return {
+            name: self.regressions_decided.get(name, outcome)
+            for name, outcome in self.regressions.items()
+        }
 
     # --- the final word -------------------------------------------------------------------
 
@@ -337,7 +319,7 @@ class Gate:
         interval, n = self._interval(number, samples)
         common = {"number": number.name, "value": value, "limit": limit, "n": n}
         if limit is None:
-            if number.name == "ttft_p95" and value is None:
+            if number.name in ("ttft_p95", "tpot_p95") and value is None:
                 return None  # not a stream: no first token to report
             return Check(**common, passed=None, interval=interval)
         if value is None:
@@ -526,4 +508,5 @@ _NO_DATA = {
     "the budget",
     "error_rate": "no call was made",
     "ttft_p95": "no streamed call delivered a first token",
+    "tpot_p95": "no warm streamed call delivered two tokens or more",
 }

@@ -6,7 +6,7 @@ max_absolute; with both given, a regression must exceed both).
 
 The decision is an exact permutation test of the percentile itself, at the limit: head's calls
 are brought back by the limit (divided by 1 + max_relative, or less max_absolute), both runs'
-calls are pooled and dealt out again at random (seeded from the data, so a run is
+calls are pooled and dealt out again at random (splits seeded by the sizes, so a run is
 reproducible), and the observed ln(pq(head)) - ln(pq(base)) is compared with the deals'.
 REGRESSED when at most `alpha` of deals are as high, NOT_REGRESSED when at most `alpha` are as
 low, UNDECIDED otherwise. The test is exact when head is base scaled by the limit;
@@ -32,14 +32,13 @@ of failures, head's share of them is binomial), inverted into an interval on the
 from __future__ import annotations
 
 import math
-import random
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 from latency_gate.assess.binomial import clopper_pearson
 from latency_gate.assess.intervals import LEVEL, Interval
-from latency_gate.assess.resampling import Splits, deals, pq, seed_from, statistic
+from latency_gate.assess.resampling import deals, pq, splits_for, statistic
 
 __all__ = [
     "DEFAULT_RELATIVE",
@@ -67,6 +66,9 @@ WITHIN_ALPHA = 0.10
 INTERIM_ALPHA = 0.001
 WITHIN_INTERIM_ALPHA = 0.01
 RESAMPLES = 999
+# Brings head's calls (already brought back by the limit) and base's to the values the test
+# compares: the identity, or their latencies at the same work (assess/work.py, `adjusted`).
+Transform = Callable[[list[float]], tuple[list[float], list[float]]]
 # Deals for each limit tried when the test is inverted into an interval, and the halvings of the
 # search on each side (a width of 2 in log space to 1e-4).
 INTERVAL_RESAMPLES = 499
@@ -108,9 +110,11 @@ class PercentileRegression:
     base: float
     head: float
     ratio: float | None  # head / base; None when base's percentile is 0
-    ratio_interval: Interval  # 95 %, the test inverted; sides None when not computed
+    # The test inverted at the decision's levels (low side at `alpha`, high at the "not
+    # regressed" side's); sides None when not computed.
+    ratio_interval: Interval
     difference: float  # head - base, in seconds
-    difference_interval: Interval  # 95 %, the test inverted (with an absolute limit)
+    difference_interval: Interval  # the same, of the difference (with an absolute limit)
     outcome: Regression
     alpha: float  # one-sided, per side, at this look
 
@@ -130,6 +134,8 @@ def percentile_regression(
     alpha_within: float | None = None,
     resamples: int = RESAMPLES,
     interval: bool = True,
+    relative_transform: Transform | None = None,
+    absolute_transform: Transform | None = None,
 ) -> PercentileRegression | None:
     """Test "head's q-th percentile is worse than base's by at most the limit".
 
@@ -137,26 +143,50 @@ def percentile_regression(
     neither limit given, max_relative is DEFAULT_RELATIVE. Returns None when either side has
     fewer than 2 values (nothing to deal). `alpha` is the "regressed" side's, `alpha_within`
     the "not regressed" side's (`alpha` when None). `interval=False` skips the 95 % intervals
-    (the looks need the decision only). Deterministic: the deals are seeded from the data.
+    (the looks need the decision only). Deterministic: the splits are seeded by the sizes.
+
+    `relative_transform` and `absolute_transform`, when given, map head's calls brought back by
+    the limit (divided by it, or less it) to the two samples compared: for a test at the same
+    work, both arms' latencies over what their answers' lengths predict (assess/same_work.py).
+    `head` and `base` are then the raw latencies, and `ratio` and the interval are of the
+    transformed samples' percentiles.
     """
     within = alpha if alpha_within is None else alpha_within
     if len(head) < 2 or len(base) < 2:
         return None
+    # Enough deals for the smallest p-value to reach alpha: (1 + 0) / (1 + deals) <= alpha.
+    resamples = max(resamples, math.ceil(1 / min(alpha, within) - 1e-9) - 1)
     if max_relative is None and max_absolute is None:
         max_relative = DEFAULT_RELATIVE
     head_q, base_q = pq(head, q), pq(base, q)
-    seed = seed_from(head, base)
     positive = min(head) > 0 and min(base) > 0
     ratio = head_q / base_q if positive else None
+    if relative_transform is not None and positive:
+        head_t, base_t = relative_transform(list(head))
+        ratio = pq(head_t, q) / pq(base_t, q)
     verdicts: list[tuple[bool, bool]] = []  # (beyond, within) per limit given
     if max_relative is not None:
         if ratio is None:
             verdicts.append((False, False))
         else:
-            scaled = _Deals(head, base, q, relative=True, seed=seed, resamples=resamples)
+            scaled = _Deals(
+                head,
+                base,
+                q,
+                relative=True,
+                resamples=resamples,
+                transform=relative_transform,
+            )
             verdicts.append(scaled.at_limit(1 + max_relative, alpha, within))
     if max_absolute is not None:
-        shifted = _Deals(head, base, q, relative=False, seed=seed, resamples=resamples)
+        shifted = _Deals(
+            head,
+            base,
+            q,
+            relative=False,
+            resamples=resamples,
+            transform=absolute_transform,
+        )
         verdicts.append(shifted.at_limit(max_absolute, alpha, within))
     if verdicts and all(beyond for beyond, _ in verdicts):
         outcome = Regression.REGRESSED
@@ -167,17 +197,41 @@ def percentile_regression(
     method = "the permutation test inverted"
     ratio_bounds = Interval(None, None, method=method)
     difference_bounds = Interval(None, None, method=method)
+    # The interval at the decision's own levels and deals (the same splits, seeded alike): its
+    # low side is over the limit exactly when the test says regressed, its high side within it
+    # exactly when the test says not regressed.
+    tails = (alpha, within)
     if interval and ratio is not None:
-        ratio_bounds = ratio_interval(head, base, q, relative=True)
+        ratio_bounds = ratio_interval(
+            head,
+            base,
+            q,
+            relative=True,
+            transform=relative_transform,
+            tails=tails,
+            resamples=resamples,
+        )
     if interval and (max_absolute is not None or ratio is None):
-        difference_bounds = ratio_interval(head, base, q, relative=False)
+        difference_bounds = ratio_interval(
+            head,
+            base,
+            q,
+            relative=False,
+            transform=absolute_transform,
+            tails=tails,
+            resamples=resamples,
+        )
+    difference = head_q - base_q
+    if absolute_transform is not None:
+        head_t, base_t = absolute_transform(list(head))
+        difference = pq(head_t, q) - pq(base_t, q)
     return PercentileRegression(
         q=q,
         base=base_q,
         head=head_q,
         ratio=ratio,
         ratio_interval=ratio_bounds,
-        difference=head_q - base_q,
+        difference=difference,
         difference_interval=difference_bounds,
         outcome=outcome,
         alpha=alpha,
@@ -186,7 +240,7 @@ def percentile_regression(
 
 class _Deals:
     """One comparison's calls, dealt at any limit by the same random splits (drawn once, seeded
-    from the data): for a fixed split the statistic moves monotonically with the limit, so the
+    by the sizes): for a fixed split the statistic moves monotonically with the limit, so the
     p-values do too and the test inverts into an interval."""
 
     def __init__(
@@ -196,12 +250,13 @@ class _Deals:
         q: float,
         *,
         relative: bool,
-        seed: int,
         resamples: int,
+        transform: Transform | None = None,
     ) -> None:
         self.head, self.base, self.q, self.relative = head, base, q, relative
         self.resamples = resamples
-        self.splits = Splits(len(head) + len(base), len(head), random.Random(seed), resamples)
+        self.transform = transform
+        self.splits = splits_for(len(head) + len(base), len(head), resamples)
 
     def p_values(self, limit: float) -> tuple[float, float]:
         """One-sided permutation p-values of "head is base worse by exactly `limit`": (that
@@ -210,8 +265,11 @@ class _Deals:
         p = (1 + deals at least as extreme) / (1 + deals)."""
         relative = self.relative
         shifted = [v / limit for v in self.head] if relative else [v - limit for v in self.head]
-        observed = statistic(pq(shifted, self.q), pq(self.base, self.q), log=relative)
-        pool = [*shifted, *self.base]
+        base = list(self.base)
+        if self.transform is not None:
+            shifted, base = self.transform(shifted)
+        observed = statistic(pq(shifted, self.q), pq(base, self.q), log=relative)
+        pool = [*shifted, *base]
         null = deals(pool, len(self.head), self.q, self.splits, log=relative)
         at_least = sum(d >= observed for d in null)
         at_most = sum(d <= observed for d in null)
@@ -232,24 +290,27 @@ def ratio_interval(
     relative: bool = True,
     level: float = LEVEL,
     resamples: int = INTERVAL_RESAMPLES,
-    tails: Alphas | None = None,
+    transform: Transform | None = None,
+    tails: tuple[float, float] | None = None,
 ) -> Interval:
     """The `level` interval of head_pq / base_pq (or head_pq - base_pq when not `relative`):
     every limit at which neither one-sided permutation test at (1 - level) / 2 rejects, found
-    by bisection (in log space for a ratio) to about 0.02 % of the search's width.
-
-    `tails`: the one-sided alphas of a decision instead (its lower side at `regressed`, its
-    upper at `within`; the level is then 1 - both). With `resamples` = RESAMPLES the deals are
-    the decision's own (seeded alike), so the interval holds the limit exactly when
-    `percentile_regression` at those alphas is undecided, lies beyond it when it says
-    regressed, and within it when it says not regressed (up to the bisection's width)."""
-    low_tail, high_tail = (
-        ((1 - level) / 2, (1 - level) / 2) if tails is None else (tails.regressed, tails.within)
-    )
+    by bisection (in log space for a ratio) to about 0.02 % of the search's width. With a
+    `transform`, of the transformed samples (see `percentile_regression`). `tails`, when given,
+    is each side's one-sided error instead of (1 - level) / 2: (low side, high side)."""
+    low_tail, high_tail = tails if tails is not None else ((1 - level) / 2, (1 - level) / 2)
     dealt = _Deals(
-        head, base, q, relative=relative, seed=seed_from(head, base), resamples=resamples
+        head,
+        base,
+        q,
+        relative=relative,
+        resamples=resamples,
+        transform=transform,
     )
     head_q, base_q = pq(head, q), pq(base, q)
+    if transform is not None:
+        head_t, base_t = transform(list(head))
+        head_q, base_q = pq(head_t, q), pq(base_t, q)
     spread = max(head) - min(base) + max(base) - min(head) or 1.0
 
     def worse(limit: float) -> float:
@@ -299,10 +360,9 @@ class ErrorRateRegression:
     ratio_interval: Interval  # 95 %; None sides when there is no failure at all
     outcome: Regression
     note: str = ""
-    # The bounds the outcome was decided by (lower at the "regressed" alpha, upper at the
-    # "not regressed" one): regressed when the lower is beyond the limit, not regressed when
-    # the upper is within it.
-    decided_by: Interval = field(default_factory=lambda: Interval(None, None))
+    # The decision's own interval: low side at its "regressed" alpha, high side at its "not
+    # regressed" one; None when there is no failure at all.
+    decision_interval: tuple[float | None, float | None] | None = None
 
 
 def error_rate_regression(
@@ -354,7 +414,12 @@ def error_rate_regression(
         outcome = Regression.NOT_REGRESSED
     else:
         outcome = Regression.UNDECIDED
-    decided_by = Interval(ratio_low, ratio_high, level=1 - alpha - within, method=interval.method)
     return ErrorRateRegression(
-        head_failed, head_calls, base_failed, base_calls, interval, outcome, "", decided_by
+        head_failed,
+        head_calls,
+        base_failed,
+        base_calls,
+        interval,
+        outcome,
+        decision_interval=(ratio_low, ratio_high),
     )

@@ -15,9 +15,11 @@ from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.goodput_verdict import goodput_checks
 from latency_gate.assess.history import HistoryPlan, history_check
+from latency_gate.assess.regression import look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
-from latency_gate.config import Target, redact_url, unsent_settings
+from latency_gate.assess.work import fixed_length_finding
+from latency_gate.config import Target, fixed_length_of, redact_url, unsent_settings
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import (
@@ -141,8 +143,11 @@ def assess_run(
             f"proxy, and every time includes the proxy's hop ({stamp_source.value} stamps on "
             "the socket to the proxy)"
         )
+    findings = find(samples, numbers, streaming=target.stream, concurrency=target.concurrency)
+    if (asked := fixed_length_of(target)) is not None:
+        findings = (*findings, fixed_length_finding(samples, asked))
     return RunResult(
-        findings=find(samples, numbers, streaming=target.stream, concurrency=target.concurrency),
+        findings=findings,
         tool_version=__version__,
         target=target.name,
         config=target.redacted(),
@@ -202,9 +207,12 @@ def judge_samples(
     searched: bool = False,
     min_capacity: int | None = None,
     extra: Sequence[Check] = (),
+    intervals: bool = True,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
     """The checks, the baseline comparison and the verdict of a run's calls, from the gate that
     took its looks: what `assess_run` puts in a result, and what bench/statsim.py simulates.
+    `intervals=False` leaves the comparison's intervals out (they are the tests inverted and
+    never change an outcome: the simulations count outcomes, thousands of runs).
 
     `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
@@ -213,16 +221,19 @@ def judge_samples(
     gated = gate.budget.compared()
     if history is not None and baseline is None:
         baseline = history.as_baseline()
-    # Every comparison is judged at the end alike, on every call at the last look's alphas (what
-    # the looks before left, or a look's own when a failure stopped the run there: the gate's
-    # last test, so the table, the sampling line and the verdict agree), which numbers have a
-    # budget, and the policy.
+    # Every comparison is judged at the end alike: the gate's outcomes (each at the look that
+    # decided it, on that look's calls), what is left of alpha for a number the looks did not
+    # test, which numbers have a budget, and the policy.
     judging = partial(
         compare,
-        alpha=gate.last_alphas,
+        outcomes=gate.regression_outcomes,
+        alpha=look_alpha(max(gate.looks - 1, 0), last=True),
         gated=gated,
         stopped_early=gate.failed_early,
         on_undecided=gate.plan.on_undecided_regression,
+        looks=gate.regression_looks,
+        concurrency=gate.plan.concurrency,
+        intervals=intervals,
     )
     check = None
     if base_arm is not None:
@@ -256,6 +267,7 @@ def judge_samples(
         interrupted=interrupted,
         regressions=() if check is None else check.regressions,
         deltas=() if check is None else check.deltas,
+        relative_limit=None if check is None else check.max_relative,
     )
     return checks, check, verdict
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from latency_gate.assess import work
 from latency_gate.assess.intervals import linear_percentile as percentile
 from latency_gate.models import CallPhase, Numbers, Sample
 
@@ -65,6 +66,22 @@ def longest_stall(samples: Iterable[Sample]) -> float | None:
     return max(gaps, default=None)
 
 
+def per_token_times(samples: Iterable[Sample]) -> list[float]:
+    """Each successful warm streamed call's time per output token after the first."""
+    return [
+        t for s in samples if s.phase is CallPhase.WARM and (t := work.per_token(s)) is not None
+    ]
+
+
+def output_tokens(samples: Iterable[Sample]) -> list[float]:
+    """The output tokens of each successful warm and concurrent call that counted them."""
+    return [
+        float(s.tokens)
+        for s in samples
+        if s.ok and s.phase is not CallPhase.COLD and s.tokens is not None and s.tokens >= 1
+    ]
+
+
 def error_rate(samples: Sequence[Sample]) -> float:
     """Share of all calls that failed; 0.0 for no calls (the verdict treats that as no data)."""
     if not samples:
@@ -77,6 +94,8 @@ def numbers(samples: Sequence[Sample]) -> Numbers:
     cold = latencies(samples, CallPhase.COLD)
     warm = latencies(samples, CallPhase.WARM)
     concurrent = latencies(samples, CallPhase.CONCURRENT)
+    per_token = per_token_times(samples)
+    tokens = output_tokens(samples)
     return Numbers(
         cold_start=cold[0] if cold else None,
         warm_p50=percentile(warm, 50),
@@ -88,4 +107,8 @@ def numbers(samples: Sequence[Sample]) -> Numbers:
         ttft_concurrent_p95=percentile(first_tokens_of(samples, CallPhase.CONCURRENT), 95),
         itl_p95=percentile(token_gaps(samples), 95),
         longest_stall=longest_stall(samples),
+        tpot_p50=percentile(per_token, 50),
+        tpot_p95=percentile(per_token, 95),
+        tokens_p50=percentile(tokens, 50),
+        tokens_p95=percentile(tokens, 95),
     )

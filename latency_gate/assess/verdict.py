@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.formatting import fmt_change, fmt_level, fmt_value
+from latency_gate.formatting import fmt_change, fmt_percent, fmt_value
 from latency_gate.models import Check, NumberDelta, Verdict
 
-__all__ = ["judge", "regression_reason", "undecided_reason"]
+__all__ = ["interval_level_text", "judge", "regression_reason", "undecided_reason"]
 
 
 def judge(
@@ -21,12 +21,15 @@ def judge(
     interrupted: bool = False,
     regressions: Sequence[NumberDelta] = (),
     deltas: Sequence[NumberDelta] = (),
+    relative_limit: float | None = None,
 ) -> Verdict:
     """PASS only when every gated check passed (decided, or undecided and passed by policy),
     some call succeeded, the run was not interrupted and nothing regressed against the baseline.
     Reasons say every cause of a FAIL; `undecided` says what the calls could not decide and did
     not fail the run: a check passed by its value or by policy, and each of `deltas` (the
-    baseline comparison) still undecided and not counted as a regression.
+    baseline comparison) still undecided and not counted as a regression, unless the test's
+    estimate of it is within `relative_limit` (such a row is shown in the comparison, with what
+    the calls rule out, and not warned of: docs/statistics.md, "Undecided").
     """
     reasons: list[str] = []
     undecided: list[str] = []
@@ -51,7 +54,11 @@ def judge(
     if interrupted:
         reasons.append("the run was interrupted")
     reasons += [regression_reason(delta) for delta in regressions]
-    undecided += [undecided_reason(delta) for delta in deltas if delta.left_undecided]
+    undecided += [
+        undecided_reason(delta)
+        for delta in deltas
+        if delta.left_undecided and (delta.missing or not _estimate_within(delta, relative_limit))
+    ]
     passed = (
         successful_calls > 0
         and all(c.passed is not False for c in checks)
@@ -60,6 +67,16 @@ def judge(
     )
     return Verdict(
         passed=passed, checks=tuple(checks), reasons=tuple(reasons), undecided=tuple(undecided)
+    )
+
+
+def _estimate_within(delta: NumberDelta, relative_limit: float | None) -> bool:
+    """The test's estimate of head / base is at or under the limit (a regression the calls
+    could not rule out, but no sign of one)."""
+    return (
+        relative_limit is not None
+        and delta.estimate is not None
+        and delta.estimate <= 1 + relative_limit
     )
 
 
@@ -72,12 +89,22 @@ def _movement(delta: NumberDelta) -> tuple[str, str]:
     spread = ""
     if delta.interval is not None and None not in delta.interval:
         low, high = delta.interval
-        spread = f", head / base {low:.2f} to {high:.2f} ({fmt_level(delta.interval_level)})"
+        where = " at the same work" if delta.same_work else ""
+        spread = f", head / base{where} {low:.2f} to {high:.2f} ({interval_level_text(delta)})"
     if delta.threshold is not None:  # against a history (assess/history.py)
         bound = fmt_value(delta.threshold, delta.number)
         spread = f" against the history, above its bound of {bound} (the limit included)"
     moved = f"{fmt_value(delta.base, delta.number)} → {fmt_value(delta.head, delta.number)}"
-    return label, f"{moved}{change}{spread}"
+    cause = f"; what changed: {delta.cause}" if delta.cause else ""
+    return label, f"{moved}{change}{spread}{cause}"
+
+
+def interval_level_text(delta: NumberDelta) -> str:
+    """ "95 %", or a decision's own levels: "one-sided 99.4 % and 98.0 %, the test's"."""
+    if delta.interval_levels is None:
+        return "95 %"
+    low, high = delta.interval_levels
+    return f"one-sided {fmt_percent(low)} and {fmt_percent(high)}, the test's"
 
 
 def undecided_reason(delta: NumberDelta) -> str:

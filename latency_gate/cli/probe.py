@@ -51,6 +51,13 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
     default=None,
     help="Make each call's prompt unique, of the same length [default: vary].",
 )
+@click.option(
+    "--fixed-length",
+    is_flag=True,
+    default=None,
+    help="Ask for answers of exactly --max-tokens (ignore_eos and min_tokens, as llama.cpp and "
+    "vLLM take them; openai-chat only), and say whether the server obliged.",
+)
 @click.option("--warm-calls", help="Sequential warm calls [default: 20].")
 @click.option("--concurrency", help="Calls started together [default: 10].")
 @click.option(
@@ -120,6 +127,10 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option("--max-concurrent-p95", help="Budget for concurrent p95 [default: 3s].")
 @click.option("--max-error-rate", help="Budget for the error rate [default: 0.01].")
 @click.option("--max-ttft-p95", help="Budget for first-token p95 [default: not gated].")
+@click.option(
+    "--max-tpot-p95",
+    help="Budget for the p95 of warm streamed calls' time per output token [default: not gated].",
+)
 @click.option("--name", help="A name for the target in reports [default: endpoint].")
 @click.option("--json", "json_path", type=FilePath(dir_okay=False), help="Write the JSON result.")
 @click.option(

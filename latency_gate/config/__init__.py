@@ -22,6 +22,7 @@ from latency_gate.config.parsing import (
     redact_url,
 )
 from latency_gate.config.request import (
+    fixed_length_of,
     header_text_problem,
     parse_header,
     unsent_settings,
@@ -55,6 +56,7 @@ __all__ = [
     "chat_body",
     "detect_format",
     "find_secrets",
+    "fixed_length_of",
     "header_text_problem",
     "parse_bool",
     "parse_count",

@@ -57,6 +57,7 @@ BUDGET_KEYS = {
     "max-concurrent-p95": "max_concurrent_p95",
     "max-error-rate": "max_error_rate",
     "max-ttft-p95": "max_ttft_p95",
+    "max-tpot-p95": "max_tpot_p95",
 }
 
 TARGET_KEYS = (
@@ -88,6 +89,7 @@ TARGET_KEYS = (
     "max-tokens",
     "token-limit-field",
     "vary-prompt",
+    "fixed-length",
     "wait-ready",
     "proxy",
     "http2",
@@ -172,6 +174,7 @@ def build_target(
     take("max-tokens", _parse_max_tokens)
     take("token-limit-field", parse_token_limit_field)
     take("vary-prompt", parse_bool)
+    take("fixed-length", parse_bool)
     take("wait-ready", _wait_duration)
     take("proxy", parse_proxy)
     if "proxy" in fields and fields["proxy"] is None:

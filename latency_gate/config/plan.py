@@ -149,7 +149,11 @@ def calls_needed(budget: Budget, *, warm_calls: int, concurrency: int) -> CallsN
     """The calls `budget`'s checks need with these counts (first look: 1 + warm + one burst)."""
     bursts = math.ceil(LOOK_WARM_CALLS / concurrency) * concurrency
     warm_need = 0
-    for limit, q in ((budget.max_warm_p50, 50), (budget.max_warm_p95, 95)):
+    for limit, q in (
+        (budget.max_warm_p50, 50),
+        (budget.max_warm_p95, 95),
+        (budget.max_tpot_p95, 95),
+    ):
         if limit is not None:
             need = clean_calls_to_pass(*percentile_shares(q), PERCENTILE_BETA)
             warm_need = max(warm_need, need)

@@ -32,6 +32,7 @@ __all__ = [
     "PROXY_VARIABLES",
     "check_credentials",
     "check_framing",
+    "fixed_length_of",
     "header_text_problem",
     "not_utf8",
     "parse_api_key",
@@ -170,6 +171,10 @@ def resolve_request(
     elif fields.get("model") is not None and body is None and fmt is not Format.RAW:
         body = chat_body(fmt, fields.get("model"), "Say hello in five words.", stream, **limits)
     fields["stream"] = stream
+    if fields.get("fixed_length"):
+        body = _fixed_length(
+            body, fmt, url or "", fields=fields, spelled=spelled, problems=problems
+        )
     if body is not None:
         fields["body"] = SecretStr(body)
     fields.pop("prompt", None)
@@ -257,6 +262,62 @@ def check_credentials(
                 "give the credentials once (drop one of them)",
             )
         )
+
+
+def _fixed_length(
+    body: str | None,
+    fmt: Format,
+    url: str,
+    *,
+    fields: Mapping[str, Any],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> str | None:
+    """The body asking for answers of exactly its length: `ignore_eos` (llama.cpp, vLLM) and
+    `min_tokens` (vLLM) beside the limit field. Only an openai-chat JSON body with a limit can
+    ask it; anything else is refused, naming what is missing."""
+    if fmt is not Format.OPENAI_CHAT:
+        problems.append(
+            InputProblem(
+                spelled("fixed-length"),
+                f"needs the openai-chat format (ignore_eos and min_tokens, as llama.cpp and vLLM "
+                f"take them); the {fmt.value} format has no such field",
+            )
+        )
+        return body
+    try:
+        data = load_json(body) if body is not None else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        problems.append(
+            InputProblem(spelled("fixed-length"), "needs a JSON request body (give --prompt)")
+        )
+        return body
+    length = data.get(token_limit_field(fmt, url, fields.get("token_limit_field")))
+    if not isinstance(length, int) or isinstance(length, bool) or length < 1:
+        problems.append(
+            InputProblem(
+                spelled("fixed-length"),
+                f"needs the answer's length: give {spelled('max-tokens')}",
+            )
+        )
+        return body
+    data["ignore_eos"] = True
+    data["min_tokens"] = length
+    return dump_json(data)
+
+
+def fixed_length_of(target: Target) -> int | None:
+    """The length every answer was asked to have (--fixed-length), or None."""
+    if not target.fixed_length or target.body is None:
+        return None
+    try:
+        data = load_json(target.body.get_secret_value())
+    except ValueError:
+        return None
+    length = data.get("min_tokens") if isinstance(data, dict) else None
+    return length if isinstance(length, int) and not isinstance(length, bool) else None
 
 
 def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str, Any]) -> str:

@@ -56,6 +56,7 @@ class Budget(_Frozen):
     max_concurrent_p95: float | None = Field(default=3.0, gt=0)
     max_error_rate: float | None = Field(default=0.01, ge=0, le=1)
     max_ttft_p95: float | None = Field(default=None, gt=0)
+    max_tpot_p95: float | None = Field(default=None, gt=0)
 
     def compared(self) -> frozenset[str]:
         """The numbers a comparison (a baseline, an A/B base, a history) tests for regression:
@@ -132,6 +133,9 @@ class Target(_Frozen):
         default=None, description="the body field that carries max_tokens; None: the format's"
     )
     vary_prompt: bool = True
+    # Answers of one length (ignore_eos with min_tokens = max_tokens, as llama.cpp and vLLM take
+    # them): the server does the same work on every call; the answers say whether it obliged.
+    fixed_length: bool = False
     wait_ready: float = Field(default=0.0, ge=0)
     proxy: str | None = Field(default=None, description="forward proxy URL; None: direct")
     # `--proxy off` (a targets file's `proxy: off`): direct, whatever the environment names.
@@ -291,6 +295,7 @@ ADDED_WITH_DEFAULT: tuple[tuple[str, object], ...] = (
     ("max_tokens", None),
     ("token_limit_field", None),
     ("vary_prompt", False),
+    ("fixed_length", False),
     ("proxy", None),
     ("http2", False),
 )

@@ -19,7 +19,7 @@ import httpx
 from latency_gate.config import Target
 from latency_gate.measure import transport
 from latency_gate.measure.calls import call
-from latency_gate.measure.prompts import fresh_mark, vary_body
+from latency_gate.measure.prompts import Marks, vary_body
 from latency_gate.measure.redirects import CredentialRule
 from latency_gate.models import CallPhase, Sample
 
@@ -41,12 +41,12 @@ def ssl_context_for(target: Target) -> ssl.SSLContext:
     return transport.make_ssl_context(True)
 
 
-def _body(target: Target) -> tuple[bytes | None, bool]:
-    """This call's body: the target's, with a fresh mark at the start of its prompt when
-    --vary-prompt is on; and whether the prompt was varied."""
+def _body(target: Target, marks: Marks, kind: CallPhase, index: int) -> tuple[bytes | None, bool]:
+    """This call's body: the target's, with the run's mark of this call (by kind and index) at
+    the start of its prompt when --vary-prompt is on; and whether the prompt was varied."""
     if not target.vary_prompt:
         return None, False
-    body, varied = vary_body(target, fresh_mark(), where="start")
+    body, varied = vary_body(target, marks.mark(kind.value, index), where="start")
     return (body.encode(), True) if varied and body is not None else (None, False)
 
 
@@ -55,10 +55,13 @@ async def send_one(
     target: Target,
     phase: CallPhase,
     index: int,
+    marks: Marks | None = None,
     *,
     due_ns: int | None = None,
 ) -> Sample:
-    body, varied = _body(target)
+    """One call of `phase`, the `index`-th of its kind; its prompt marked by `marks` (a new
+    run's own when None); `due_ns`: when a call at a rate was due (its send lag)."""
+    body, varied = _body(target, marks or Marks(), phase, index)
     sample = await call(client, target, phase, index, body=body, due_ns=due_ns)
     return sample.model_copy(update={"prompt_varied": True}) if varied else sample
 
@@ -101,10 +104,12 @@ async def burst(
     into: list[Sample],
     *,
     first_index: int = 0,
+    marks: Marks | None = None,
 ) -> None:
     """`target.concurrency` calls at once, one small client each; connections opened first
     unless asked not to, and each closed as its call ends. The samples land in `into` in index
-    order, also when cancelled."""
+    order, also when cancelled. Prompts are marked by `marks` (a new run's own when None)."""
+    marks = marks or Marks()
     backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
     timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
     credentials = CredentialRule(target)
@@ -127,7 +132,7 @@ async def burst(
         go = asyncio.Event()
 
         async def one(client: httpx.AsyncClient, index: int) -> Sample:
-            body, varied = _body(target)
+            body, varied = _body(target, marks, CallPhase.CONCURRENT, index)
             await go.wait()
             sample = await call(client, target, CallPhase.CONCURRENT, index, body=body)
             # Its connection goes as its answer ends, as an independent user's would: a server

@@ -36,6 +36,7 @@ from latency_gate.config import Target, base_arm, redact_url
 from latency_gate.measure.arrivals import Arrival, LevelAsk, RatePolicy, run_levels
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
 from latency_gate.measure.culprit import PROXY_OPTIONS
+from latency_gate.measure.prompts import Marks
 from latency_gate.measure.ready import wait_ready
 from latency_gate.models import CallPhase, ErrorKind, Sample, StampSource
 
@@ -191,20 +192,27 @@ class _Arm:
     of: str = ""
     client: httpx.AsyncClient | None = None
     warm_done: int = 0
+    marks: Marks = field(default_factory=Marks)
 
     async def one(self, phase: CallPhase, index: int) -> None:
         if self.client is None:  # opened by measure() before any call
             raise RuntimeError("the arm's client is not open")
-        self.samples.append(await send_one(self.client, self.target, phase, index))
+        self.samples.append(await send_one(self.client, self.target, phase, index, self.marks))
 
 
 def _arms(target: Target, into: Measurement) -> list[_Arm]:
-    head = _Arm(target, ssl_context_for(target), into.samples)
+    """The head, and the base of an A/B run; the two share the run's marks, so the i-th call of
+    a kind gets the same prompt on both (docs/design.md, "A/B in one run")."""
+    marks = Marks()
+    head = _Arm(target, ssl_context_for(target), into.samples, marks=marks)
     if target.baseline_url is None:
         return [head]
     base = base_arm(target)
     head.of = " of the head"
-    return [head, _Arm(base, ssl_context_for(base), into.base_samples, " of the base")]
+    return [
+        head,
+        _Arm(base, ssl_context_for(base), into.base_samples, " of the base", marks=marks),
+    ]
 
 
 async def measure(
@@ -275,7 +283,7 @@ async def measure(
             arm = arms[arm_order(bursts, len(arms))]
             bursts += 1
             progress(Progress("concurrent", 0, target.concurrency))
-            await burst(arm.target, arm.context, kernel_stamps, arm.samples)
+            await burst(arm.target, arm.context, kernel_stamps, arm.samples, marks=arm.marks)
             progress(Progress("concurrent", target.concurrency, target.concurrency))
         while more is not None and (step := more(into.samples)) is not None:
             into.extra.append(step)
@@ -287,7 +295,14 @@ async def measure(
                 bursts += 1
                 done = sum(s.phase is CallPhase.CONCURRENT for s in arm.samples)
                 progress(Progress("concurrent", done, done + target.concurrency))
-                await burst(arm.target, arm.context, kernel_stamps, arm.samples, first_index=done)
+                await burst(
+                    arm.target,
+                    arm.context,
+                    kernel_stamps,
+                    arm.samples,
+                    first_index=done,
+                    marks=arm.marks,
+                )
     if search is not None:
         # After the warm clients are closed: their kept-alive connections would hold what a
         # server gives each connection (a thread, in llama.cpp's) through the search's bursts.
@@ -332,7 +347,7 @@ async def _search(
         calls = []
         progress(Progress("capacity", 0, concurrency))
         began = time.monotonic()
-        await burst(level, arm.context, kernel_stamps, calls)
+        await burst(level, arm.context, kernel_stamps, calls, marks=Marks())
         seconds = time.monotonic() - began
         progress(Progress("capacity", len(calls), concurrency))
 

@@ -8,21 +8,33 @@ model, and every call's prompt has the same length).
 
 from __future__ import annotations
 
+import hashlib
 import secrets
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from latency_gate.config import Format, Target
 from latency_gate.config.json_data import dump_json, load_json
 
-__all__ = ["MARK_HEX_DIGITS", "fresh_mark", "vary_body"]
+__all__ = ["MARK_HEX_DIGITS", "Marks", "vary_body"]
 
 MARK_HEX_DIGITS = 8
 """Hex digits of a mark: 4 random bytes, so 30 calls repeat one with odds below 1 in 10^7."""
 
 
-def fresh_mark() -> str:
-    """A random mark of fixed length (MARK_HEX_DIGITS hex digits)."""
-    return secrets.token_hex(MARK_HEX_DIGITS // 2)
+@dataclass(frozen=True)
+class Marks:
+    """The marks of one run, one per call by its kind and index: new for every call of the run
+    (a secret salt drawn per run, hashed with the call's kind and index, so no two calls of a run
+    and no two runs share a prompt), and the same for the head's i-th call and the base's i-th
+    of an A/B run, which share one `Marks`: a model at temperature 0 answers the two alike, so
+    the pairs compare the same work (assess/same_work.py)."""
+
+    salt: bytes = field(default_factory=lambda: secrets.token_bytes(16))
+
+    def mark(self, kind: str, index: int) -> str:
+        digest = hashlib.sha256(self.salt + f"/{kind}/{index}".encode()).hexdigest()
+        return digest[:MARK_HEX_DIGITS]
 
 
 def vary_body(

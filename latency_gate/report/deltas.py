@@ -13,7 +13,6 @@ from latency_gate.formatting import (
     fmt_bounds,
     fmt_change,
     fmt_duration,
-    fmt_level,
     fmt_ratio,
     fmt_value,
     md_escape,
@@ -27,14 +26,17 @@ __all__ = [
     "ONE_EARLIER_RUN",
     "DeltaRow",
     "HistoryRow",
+    "PartRow",
     "baseline_source_markdown",
     "delta_rows",
     "history_heading",
     "history_rows",
-    "interval_level_text",
+    "length_sentence",
     "no_regression_text",
     "origins_text",
+    "part_rows",
     "regression_limit_text",
+    "what_changed_sentence",
 ]
 
 
@@ -123,6 +125,71 @@ def _ratio_text(bounds: tuple[float | None, float | None] | None) -> str:
     return fmt_bounds(bounds, fmt_ratio)
 
 
+@dataclass(frozen=True)
+class PartRow:
+    """One part of the calls, head against base, as text for a report row."""
+
+    label: str
+    base: str
+    head: str
+    interval: str
+    moved: str
+
+
+_PART_LABELS = {
+    "length": "answer length",
+    "first_token": "first token (warm)",
+    "per_token": "time per token (warm)",
+}
+
+
+def _part_value(value: float | None, part: str, unit: str) -> str:
+    if value is None:
+        return "—"
+    if part == "length":
+        return f"{value:,.0f} {unit}"
+    return f"{value * 1000:.1f} ms" if value < 0.1 else fmt_duration(value)
+
+
+def part_rows(check: BaselineCheck | None) -> tuple[PartRow, ...]:
+    """What changed: each part's medians, head / base (98 %) and whether it moved."""
+    if check is None:
+        return ()
+    return tuple(
+        PartRow(
+            label=_PART_LABELS[p.part],
+            base=_part_value(p.base, p.part, p.unit),
+            head=_part_value(p.head, p.part, p.unit),
+            interval=_ratio_text(p.interval),
+            moved=p.moved,
+        )
+        for p in check.parts
+    )
+
+
+def what_changed_sentence(check: BaselineCheck | None) -> str:
+    """ "answers 48 % longer (tokens p50 36 to 53); time per token and first token unchanged",
+    the same for every row compared at the same work; empty without one."""
+    if check is None:
+        return ""
+    return next((d.cause for d in check.deltas if d.cause), "")
+
+
+def length_sentence(check: BaselineCheck | None) -> str:
+    """The answers' length held to the limit, as a whole-call number is: "the answers' length
+    against the 10 % limit: not regressed, head / base x0.98 to x1.03 (one-sided ...)"."""
+    if check is None or check.length is None or check.length.outcome is None:
+        return ""
+    low, high = check.length.interval or (None, None)
+    shown = _ratio_text((low, high))
+    pairs = "pairs of the same prompt" if check.length.paired else "calls"
+    return (
+        f"the answers' length against the {regression_limit_text(check)} limit: "
+        f"{check.length.outcome}, head / base {shown} over {check.length.n:,} {pairs}; a "
+        "whole-call number regresses on longer answers too"
+    )
+
+
 def regression_limit_text(check: BaselineCheck) -> str:
     """ "10 %", "200 ms" or "20 % and 200 ms": what a number must be worse by to regress."""
     parts = []
@@ -131,13 +198,6 @@ def regression_limit_text(check: BaselineCheck) -> str:
     if check.max_absolute is not None:
         parts.append(fmt_duration(check.max_absolute))
     return " and ".join(parts) or "any amount"
-
-
-def interval_level_text(check: BaselineCheck) -> str:
-    """The level of the comparison's intervals ("96.8 %"): each is its outcome's test inverted
-    at that test's one-sided alphas, the same for every number of a comparison."""
-    levels = {d.interval_level for d in check.deltas if d.interval is not None and any(d.interval)}
-    return " or ".join(sorted(fmt_level(level) for level in levels)) or fmt_level(None)
 
 
 def no_regression_text(check: BaselineCheck, beyond: str) -> str:

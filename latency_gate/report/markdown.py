@@ -30,10 +30,12 @@ from latency_gate.report.deltas import (
     delta_rows,
     history_heading,
     history_rows,
-    interval_level_text,
+    length_sentence,
     no_regression_text,
     origins_text,
+    part_rows,
     regression_limit_text,
+    what_changed_sentence,
 )
 from latency_gate.report.markup import md_text, md_url
 from latency_gate.report.view import (
@@ -102,11 +104,13 @@ def environment() -> jinja2.Environment:
     env.filters["nowrap"] = lambda text: str(text).replace(" ", "\u00a0")
     # Globals, not context: the imported macros see globals only.
     env.globals["delta_rows"] = delta_rows
+    env.globals["part_rows"] = part_rows
+    env.globals["what_changed"] = what_changed_sentence
+    env.globals["length_sentence"] = length_sentence
     env.globals["history_rows"] = history_rows
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
     env.globals["no_regression"] = no_regression_text
-    env.globals["interval_level"] = interval_level_text
     env.globals["baseline_source"] = baseline_source_markdown
     env.globals["origins"] = lambda check: origins_text(check, md_url)
     env.filters["chain"] = chain_cell

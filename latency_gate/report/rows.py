@@ -23,12 +23,25 @@ NUMBER_LABELS = {
     "ttft_concurrent_p95": "conc. ttft p95",
     "itl_p95": "inter-token p95",
     "longest_stall": "longest stall",
+    "tpot_p50": "per token p50",
+    "tpot_p95": "per token p95",
+    "tokens_p50": "tokens p50",
+    "tokens_p95": "tokens p95",
     "capacity": "capacity",
     "goodput": "goodput",
     "rate_p95": "p95 at the rate",
 }
 # Streamed runs only: shown when measured, never gated (yet).
-_TOKEN_TIMING = ("ttft_warm_p95", "ttft_concurrent_p95", "itl_p95", "longest_stall")
+_TOKEN_TIMING = (
+    "ttft_warm_p95",
+    "ttft_concurrent_p95",
+    "itl_p95",
+    "longest_stall",
+    "tpot_p50",
+    "tpot_p95",
+    "tokens_p50",
+    "tokens_p95",
+)
 _FIVE = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95", "error_rate")
 
 
@@ -142,6 +155,15 @@ def rows_of(result: RunResult) -> tuple[Row, ...]:
     )
     n["itl_p95"] = sum(s.phase is not CallPhase.COLD and s.token_gaps is not None for s in ok)
     n["longest_stall"] = sum(s.token_gaps is not None for s in ok)
+    n["tpot_p50"] = n["tpot_p95"] = sum(
+        s.phase is CallPhase.WARM
+        and (s.timings.first_event or s.timings.first_token) is not None
+        and (s.tokens or 0) >= 2
+        for s in ok
+    )
+    n["tokens_p50"] = n["tokens_p95"] = sum(
+        s.phase is not CallPhase.COLD and (s.tokens or 0) >= 1 for s in ok
+    )
     wanted += [number for number in checks if number not in wanted]
     rows = []
     for number in wanted:
@@ -174,6 +196,10 @@ _BEHIND = {
     "ttft_warm_p95": (CallPhase.WARM,),
     "ttft_concurrent_p95": (CallPhase.CONCURRENT,),
     "itl_p95": (CallPhase.WARM, CallPhase.CONCURRENT),
+    "tpot_p50": (CallPhase.WARM,),
+    "tpot_p95": (CallPhase.WARM,),
+    "tokens_p50": (CallPhase.WARM, CallPhase.CONCURRENT),
+    "tokens_p95": (CallPhase.WARM, CallPhase.CONCURRENT),
 }
 
 

@@ -22,6 +22,7 @@ from latency_gate.report.deltas import (
     no_regression_text,
     origins_text,
     regression_limit_text,
+    what_changed_sentence,
 )
 from latency_gate.report.goodput_terminal import rate_lines
 from latency_gate.report.view import (
@@ -263,6 +264,9 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
         if judged == "newest":
             text += f"; {_one_line_long(check.message)}"
         lines += _wrap(text)
+        changed = what_changed_sentence(check)
+        if changed and check.status == "compared":
+            lines += _wrap(f"  what changed: {clean_text(changed)}")
         if check.status == "compared" and judged is None and check.kind != "side-by-side":
             lines += _wrap(f"  {ONE_EARLIER_RUN}")
         if check.status == "compared" and (origins := origins_text(check, clean_text)):
