@@ -120,11 +120,13 @@ class Endpoint:
     """Where the simulated calls come from.
 
     `warm` and `concurrent`: the shapes of the two kinds of call, each scaled so that its true
-    p95 is `multiple` x `budget`. A share `slow_share` of calls is `slow_factor` x slower; each
-    call fails with probability `fail_rate`; every call of a burst is multiplied by one factor
-    exp(N(0, burst_tau)) (the p95 stays `multiple` x budget over all calls: the shape is
-    narrowed to make room, see `_marginal`); `quantum` rounds latencies up to whole units
-    (0.001: milliseconds); `scale` multiplies every call (drift between runs, a slower head).
+    p95 is `multiple` x `budget`. A share `slow_share` of calls is `slow_factor` x slower; a
+    share `fail_rate` of calls fails, in clumps of `fail_clump` calls in a row (1: each call on
+    its own; a clump starts at a call with the probability that makes the share `fail_rate`);
+    every call of a burst is multiplied by one factor exp(N(0, burst_tau)) (the p95 stays
+    `multiple` x budget over all calls: the shape is narrowed to make room, see `_marginal`);
+    `quantum` rounds latencies up to whole units (0.001: milliseconds); `scale` multiplies
+    every call (drift between runs, a slower head).
     """
 
     warm: Shape
@@ -134,6 +136,7 @@ class Endpoint:
     slow_share: float = 0.0
     slow_factor: float = 1.0
     fail_rate: float = 0.0
+    fail_clump: float = 1
     burst_tau: float = 0.0
     quantum: float = 0.0
     scale: float = 1.0
@@ -145,6 +148,20 @@ class Endpoint:
         if self.quantum:
             value = math.ceil(value / self.quantum) * self.quantum
         return value
+
+    def fails(self, rng: random.Random, calls: Calls) -> bool:
+        """Does the next call fail: inside a clump, or starting one."""
+        if calls.failing > 0:
+            calls.failing -= 1
+            return True
+        if not self.fail_rate:
+            return False
+        length = self.fail_clump
+        start = self.fail_rate / (length * (1 - self.fail_rate) + self.fail_rate)
+        if rng.random() < start:
+            calls.failing = round(length) - 1
+            return True
+        return False
 
 
 def lognormal(sigma: float, **fields: float) -> Endpoint:
@@ -219,6 +236,7 @@ class Calls:
     samples: list[Sample] = field(default_factory=list)
     counts: dict[CallPhase, int] = field(default_factory=dict)
     clock: Clock = field(default_factory=Clock)
+    failing: int = 0  # calls left in the clump of failures under way
 
     def add(self, phase: CallPhase, latency: float | None) -> None:
         index = self.counts.get(phase, 0)
@@ -240,7 +258,7 @@ class Calls:
 def _take(endpoint: Endpoint, rng: random.Random, calls: Calls, phase: CallPhase) -> None:
     shape = endpoint.concurrent if phase is CallPhase.CONCURRENT else endpoint.warm
     latency: float | None = endpoint.latency(rng, shape, calls.clock.next())
-    if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
+    if endpoint.fails(rng, calls):
         latency = None
     calls.add(phase, latency)
 
@@ -252,7 +270,7 @@ def _burst(endpoint: Endpoint, rng: random.Random, calls: Calls, size: int) -> N
         latency: float | None = endpoint.latency(
             rng, endpoint.concurrent, factor * calls.clock.next()
         )
-        if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
+        if endpoint.fails(rng, calls):
             latency = None
         calls.add(CallPhase.CONCURRENT, latency)
 

@@ -25,6 +25,13 @@ from latency_gate.assess.checks import (
     percentile_sprt,
     worst_errors,
 )
+from latency_gate.assess.clumps import (
+    SPOKEN_CLUMP,
+    Clumps,
+    clean_run_chance,
+    clump_tests,
+    clumps_of,
+)
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
 from latency_gate.assess.regression import (
     Alphas,
@@ -44,6 +51,7 @@ from latency_gate.assess.sampling import (
 from latency_gate.assess.sequential import Decision, Sprt
 from latency_gate.assess.stats import first_tokens, latencies
 from latency_gate.config import Budget
+from latency_gate.config.plan import ERROR_CLUMP
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_percent, fmt_value
 from latency_gate.models import CallPhase, Check, Numbers, RunResult, Sample
@@ -108,11 +116,12 @@ def _failed(samples: Sequence[Sample]) -> int:
 @dataclass(frozen=True)
 class _Judged:
     """A budget check at the latest look: its decision, calls and events (over the limit, or
-    failed)."""
+    failed), and for the error rate the clumps its failures came in."""
 
     decision: Decision
     n: int
     events: int
+    clumps: Clumps | None = None
 
 
 @dataclass
@@ -153,8 +162,9 @@ class Gate:
             check = cold_start_check(cold[0] if cold else None, limit)
             return _Judged(check.decision, check.n, check.exceedances)
         if number.name == "error_rate":
-            errors = error_rate_check(_failed(samples), len(samples), limit)
-            return _Judged(errors.decision, len(samples), errors.counts.failed)
+            clumps = clumps_of(s.ok for s in samples)
+            errors = error_rate_check(clumps.failed, len(samples), limit, clumps)
+            return _Judged(errors.decision, len(samples), errors.counts.failed, clumps)
         if number.pick is None or number.q is None:
             return None
         values = number.pick(samples)
@@ -247,7 +257,7 @@ class Gate:
         judged = self.judged.get("error_rate")
         if limit is None or judged is None or judged.decision is not Decision.UNDECIDED:
             return None
-        return error_rate_check(judged.events, judged.n, limit).calls_to_pass
+        return error_rate_check(judged.events, judged.n, limit, judged.clumps).calls_to_pass
 
     def _look_regressions(
         self,
@@ -338,7 +348,7 @@ class Gate:
         if judged is None:
             return Check(**common, passed=None, interval=interval)
         within = (
-            nearer_healthy(judged.events, judged.n, limit)
+            nearer_healthy(judged.events, judged.n, limit, judged.clumps)
             if number.name == "error_rate"
             else value <= limit
         )
@@ -447,14 +457,21 @@ class Gate:
                     f"{'passed' if passed else 'failed'} by policy"
                 )
             # Decided at the cap: the exact error rates of the test with the looks this run took
-            # and the policy at the last one.
-            wrong_pass, wrong_fail = worst_errors(
-                test,
-                self.history.get(number.name, [judged.n]),
-                on_undecided=self.plan.on_undecided,
-                q=number.q,
-                budget=limit if number.name == "error_rate" else None,
-            )
+            # and the policy at the last one (for failures in clumps, of each side's test on
+            # the clumps).
+            looks = self.history.get(number.name, [judged.n])
+            budget = limit if number.name == "error_rate" else None
+            sides = (test, test)
+            if judged.clumps is not None and budget is not None:
+                tests = clump_tests(budget, judged.clumps.failed, judged.clumps.events)
+                sides = (tests.passing, tests.fail) if tests is not None else sides
+            policy = self.plan.on_undecided
+            wrong_pass = worst_errors(
+                sides[0], looks, on_undecided=policy, q=number.q, budget=budget
+            )[0]
+            wrong_fail = worst_errors(
+                sides[1], looks, on_undecided=policy, q=number.q, budget=budget
+            )[1]
         else:
             head = f"{word} after {counted(judged)}"
             # Decided by the test: Ville's bounds hold whatever looks were taken.
@@ -469,9 +486,15 @@ class Gate:
                 else f"{fmt_percent(test.p0)} or fewer over {shown}"
             )
         chance = wrong_pass if passed else wrong_fail
+        clumps = (now or judged).clumps
+        clean = ""
+        if clumps is not None and passed and clumps.failed == 0 and ERROR_CLUMP < SPOKEN_CLUMP:
+            # What a clean run does not rule out: the failing share in clumps.
+            shows = clean_run_chance(test.p1, judged.n)
+            clean = f"; failing in clumps of {SPOKEN_CLUMP} calls, {fmt_percent(shows)} or more"
         text = (
             f"{head}: rules out {ruled} (such an endpoint {'passes' if passed else 'fails'} "
-            f"at most {fmt_percent(chance)} of runs)"
+            f"at most {fmt_percent(chance)} of runs{clean})"
         )
         if now is not None:
             text += (
@@ -483,6 +506,8 @@ class Gate:
                 "; the rate seen is over the budget, but within what a healthy endpoint "
                 f"({fmt_percent(test.p0)}) shows in {judged.n:,} calls"
             )
+        if clumps is not None and clumps.clumped:
+            text += f"; {clumps.describe()} (a clump of failures in a row counts as one event)"
         return text
 
     @property

@@ -29,6 +29,7 @@ __all__ = [
     "DEFAULT_MAX_CALLS",
     "ERROR_ALPHA",
     "ERROR_BETA",
+    "ERROR_CLUMP",
     "ERROR_FAILING",
     "ERROR_HEALTHY",
     "LEVEL_BURSTS",
@@ -41,6 +42,7 @@ __all__ = [
     "CallsNeeded",
     "calls_needed",
     "clean_calls_to_pass",
+    "clean_calls_to_pass_errors",
     "effective_max_calls",
     "error_shares",
     "level_bursts",
@@ -69,6 +71,10 @@ ERROR_HEALTHY = 0.5
 ERROR_FAILING = 3.0
 ERROR_ALPHA = 0.02
 ERROR_BETA = 0.04
+# Failures come in clumps (a restart, a deploy, an outage): the error budget's test counts clumps
+# (assess/clumps.py), and until the calls show how long theirs are, a PASS allows for clumps of
+# this many calls (docs/statistics.md, "Failures in clumps").
+ERROR_CLUMP = 1
 # The error budget's calls for its stated error rates near the budget: ERROR_ROOM / budget
 # (500 for 0.01; docs/statistics.md, table d).
 ERROR_ROOM = 5.0
@@ -108,6 +114,16 @@ def error_shares(budget: float) -> tuple[float, float] | None:
 def clean_calls_to_pass(healthy: float, failing: float, beta: float) -> int:
     """The fewest calls, none of them over the limit (or failed), that decide PASS."""
     return math.ceil(math.log(beta) / math.log((1 - failing) / (1 - healthy)) - 1e-9)
+
+
+def clean_calls_to_pass_errors(budget: float) -> int | None:
+    """The fewest calls without a failure that PASS an error budget (None for a budget of 0):
+    its test allows for failures in clumps of ERROR_CLUMP calls until the calls show theirs."""
+    shares = error_shares(budget)
+    if shares is None:
+        return None
+    healthy, failing = shares
+    return clean_calls_to_pass(healthy / ERROR_CLUMP, failing / ERROR_CLUMP, ERROR_BETA)
 
 
 def _first_at_least(first: int, step: int, need: int) -> int:
@@ -155,10 +171,10 @@ def calls_needed(budget: Budget, *, warm_calls: int, concurrency: int) -> CallsN
         concurrent = _first_at_least(concurrency, bursts, p95)
     minimum = 1 + warm + concurrent
     why = "the latency checks"
-    error = None if budget.max_error_rate is None else error_shares(budget.max_error_rate)
+    rate = budget.max_error_rate
+    clean = None if rate is None else clean_calls_to_pass_errors(rate)
     error_design = 0
-    if error is not None and budget.max_error_rate is not None:
-        clean = clean_calls_to_pass(*error, ERROR_BETA)
+    if clean is not None and budget.max_error_rate is not None:
         if clean > minimum:
             minimum = _first_at_least(minimum, concurrency, clean)
             why = (
@@ -325,8 +341,8 @@ def _smallest_decidable_budget() -> float:
     significant digit."""
     budget = 1e-6
     while True:
-        shares = error_shares(budget)
-        if shares is not None and clean_calls_to_pass(*shares, ERROR_BETA) <= LARGEST_CAP:
+        clean = clean_calls_to_pass_errors(budget)
+        if clean is not None and clean <= LARGEST_CAP:
             break
         budget *= 1.01
     exponent = math.floor(math.log10(budget))
