@@ -100,7 +100,27 @@ class Recorded:
         return sum(v * multiple > self.p95 for v in self.values) / len(self.values)
 
 
-Shape = Lognormal | Recorded
+@dataclass(frozen=True)
+class Pareto:
+    """Pareto latencies with tail index `alpha`: P(X > x) = (x_m / x)^alpha above the minimum
+    x_m (alpha 2.5: a tail heavier than any lognormal's far out)."""
+
+    alpha: float
+
+    @property
+    def label(self) -> str:
+        return f"Pareto alpha {self.alpha:g}"
+
+    def draw(self, rng: random.Random, p95: float) -> float:
+        least: float = p95 * 0.05 ** (1 / self.alpha)
+        return least * math.pow(1.0 - rng.random(), -1 / self.alpha)
+
+    def share_over(self, multiple: float) -> float:
+        """The share of calls over the budget when the true p95 is `multiple` x the budget."""
+        return min(1.0, 0.05 * math.pow(multiple, self.alpha))
+
+
+Shape = Lognormal | Recorded | Pareto
 
 
 def recorded(kind: str, *, starved: bool = False) -> Recorded:
@@ -167,6 +187,11 @@ class Endpoint:
 def lognormal(sigma: float, **fields: float) -> Endpoint:
     """An endpoint whose warm and concurrent calls are both lognormal with this sigma."""
     return Endpoint(Lognormal(sigma), Lognormal(sigma), **fields)
+
+
+def pareto(alpha: float, **fields: float) -> Endpoint:
+    """An endpoint whose warm and concurrent calls are both Pareto with this tail index."""
+    return Endpoint(Pareto(alpha), Pareto(alpha), **fields)
 
 
 def llama(**fields: float) -> Endpoint:

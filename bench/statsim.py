@@ -29,6 +29,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import candidates  # noqa: E402
+import shapesim  # noqa: E402
 from gatesim import (  # noqa: E402
     Drift,
     Endpoint,
@@ -576,6 +577,8 @@ TABLES: dict[str, Callable[[int], str]] = {
     "history": table_history,
     "earlier-run-drift": table_earlier_run_drift,
     "candidates": candidates.table,
+    "clumps": lambda runs: shapesim.table_clumps(runs, progress),
+    "tails": lambda runs: shapesim.table_tails(runs, progress),
 }
 
 DEFAULT_RUNS = {
@@ -589,6 +592,8 @@ DEFAULT_RUNS = {
     "history": 400,
     "earlier-run-drift": 300,
     "candidates": 300,
+    "clumps": 500,
+    "tails": 1000,
 }
 
 

@@ -16,10 +16,11 @@ loading the judging layer (start-up, docs/benchmarks.md).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+from latency_gate.config.search import worst_calls
 
 if TYPE_CHECKING:
     from latency_gate.config.target import Budget
@@ -32,8 +33,12 @@ __all__ = [
     "ERROR_CLUMP",
     "ERROR_FAILING",
     "ERROR_HEALTHY",
-    "LEVEL_BURSTS",
+    "LEVEL_ALPHA",
+    "LEVEL_BETA",
+    "LEVEL_BROKEN_SHARE",
     "LEVEL_CALLS",
+    "LEVEL_HELD_SHARE",
+    "LEVEL_SHARE",
     "LOOK_WARM_CALLS",
     "MAX_LOOKS",
     "PERCENTILE_ALPHA",
@@ -80,10 +85,18 @@ ERROR_CLUMP = 1
 ERROR_ROOM = 5.0
 
 # The capacity search (assess/capacity.py, docs/statistics.md "Capacity"): each level of
-# concurrency takes bursts while its checks are undecided, at most LEVEL_BURSTS of them and no
-# more once it has LEVEL_CALLS calls; the search goes no higher than --capacity-max.
-LEVEL_CALLS = 80
-LEVEL_BURSTS = 16
+# concurrency takes bursts while its checks are undecided, and none once it has LEVEL_CALLS
+# calls (whatever the concurrency: level 1 too); the search goes no higher than --capacity-max.
+# A level holds when its calls rule out LEVEL_SHARE or more of them over the budget (its p95
+# over it) and breaks when they rule out LEVEL_SHARE or fewer: one test from each side of that
+# line, against LEVEL_HELD_SHARE and LEVEL_BROKEN_SHARE, wrong at most LEVEL_BETA and
+# LEVEL_ALPHA of the time (Ville's bound). Between the two it is near the budget.
+LEVEL_CALLS = 130
+LEVEL_SHARE = 0.05
+LEVEL_HELD_SHARE = 0.01
+LEVEL_BROKEN_SHARE = 0.15
+LEVEL_ALPHA = 0.01
+LEVEL_BETA = 0.025
 DEFAULT_CAPACITY_MAX = 64
 
 
@@ -235,35 +248,19 @@ def effective_max_calls(target: _Planned) -> int:
 
 def level_bursts(concurrency: int) -> int:
     """The most bursts one level of the capacity search takes at this concurrency."""
-    return max(1, min(LEVEL_BURSTS, math.ceil(LEVEL_CALLS / concurrency)))
+    return max(1, math.ceil(LEVEL_CALLS / concurrency))
 
 
 def search_worst_calls(start: int, maximum: int) -> int:
-    """The most calls the capacity search can make from a run at concurrency `start` (whose own
-    burst decided that level) up to `maximum`, every level taken to its cap: the search of
-    assess/capacity.py (double while levels hold, then halve the gap; from a failed start, level
-    1 first), followed down its costliest branch."""
-    start = min(start, maximum)
+    """The most calls the capacity search can make from a run at concurrency `start` up to
+    `maximum`, every level taken to its cap down the costliest sequence of outcomes
+    (config/search.py), the run's own level included (it takes bursts of its own when the
+    run's calls leave it near the budget)."""
 
     def cost(level: int) -> int:
         return level * level_bursts(level)
 
-    @functools.cache
-    def halving(held: int, failed: int) -> int:
-        if failed - held <= 1:
-            return 0
-        middle = (held + failed) // 2
-        return cost(middle) + max(halving(middle, failed), halving(held, middle))
-
-    @functools.cache
-    def doubling(held: int) -> int:
-        if held >= maximum:
-            return 0
-        higher = min(2 * held, maximum)
-        return cost(higher) + max(doubling(higher), halving(held, higher))
-
-    from_failed = 0 if start <= 1 else cost(1) + halving(1, start)
-    return max(doubling(start), from_failed)
+    return cost(min(start, maximum)) + worst_calls(start, maximum, cost)
 
 
 def plan_problems(target: _Planned) -> list[tuple[str, str]]:
