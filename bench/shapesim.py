@@ -163,3 +163,85 @@ def table_tails(runs: int, progress: Callable[[str], None]) -> str:
             progress(f"tails {rows[-1]}")
             number += 1
     return "\n".join(rows)
+
+
+# --- a slow creep of main's runs ------------------------------------------------------------------
+
+CREEP_TAUS = (0.05, 0.1, 0.2)
+CREEP_RUNS = 40
+CREEP_WINDOW = 10
+
+
+def _creep_sequence(
+    number: int, replicate: int, *, growth: float, tau: float
+) -> tuple[list[bool], list[bool]]:
+    """One sequence of CREEP_RUNS runs of an endpoint growing `growth` a run, drift tau between
+    runs: for each run from the window's end on, whether the shipped rules warned of a creep
+    (assess/creep.py, over the window before it) and whether the head's prediction rule
+    (assess/history.py) called it a regression."""
+    from gatesim import Drift
+
+    from latency_gate.assess.creep import creep
+    from latency_gate.assess.history import predict
+
+    rng = rng_for("creep", number, replicate)
+    base = lognormal(0.25, multiple=0.2)
+    numbers = []
+    for i in range(CREEP_RUNS):
+        endpoint = base if not growth else replace_scale(base, (1 + growth) ** i)
+        numbers.append(run(endpoint, rng, drift=Drift(tau=tau)).numbers)
+    warned: list[bool] = []
+    flagged: list[bool] = []
+    for i in range(CREEP_WINDOW, CREEP_RUNS):
+        window = numbers[i - CREEP_WINDOW : i]
+        warn = flag = False
+        for name in ("warm_p95", "concurrent_p95"):
+            values = [getattr(n, name) for n in window]
+            found = creep(name, values)
+            warn = warn or (found is not None and found.flagged)
+            head = getattr(numbers[i], name)
+            prediction = predict(head, values, max_relative=0.10)
+            flag = flag or (prediction is not None and prediction.regressed)
+        warned.append(warn)
+        flagged.append(flag)
+    return warned, flagged
+
+
+def replace_scale(endpoint: Endpoint, scale: float) -> Endpoint:
+    from dataclasses import replace
+
+    return replace(endpoint, scale=scale)
+
+
+def table_creep(runs: int, progress: Callable[[str], None]) -> str:
+    """The trend test of a history of 10 runs (assess/creep.py) and the head's prediction rule,
+    over sequences of 40 runs: an unchanged endpoint (false warnings a run) and one growing 2 %
+    a run (2.16x after 40), with drift tau between runs."""
+    rows = [
+        table_row(
+            "endpoint",
+            "drift tau",
+            "creep warned, a run",
+            "head called a regression, a run",
+            "first warned by run 20 / 30 / 40",
+            "size at run 20 / 30 / 40",
+        ),
+        "|---|---|---|---|---|---|",
+    ]
+    number = 0
+    for label, growth in (("unchanged", 0.0), ("+2 % a run", 0.02)):
+        for tau in CREEP_TAUS:
+            sequences = [_creep_sequence(number, r, growth=growth, tau=tau) for r in range(runs)]
+            per_run = sum(sum(w) for w, _ in sequences) / sum(len(w) for w, _ in sequences)
+            heads = sum(sum(f) for _, f in sequences) / sum(len(f) for _, f in sequences)
+            by = []
+            for run_number in (20, 30, 40):
+                upto = run_number - CREEP_WINDOW
+                by.append(pct(sum(any(w[:upto]) for w, _ in sequences) / runs))
+            sizes = " / ".join(f"{(1 + growth) ** (n - 1):.2f}x" for n in (20, 30, 40))
+            rows.append(
+                table_row(label, f"{tau:g}", pct(per_run), pct(heads), " / ".join(by), sizes)
+            )
+            progress(f"creep {rows[-1]}")
+            number += 1
+    return "\n".join(rows)

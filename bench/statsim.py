@@ -579,6 +579,7 @@ TABLES: dict[str, Callable[[int], str]] = {
     "candidates": candidates.table,
     "clumps": lambda runs: shapesim.table_clumps(runs, progress),
     "tails": lambda runs: shapesim.table_tails(runs, progress),
+    "creep": lambda runs: shapesim.table_creep(runs, progress),
 }
 
 DEFAULT_RUNS = {
@@ -594,6 +595,7 @@ DEFAULT_RUNS = {
     "candidates": 300,
     "clumps": 500,
     "tails": 1000,
+    "creep": 300,
 }
 
 

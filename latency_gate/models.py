@@ -119,7 +119,8 @@ class Verdict(_Frozen):
     undecided: tuple[str, ...] = Field(
         default=(),
         description="what the calls could not decide and did not fail the run (an undecided "
-        "regression): said wherever the verdict is said",
+        "regression), and what is warned of without failing it (a creep of main's runs): said "
+        "wherever the verdict is said",
     )
 
     @property

@@ -21,12 +21,14 @@ def judge(
     interrupted: bool = False,
     regressions: Sequence[NumberDelta] = (),
     deltas: Sequence[NumberDelta] = (),
+    warnings: Sequence[str] = (),
 ) -> Verdict:
     """PASS only when every gated check passed (decided, or undecided and passed by policy),
     some call succeeded, the run was not interrupted and nothing regressed against the baseline.
     Reasons say every cause of a FAIL; `undecided` says what the calls could not decide and did
     not fail the run: a check passed by its value or by policy, and each of `deltas` (the
-    baseline comparison) still undecided and not counted as a regression.
+    baseline comparison) still undecided and not counted as a regression; `warnings` (a creep
+    of main's runs, assess/creep.py) are said with them and never fail the run.
     """
     reasons: list[str] = []
     undecided: list[str] = []
@@ -54,6 +56,7 @@ def judge(
         for delta in deltas
         if delta.outcome == "undecided" and not delta.regressed and "not needed" not in delta.note
     ]
+    undecided += warnings
     passed = (
         successful_calls > 0
         and all(c.passed is not False for c in checks)
