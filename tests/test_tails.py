@@ -4,7 +4,8 @@ than the shapes the gate's figures hold for (docs/statistics.md, "Tails heavier 
 
 from __future__ import annotations
 
-from latency_gate.assess.gate import HEAVY_TAIL, Gate, plan_for
+from latency_gate.assess.gate import Gate, plan_for
+from latency_gate.assess.meaning import HEAVY_TAIL
 from latency_gate.assess.stats import numbers
 from latency_gate.config import Budget
 from latency_gate.models import CallPhase, Sample
