@@ -100,7 +100,27 @@ class Recorded:
         return sum(v * multiple > self.p95 for v in self.values) / len(self.values)
 
 
-Shape = Lognormal | Recorded
+@dataclass(frozen=True)
+class Pareto:
+    """Pareto latencies with tail index `alpha`: P(X > x) = (x_m / x)^alpha above the minimum
+    x_m (alpha 2.5: a tail heavier than any lognormal's far out)."""
+
+    alpha: float
+
+    @property
+    def label(self) -> str:
+        return f"Pareto alpha {self.alpha:g}"
+
+    def draw(self, rng: random.Random, p95: float) -> float:
+        least: float = p95 * 0.05 ** (1 / self.alpha)
+        return least * math.pow(1.0 - rng.random(), -1 / self.alpha)
+
+    def share_over(self, multiple: float) -> float:
+        """The share of calls over the budget when the true p95 is `multiple` x the budget."""
+        return min(1.0, 0.05 * math.pow(multiple, self.alpha))
+
+
+Shape = Lognormal | Recorded | Pareto
 
 
 def recorded(kind: str, *, starved: bool = False) -> Recorded:
@@ -120,11 +140,13 @@ class Endpoint:
     """Where the simulated calls come from.
 
     `warm` and `concurrent`: the shapes of the two kinds of call, each scaled so that its true
-    p95 is `multiple` x `budget`. A share `slow_share` of calls is `slow_factor` x slower; each
-    call fails with probability `fail_rate`; every call of a burst is multiplied by one factor
-    exp(N(0, burst_tau)) (the p95 stays `multiple` x budget over all calls: the shape is
-    narrowed to make room, see `_marginal`); `quantum` rounds latencies up to whole units
-    (0.001: milliseconds); `scale` multiplies every call (drift between runs, a slower head).
+    p95 is `multiple` x `budget`. A share `slow_share` of calls is `slow_factor` x slower; a
+    share `fail_rate` of calls fails, in clumps of `fail_clump` calls in a row (1: each call on
+    its own; a clump starts at a call with the probability that makes the share `fail_rate`);
+    every call of a burst is multiplied by one factor exp(N(0, burst_tau)) (the p95 stays
+    `multiple` x budget over all calls: the shape is narrowed to make room, see `_marginal`);
+    `quantum` rounds latencies up to whole units (0.001: milliseconds); `scale` multiplies
+    every call (drift between runs, a slower head).
     """
 
     warm: Shape
@@ -134,6 +156,7 @@ class Endpoint:
     slow_share: float = 0.0
     slow_factor: float = 1.0
     fail_rate: float = 0.0
+    fail_clump: float = 1
     burst_tau: float = 0.0
     quantum: float = 0.0
     scale: float = 1.0
@@ -146,10 +169,29 @@ class Endpoint:
             value = math.ceil(value / self.quantum) * self.quantum
         return value
 
+    def fails(self, rng: random.Random, calls: Calls) -> bool:
+        """Does the next call fail: inside a clump, or starting one."""
+        if calls.failing > 0:
+            calls.failing -= 1
+            return True
+        if not self.fail_rate:
+            return False
+        length = self.fail_clump
+        start = self.fail_rate / (length * (1 - self.fail_rate) + self.fail_rate)
+        if rng.random() < start:
+            calls.failing = round(length) - 1
+            return True
+        return False
+
 
 def lognormal(sigma: float, **fields: float) -> Endpoint:
     """An endpoint whose warm and concurrent calls are both lognormal with this sigma."""
     return Endpoint(Lognormal(sigma), Lognormal(sigma), **fields)
+
+
+def pareto(alpha: float, **fields: float) -> Endpoint:
+    """An endpoint whose warm and concurrent calls are both Pareto with this tail index."""
+    return Endpoint(Pareto(alpha), Pareto(alpha), **fields)
 
 
 def llama(**fields: float) -> Endpoint:
@@ -219,6 +261,7 @@ class Calls:
     samples: list[Sample] = field(default_factory=list)
     counts: dict[CallPhase, int] = field(default_factory=dict)
     clock: Clock = field(default_factory=Clock)
+    failing: int = 0  # calls left in the clump of failures under way
 
     def add(self, phase: CallPhase, latency: float | None) -> None:
         index = self.counts.get(phase, 0)
@@ -240,7 +283,7 @@ class Calls:
 def _take(endpoint: Endpoint, rng: random.Random, calls: Calls, phase: CallPhase) -> None:
     shape = endpoint.concurrent if phase is CallPhase.CONCURRENT else endpoint.warm
     latency: float | None = endpoint.latency(rng, shape, calls.clock.next())
-    if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
+    if endpoint.fails(rng, calls):
         latency = None
     calls.add(phase, latency)
 
@@ -252,7 +295,7 @@ def _burst(endpoint: Endpoint, rng: random.Random, calls: Calls, size: int) -> N
         latency: float | None = endpoint.latency(
             rng, endpoint.concurrent, factor * calls.clock.next()
         )
-        if endpoint.fail_rate and rng.random() < endpoint.fail_rate:
+        if endpoint.fails(rng, calls):
             latency = None
         calls.add(CallPhase.CONCURRENT, latency)
 

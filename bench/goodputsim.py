@@ -5,12 +5,13 @@ and what it costs.
     python bench/goodputsim.py --runs 100          # quicker and coarser, prints only
     python bench/goodputsim.py --out FILE.json     # every cell's figures, for the record
 
-Every run goes through the shipped code: `RateSearch` (latency_gate/assess/goodput.py) picks
-each rate, `start_rate` the first one from a simulated run's burst of 10, `due_times`
-(measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/goodput_levels.py)
-judges each level with the capacity levels' `judge_level`, looked at when the engine would look
-(each arrival and each call's end; a look is a no-op until the judged prefix has 10 more calls),
-and closed as the engine closes it once its calls have ended; only the endpoint is simulated.
+Every run goes through the shipped code: `RateSearch` (latency_gate/assess/goodput.py) picks each
+rate, `start_rate` the first one from a simulated run's burst of 10, `due_times`
+(measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/goodput_levels.py) judges
+each level with `judge_rate_level` (the capacity levels' test before issue 27), looked at when the
+engine would look (each arrival and each call's end; a look is a no-op until the judged prefix has
+10 more calls), and closed as the engine closes it once its calls have ended; only the endpoint is
+simulated.
 
 Endpoints have n slots served first come, first served, and lognormal service times (median
 1 s, sigma 0.3 or 0.6); a call waits for a free slot. Each level starts from an idle endpoint

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import candidates  # noqa: E402
 import llmsim  # noqa: E402
+import shapesim  # noqa: E402
 from gatesim import (  # noqa: E402
     Drift,
     Endpoint,
@@ -578,6 +579,9 @@ TABLES: dict[str, Callable[[int], str]] = {
     "earlier-run-drift": table_earlier_run_drift,
     "candidates": candidates.table,
     "llm-ab": lambda runs: llmsim.table(runs, progress),
+    "clumps": lambda runs: shapesim.table_clumps(runs, progress),
+    "tails": lambda runs: shapesim.table_tails(runs, progress),
+    "creep": lambda runs: shapesim.table_creep(runs, progress),
 }
 
 DEFAULT_RUNS = {
@@ -592,6 +596,9 @@ DEFAULT_RUNS = {
     "earlier-run-drift": 300,
     "candidates": 300,
     "llm-ab": 300,
+    "clumps": 500,
+    "tails": 1000,
+    "creep": 300,
 }
 
 

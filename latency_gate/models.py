@@ -136,7 +136,8 @@ class Verdict(_Frozen):
     undecided: tuple[str, ...] = Field(
         default=(),
         description="what the calls could not decide and did not fail the run (an undecided "
-        "regression): said wherever the verdict is said",
+        "regression), and what is warned of without failing it (a creep of main's runs): said "
+        "wherever the verdict is said",
     )
 
     @property
@@ -395,11 +396,19 @@ class CapacityLevel(_Frozen):
     p95: float | None = Field(description="p95 latency of the level's successful calls")
     errors: int = Field(ge=0, description="failed calls of the level")
     ttft_p95: float | None = Field(default=None, description="first-token p95 of the level")
-    held: bool = Field(description="every budgeted check of the level passed")
+    held: bool = Field(
+        description="every budgeted check of the level showed its p95 within the budget"
+    )
+    near: bool = Field(
+        default=False,
+        description="not held, not broken: after its calls the p95 was too near the budget to "
+        "tell (held is False)",
+    )
     decided_by: Literal["the run", "test", "level cap", "max-calls"] = Field(
-        description="the run: the run's own concurrent check (level c0, not measured again); "
-        "test: the sequential test decided; level cap: on-undecided decided at the level's "
-        "last burst; max-calls: on-undecided decided when the cap stopped the search"
+        description="the run: the run's own concurrent calls decided it (level c0); "
+        "test: the sequential tests decided; level cap: undecided at the level's last burst "
+        "(near the budget, or its error rate by the nearer share); max-calls: the same when "
+        "the cap stopped the search"
     )
     broke_on: tuple[str, ...] = Field(default=(), description="the checks that broke it")
     wrong_at_most: float | None = Field(
@@ -423,6 +432,12 @@ class Capacity(_Frozen):
     findings and budget checks of the run do not include them."""
 
     found: int = Field(ge=0, description="the highest level that held (0: not even one call)")
+    upper: int | None = Field(
+        default=None,
+        description="when levels above `found` were near the budget (not told apart from it): "
+        "the highest level the capacity can be, below the lowest that broke (capacity-max when "
+        "none did); the capacity is between `found` and `upper`. None: told apart",
+    )
     complete: bool = Field(description="the search ended by itself (not stopped by max-calls)")
     reached_max: bool = Field(description="found is --capacity-max: the search went no higher")
     stopped_by_cap: bool = Field(

@@ -139,9 +139,10 @@ def test_budget_meaning_in_words() -> None:
     """The sentence the report carries describes the rule that is used, at this n."""
     assert budget_meaning(31, 0.01) == (
         "the gate passes after 127 calls without a failure (a PASS rules out 3.0 % failing or "
-        "more) and fails once failures are clearly over 0.5 % (at 31 calls: from 3 failures)"
+        "more) and fails once failures are clearly over 0.5 % (at 31 calls: from 3 failures "
+        "apart)"
     )
-    assert budget_meaning(300, 0.01).endswith("(at 300 calls: from 7 failures)")
+    assert budget_meaning(300, 0.01).endswith("(at 300 calls: from 7 failures apart)")
     assert budget_meaning(31, 0.0) == "a budget of 0 allows no failure: one failure fails the run"
 
 

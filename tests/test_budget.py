@@ -79,9 +79,11 @@ def test_the_pass_policy_passes_what_is_undecided_and_says_so() -> None:
 
 
 def test_error_rate_with_failures_well_over_budget_fails() -> None:
-    """8 failed of 131 calls (about 6 %) against 1 %: the error rate decides FAIL."""
+    """8 failed of 131 calls (about 6 %), apart, against 1 %: the error rate decides FAIL (8 in
+    a row would be one clump, one event: tests/test_clumps.py)."""
     samples = list(_fast())
-    samples[1:9] = [failed_sample(CallPhase.WARM, i, ErrorKind.HTTP_5XX) for i in range(8)]
+    for i in range(8):
+        samples[1 + 4 * i] = failed_sample(CallPhase.WARM, 4 * i, ErrorKind.HTTP_5XX)
     verdict = _verdict(samples)
     assert not verdict.passed
     assert _check(verdict, "error_rate")[:2] == (False, True)

@@ -85,14 +85,15 @@ def test_settings_no_search_can_honour_are_refused(raw: dict[str, str], message:
 
 
 def test_auto_max_calls_adds_the_search_s_worst_case() -> None:
-    """With the default budget, 500 calls for the checks and 880 more at most for the search
-    from 10 at once up to 64 (every level to its cap, down its costliest branch), said."""
+    """With the default budget, 500 calls for the checks and 2,790 more at most for the search
+    from 10 at once up to 64 (every level to its cap of 130 calls, down its costliest sequence
+    of outcomes, the run's own level included), said."""
     target = build_target(_target(capacity="true"))
     needs = needs_of(target)
-    assert (needs.capacity, needs.design) == (880, 1380)
-    assert effective_max_calls(target) == 1380
+    assert (needs.capacity, needs.design) == (2790, 3290)
+    assert effective_max_calls(target) == 3290
     assert plan_warnings(target) == [
-        "max-calls sized to 1,380: 500 for the checks and up to 880 for the capacity search"
+        "max-calls sized to 3,290: 500 for the checks and up to 2,790 for the capacity search"
     ]
     assert effective_max_calls(build_target(_target())) == 500
 
@@ -103,7 +104,7 @@ def test_a_cap_that_may_stop_the_search_is_said() -> None:
     assert effective_max_calls(target) == 600
     assert plan_warnings(target) == [
         "max-calls 600 may stop the capacity search before it ends (after the checks' 500 "
-        "calls it can take up to 880): its figure is then the highest level that held, said as "
+        "calls it can take up to 2,790): its figure is then the highest level that held, said as "
         "'at least'"
     ]
 
@@ -191,7 +192,8 @@ def test_cli_writes_the_capacity_in_the_json_and_fails_under_the_minimum(
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["capacity"]["found"] == 4
     assert [level["concurrency"] for level in data["capacity"]["levels"]] == [2, 4]
-    assert len(data["capacity"]["levels"][1]["samples"]) == data["capacity"]["calls"]
+    levels = data["capacity"]["levels"]
+    assert sum(len(level["samples"]) for level in levels) == data["capacity"]["calls"]
     assert "capacity: holds concurrent p95 ≤ 3.00 s up to 4 calls at once, the most searched" in (
         " ".join(result.stdout.split())
     )
@@ -293,3 +295,17 @@ def test_action_min_capacity_over_capacity_max_exits_2(server: DemoServer, tmp_p
     ]
     assert outputs == {}
     assert len(server.records) == before
+
+
+def test_the_floors_least_calls_are_the_level_tests_own() -> None:
+    """The fewest calls a clean level takes to hold (what `search_least_calls` counts) are the
+    ones the level's hold test passes on: one call fewer leaves it undecided."""
+    from latency_gate.assess.capacity_levels import HOLD_TEST
+    from latency_gate.assess.sequential import Decision
+    from latency_gate.config.plan import search_least_calls
+
+    calls, level = search_least_calls(1, 2, 64)
+    assert level == 2
+    clean = calls  # level 2: bursts of 2 until the hold test passes
+    assert HOLD_TEST.decide(0, clean) is Decision.PASS
+    assert HOLD_TEST.decide(0, clean - 2) is not Decision.PASS

@@ -303,8 +303,8 @@ def test_a_floor_no_cap_could_reach_is_exit_2() -> None:
     assert line == (
         "Error: invalid input --max-calls: 60 calls cannot reach the 20 calls at once that "
         "min-capacity asks for, even for a perfect endpoint: the checks take 131 (the error "
-        "budget 0.01 passes after 127 calls without a failure) and the search 40 more to hold "
-        "20 at once, so no run could decide it. Raise it to at least 171, or leave it out (it "
+        "budget 0.01 passes after 127 calls without a failure) and the search 100 more to hold "
+        "20 at once, so no run could decide it. Raise it to at least 231, or leave it out (it "
         "is then sized to fit)"
     )
 
@@ -314,18 +314,17 @@ def test_a_search_the_cap_stopped_below_the_floor_is_undecided(policy: str) -> N
     """A search that max-calls stopped at 20 held, 40 not tried, against a minimum of 30: the
     floor is undecided, not a FAIL "20 against 30"; on-undecided decides (fail fails it by
     policy; estimate has no value above the levels tried and passes, said as undecided)."""
-    from latency_gate.assess.capacity import CapacityRun
-    from latency_gate.assess.capacity_levels import LevelCalls, LevelLimits, level_record
+    from latency_gate.assess.capacity import CapacityRun, RunLevel
+    from latency_gate.assess.capacity_levels import LevelCalls, LevelLimits
     from latency_gate.assess.capacity_verdict import capacity_check
+    from latency_gate.assess.clumps import Clumps
     from latency_gate.assess.verdict import judge
     from latency_gate.models import CallPhase, Sample, StampSource
 
     limits = LevelLimits(concurrent_p95=1.0, error_rate=0.01, on_undecided=policy)
-    start = level_record(
-        10, LevelCalls((0.2,) * 40, calls=40), held=True, by="the run", bursts=4,
-        seconds=None, wrong_at_most=0.03,
-    )  # fmt: skip
-    run = CapacityRun(limits, maximum=64, room=70, start_level=start)
+    start = RunLevel(10, LevelCalls((0.2,) * 130, clumps=Clumps(130)), (130,))
+    # Level 20 holds after 100 clean calls (5 bursts); 110 leaves no room for level 40.
+    run = CapacityRun(limits, maximum=64, room=110, start=start)
     while (c := run.next_burst()) is not None:
         ok = Sample(
             phase=CallPhase.CONCURRENT, index=0, started_at=0.0, ok=True, latency=0.2,
@@ -339,7 +338,7 @@ def test_a_search_the_cap_stopped_below_the_floor_is_undecided(policy: str) -> N
     assert (row.decided, row.by_policy, row.passed) == (False, True, policy != "fail")
     assert row.note.startswith(
         "at least 20: max-calls stopped the search: the next burst, 40 calls at once, did not "
-        "fit in the 30 calls left; undecided: at least 20 at once, and no level of 30 (the "
+        "fit in the 10 calls left; undecided: at least 20 at once, and no level of 30 (the "
         "minimum) or more was decided"
     )
     verdict = judge([row], successful_calls=40)

@@ -68,9 +68,10 @@ def _one_call(base: str) -> float:
 
 
 async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
-    """The search ends on its own, at a level that held just below one that broke, within
-    the run's seconds; one slot holds 2 calls at once within 2.8 calls' time, more slots at
-    least as many."""
+    """The search ends on its own, never at 0 on a healthy server (level 1 decided on enough
+    calls: it was decided on 16 and came out 0 in a busy machine's noise); one slot holds 2
+    calls at once within 2.8 calls' time, more slots at least as many: each within the figure
+    or the interval the search says."""
     slots, base = llama
     single = _one_call(base)
     # 2 calls queued take 2.2-2.5 calls' time here (the second waits, then both stream), 3
@@ -99,9 +100,11 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     levels = {lv.concurrency: lv for lv in capacity.levels}
     print(  # the figures of docs/benchmarks.md, "Capacity on llama.cpp"
         f"\n{slots} slots: one call {single * 1000:.0f} ms, budget {budget * 1000:.0f} ms, "
-        f"capacity {capacity.found}, levels "
+        f"capacity {capacity.found}"
+        + (f" to {capacity.upper}" if capacity.upper is not None else "")
+        + ", levels "
         + ", ".join(
-            f"{c}: {'held' if lv.held else 'broke'} p95 "
+            f"{c}: {'held' if lv.held else 'near' if lv.near else 'broke'} p95 "
             f"{(lv.p95 or 0) * 1000:.0f} ms ({lv.calls} calls)"
             for c, lv in sorted(levels.items())
         )
@@ -109,14 +112,16 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     )
     assert [s.error_detail for s in result.samples if not s.ok] == []
     assert capacity.complete
+    assert capacity.found >= 1  # one call at a time holds 2.8 calls' time
     if capacity.found:
         assert levels[capacity.found].held
-    if not capacity.reached_max:
-        assert capacity.breaking == capacity.found + 1
+    top = capacity.upper if capacity.upper is not None else capacity.found
+    if capacity.breaking is not None:
         assert not levels[capacity.breaking].held
+        assert capacity.breaking == top + 1
     if slots == 1:
-        assert capacity.found == 2
+        assert capacity.found <= 2 <= top  # 2 queued hold 2.8 calls' time, 3 do not
         text = " ".join(render_terminal([result]).split())
         assert "as if served about 1 at a time" in text
     else:
-        assert capacity.found >= 2
+        assert top >= 2

@@ -1,52 +1,70 @@
 """One level of the capacity search: c calls at once, in bursts, judged on that level's calls.
 
-A level is judged after each burst by the concurrent check's own test (checks.percentile_sprt,
-the SPRT of the p95 against `max-concurrent-p95`), and first-token p95 against `max-ttft-p95`
-when budgeted: it breaks as soon as a check fails its test, holds once every one passes, and
-takes another burst otherwise, at most `config.plan.level_bursts(c)` bursts (16, and no more
-once it has 80 calls); then `on-undecided` decides (`estimate`: the level's p95 against the
-budget). The error rate of a level's calls breaks it when its test says FAIL (error_rate_check)
-or, at the level's end, when its failures are nearer the failing share than the healthy one; it
-asks for another burst only once a call failed: a 1 % budget passes after 127 clean calls, more
-than a level's cap, so a clean level is not held back for it (docs/statistics.md, "Capacity").
+A level is judged after each burst on the share of its calls over `max-concurrent-p95` (and
+first-token p95 over `max-ttft-p95` when budgeted), by two sequential tests, one from each side
+of LEVEL_SHARE (5 %: the p95 at the budget; config/plan.py):
+
+- held: the calls rule out LEVEL_SHARE or more over the budget (a test of 5 % against 1 %):
+  a level whose p95 is over the budget holds at most LEVEL_BETA (2.5 %) of the time;
+- broke: they rule out LEVEL_SHARE or fewer (5 % against 15 %): a level whose p95 is within
+  the budget breaks at most LEVEL_ALPHA (1 %) of the time;
+- near the budget: neither, once the level has LEVEL_CALLS calls (130, at every concurrency:
+  level 1 takes 130 calls one at a time). Its p95 is then too near the budget for the calls to
+  tell, and the capacity is said as an interval around it, not decided by a coin.
+
+Ville's inequality holds both bounds whatever bursts a level took. The error rate of a level's
+calls breaks it when its test says FAIL (error_rate_check, failures in a row counted as one
+clump) or, at the level's end, when its failures are nearer the failing share than the healthy
+one; it asks for another burst only once a call failed: a 1 % budget passes after 127 clean
+calls, so a clean level is not held back for it (docs/statistics.md, "Capacity").
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
-from latency_gate.assess.checks import (
-    error_rate_check,
-    nearer_healthy,
-    percentile_sprt,
-    worst_errors,
-)
+from latency_gate.assess.checks import error_rate_check, nearer_healthy
+from latency_gate.assess.clumps import Clumps, clumps_of
 from latency_gate.assess.intervals import linear_percentile
-from latency_gate.assess.sampling import SamplingPlan, on_undecided_policy, resolve
-from latency_gate.assess.sequential import Decision
-from latency_gate.config.plan import ERROR_ALPHA, ERROR_BETA
+from latency_gate.assess.sequential import Decision, Sprt
+from latency_gate.config.plan import (
+    ERROR_ALPHA,
+    ERROR_BETA,
+    LEVEL_ALPHA,
+    LEVEL_BETA,
+    LEVEL_BROKEN_SHARE,
+    LEVEL_HELD_SHARE,
+    LEVEL_SHARE,
+)
 from latency_gate.models import CapacityLevel, Sample
 
 __all__ = [
+    "BREAK_TEST",
+    "HOLD_TEST",
     "P95",
     "Decided",
     "LevelCalls",
     "LevelJudged",
     "LevelLimits",
     "judge_level",
+    "level_decision",
     "level_record",
 ]
 
 Decided = Literal["the run", "test", "level cap", "max-calls"]
 P95 = 95.0
-PERCENTILE_TEST = percentile_sprt(P95)
+# Held: PASS of the test of LEVEL_SHARE against LEVEL_HELD_SHARE (wrong at most its beta).
+HOLD_TEST = Sprt(p0=LEVEL_HELD_SHARE, p1=LEVEL_SHARE, alpha=LEVEL_ALPHA, beta=LEVEL_BETA)
+# Broke: FAIL of the test of LEVEL_SHARE against LEVEL_BROKEN_SHARE (wrong at most its alpha).
+BREAK_TEST = Sprt(p0=LEVEL_SHARE, p1=LEVEL_BROKEN_SHARE, alpha=LEVEL_ALPHA, beta=LEVEL_BETA)
 
 
 @dataclass(frozen=True)
 class LevelLimits:
-    """What every level is held to: the target's budget and its `on-undecided` policy."""
+    """What every level is held to: the target's budget, and its `on-undecided` policy (for a
+    `--min-capacity` the levels near the budget leave undecided)."""
 
     concurrent_p95: float
     error_rate: float | None = None
@@ -56,13 +74,20 @@ class LevelLimits:
 
 @dataclass(frozen=True)
 class LevelCalls:
-    """What a level's checks read of its calls: successful latencies and first tokens, and how
-    many calls failed of how many."""
+    """What a level's checks read of its calls: successful latencies and first tokens, and the
+    clumps of its failed calls (how many failed of how many)."""
 
     latencies: tuple[float, ...] = ()
     first_tokens: tuple[float, ...] = ()
-    failed: int = 0
-    calls: int = 0
+    clumps: Clumps = field(default_factory=lambda: Clumps(0))
+
+    @property
+    def failed(self) -> int:
+        return self.clumps.failed
+
+    @property
+    def calls(self) -> int:
+        return self.clumps.calls
 
     @classmethod
     def of(cls, samples: Sequence[Sample]) -> LevelCalls:
@@ -72,84 +97,86 @@ class LevelCalls:
             first_tokens=tuple(
                 s.timings.first_token for s in ok if s.timings.first_token is not None
             ),
-            failed=sum(not s.ok for s in samples),
-            calls=len(samples),
+            clumps=clumps_of(s.ok for s in samples),
         )
 
     def __add__(self, other: LevelCalls) -> LevelCalls:
         return LevelCalls(
             self.latencies + other.latencies,
             self.first_tokens + other.first_tokens,
-            self.failed + other.failed,
-            self.calls + other.calls,
+            self.clumps + other.clumps,
         )
 
 
 @dataclass(frozen=True)
 class LevelJudged:
-    """A level at one look: `held` True (it holds), False (it breaks) or None (take another
-    burst); how it was decided; the checks that broke it; how often such a decision is wrong at
-    most (Ville's bound of the deciding test, or the exact rate of the looks taken at the cap)."""
+    """A level at one look: `held` True (it holds), False (it breaks, or with `near` it is near
+    the budget) or None (take another burst); how it was decided; the checks that broke it; how
+    often such a decision is wrong at most (the deciding test's bound; None for a near level)."""
 
     held: bool | None
     by: Decided = "test"
     broke_on: tuple[str, ...] = ()
     wrong_at_most: float | None = None
+    near: bool = False
 
 
-def _percentile_decision(values: Sequence[float], limit: float) -> Decision:
-    """The p95 test on these values; no values at all breaks the level (no data)."""
+def level_decision(values: Sequence[float], limit: float) -> Decision:
+    """The level's tests on these values: FAIL (broke), PASS (held) or UNDECIDED; no values at
+    all breaks the level (no data)."""
     if not values:
         return Decision.FAIL
-    return PERCENTILE_TEST.decide(sum(v > limit for v in values), len(values))
+    over, n = sum(v > limit for v in values), len(values)
+    if BREAK_TEST.decide(over, n) is Decision.FAIL:
+        return Decision.FAIL
+    if HOLD_TEST.decide(over, n) is Decision.PASS:
+        return Decision.PASS
+    return Decision.UNDECIDED
 
 
 def judge_level(
     calls: LevelCalls, limits: LevelLimits, *, looks: Sequence[int], last: bool
 ) -> LevelJudged:
     """A level after the burst that brought its calls to `looks[-1]` (`looks`: its calls at each
-    look so far). Breaks as soon as a check fails its test; holds once every latency check
-    passes its test and the error rate has not failed (nor has a failure still undecided);
-    otherwise undecided, unless `last` (no further burst: the level's cap or max-calls), where
-    `on-undecided` decides the undecided latency checks and the error rate goes by the nearer
-    of its two shares."""
+    look so far). Breaks as soon as a check's calls rule out a p95 within its budget (or the
+    error rate fails); holds once every latency check's calls rule out a p95 over its budget
+    and the error rate has not failed (nor has a failure still undecided); otherwise undecided,
+    unless `last` (no further burst: the level's cap or max-calls), where an undecided latency
+    check leaves the level near the budget and the error rate goes by the nearer of its two
+    shares."""
+    del looks  # Ville's bounds hold at any looks: the decision needs only the calls so far
     latency = {"concurrent_p95": (calls.latencies, limits.concurrent_p95)}
     if limits.ttft_p95 is not None and calls.first_tokens:
         latency["ttft_p95"] = (calls.first_tokens, limits.ttft_p95)
-    decisions = {name: _percentile_decision(v, limit) for name, (v, limit) in latency.items()}
+    decisions = {name: level_decision(v, limit) for name, (v, limit) in latency.items()}
     errors = (
         None
         if limits.error_rate is None
-        else error_rate_check(calls.failed, calls.calls, limits.error_rate).decision
+        else error_rate_check(calls.failed, calls.calls, limits.error_rate, calls.clumps).decision
     )
     broke = tuple(name for name, d in decisions.items() if d is Decision.FAIL)
     if errors is Decision.FAIL:
         broke += ("error_rate",)
     if broke:
-        wrong = ERROR_ALPHA if broke == ("error_rate",) else PERCENTILE_TEST.alpha
+        wrong = ERROR_ALPHA if broke == ("error_rate",) else LEVEL_ALPHA
         return LevelJudged(False, "test", broke, wrong)
     pending = [name for name, d in decisions.items() if d is Decision.UNDECIDED]
     errors_pending = errors is Decision.UNDECIDED and calls.failed > 0
     if not pending and not errors_pending:
-        return LevelJudged(True, "test", (), PERCENTILE_TEST.beta)
+        return LevelJudged(True, "test", (), LEVEL_BETA)
     if not last:
         return LevelJudged(None)
-    plan = SamplingPlan(on_undecided=on_undecided_policy(limits.on_undecided))
-    for name in pending:
-        values, limit = latency[name]
-        value = linear_percentile(values, P95)
-        passed, _ = resolve(Decision.UNDECIDED, plan, within=value is not None and value <= limit)
-        if not passed:
-            broke += (name,)
     rate = limits.error_rate
-    if errors_pending and rate is not None and not nearer_healthy(calls.failed, calls.calls, rate):
-        broke += ("error_rate",)
-    wrong_pass, wrong_fail = worst_errors(
-        PERCENTILE_TEST, looks or [calls.calls], on_undecided=plan.on_undecided, q=P95
-    )
-    if not pending:  # only the error rate was open: its own test's bounds
-        wrong_pass, wrong_fail = ERROR_BETA, ERROR_ALPHA
-    return LevelJudged(not broke, "level cap", broke, wrong_fail if broke else wrong_pass)
+    if (
+        errors_pending
+        and rate is not None
+        and not nearer_healthy(calls.failed, calls.calls, rate, calls.clumps)
+    ):
+        return LevelJudged(False, "level cap", ("error_rate",), ERROR_ALPHA)
+    if pending:
+        return LevelJudged(False, "level cap", (), None, near=True)
+    # Only the error rate was open, and its failures are nearer the healthy share.
+    return LevelJudged(True, "level cap", (), ERROR_BETA)
 
 
 def level_record(
@@ -163,6 +190,7 @@ def level_record(
     seconds: float | None,
     wrong_at_most: float | None,
     samples: tuple[Sample, ...] = (),
+    near: bool = False,
 ) -> CapacityLevel:
     """A judged level as the result file keeps it."""
     return CapacityLevel(
@@ -178,4 +206,5 @@ def level_record(
         wrong_at_most=wrong_at_most,
         seconds=seconds,
         samples=samples,
+        near=near,
     )

@@ -2,10 +2,12 @@
 row, and the sentences the reports say it in.
 
 - The check ("capacity"): PASS when the capacity found is at least `min-capacity` (reported, not
-  gated, without one). What it rests on: the level that held and the one above it that broke,
-  each with what its test ruled out and how often such a level is decided wrongly
-  (PERCENTILE_ALPHA and PERCENTILE_BETA of config/plan.py when its test decided; the exact rate
-  of its looks when `on-undecided` did).
+  gated, without one), FAIL when even the highest level it can be (below the lowest that broke)
+  is under it; when `min-capacity` falls among levels near the budget, which the calls could
+  not tell apart, it is undecided and passes, said so (fails with `on-undecided: fail`). What
+  it rests on: the level that held and the one that broke, each with what its tests ruled out
+  and how often such a level is decided wrongly (LEVEL_BETA and LEVEL_ALPHA of
+  config/plan.py), and the levels near the budget between them.
 - The regression: against an earlier run (or a history, its runs' median capacity) held to the
   same concurrent p95 budget, a capacity lower than the base's by more than the relative limit
   of `max-regression` (head < base / (1 + limit)) regressed. Both searches are read up to the
@@ -18,9 +20,8 @@ import math
 from collections.abc import Sequence
 
 from latency_gate.assess.baseline import BaselinePlan
-from latency_gate.assess.capacity_levels import PERCENTILE_TEST
 from latency_gate.assess.history import MIN_RUNS, HistoryPlan
-from latency_gate.config.plan import ERROR_ALPHA
+from latency_gate.config.plan import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside, plural
 from latency_gate.models import Capacity, CapacityLevel, Check, NumberDelta
@@ -48,12 +49,37 @@ def broke_because(level: CapacityLevel, capacity: Capacity) -> str:
     return "; ".join(parts)
 
 
+def _near(capacity: Capacity) -> list[CapacityLevel]:
+    """The levels near the budget between the figure and the upper end of its interval."""
+    if capacity.upper is None:
+        return []
+    return sorted(
+        (
+            lv
+            for lv in capacity.levels
+            if lv.near and capacity.found < lv.concurrency <= capacity.upper
+        ),
+        key=lambda lv: lv.concurrency,
+    )
+
+
+def _listed(levels: Sequence[CapacityLevel]) -> str:
+    names = [str(lv.concurrency) for lv in levels]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
 def capacity_headline(capacity: Capacity) -> str:
     """The capacity in one sentence, what every report says first:
-    "holds concurrent p95 ≤ 3.00 s up to 12 calls at once; breaks at 13 (p95 3.40 s)"."""
+    "holds concurrent p95 ≤ 3.00 s up to 12 calls at once; breaks at 13 (p95 3.40 s)", or
+    when levels near the figure could not be told apart, "holds ... between 12 and 16 calls at
+    once: 12 held, 14 and 16 were near the budget, 17 broke (p95 3.60 s)"."""
     budget = f"concurrent p95 ≤ {fmt_duration(capacity.limit)}"
     breaking = next(
-        (lv for lv in capacity.levels if not lv.held and lv.concurrency == capacity.breaking),
+        (
+            lv
+            for lv in capacity.levels
+            if not lv.held and not lv.near and lv.concurrency == capacity.breaking
+        ),
         None,
     )
     broke = "" if breaking is None else f" ({broke_because(breaking, capacity)})"
@@ -67,6 +93,19 @@ def capacity_headline(capacity: Capacity) -> str:
         text = f"{held} ({why})"
         if breaking is not None:
             text += f"; broke at {breaking.concurrency}{broke}"
+        return text
+    near = _near(capacity)
+    if near and capacity.upper is not None:
+        were = "was" if len(near) == 1 else "were"
+        held = f"{capacity.found} held" if capacity.found else "no level held"
+        text = (
+            f"holds {budget} between {capacity.found} and {plural(capacity.upper, 'call')} at "
+            f"once: {held}, {_listed(near)} {were} near the budget (the calls could not tell)"
+        )
+        if breaking is not None:
+            text += f", {breaking.concurrency} broke{broke}"
+        else:
+            text += f", none broke up to capacity-max {capacity.maximum}"
         return text
     if capacity.found == 0:
         return f"does not hold {budget} even one call at a time{broke}"
@@ -83,67 +122,95 @@ def capacity_headline(capacity: Capacity) -> str:
 
 def level_meaning(level: CapacityLevel, capacity: Capacity) -> str:
     """What one level's outcome ruled out, with how often such a level is decided so wrongly:
-    "12 held: rules out 12.0 % or more of its calls over 3.00 s (such a level holds at most
-    3.0 % of the time)"."""
+    "12 held after 90 calls, by the test: rules out a p95 over 3.00 s (5.0 % or more of its
+    calls over it; such a level holds at most 2.5 % of the time)"."""
     limit = fmt_duration(capacity.limit)
     after = plural(level.calls, "call")
     if level.decided_by == "test":
         how = f"after {after}, by the test"
     elif level.decided_by == "the run":
-        how = f"after {after}, by the run's own concurrent check"
+        how = f"after {after}, the run's own concurrent calls"
     else:
         where = "its last burst" if level.decided_by == "level cap" else "max-calls"
-        how = f"after {after}, undecided at {where} and decided by {capacity.on_undecided}"
+        how = f"after {after}, undecided at {where}"
+    share = fmt_percent(LEVEL_SHARE)
+    if level.near:
+        return (
+            f"{level.concurrency} was near the budget {how}: its calls rule out neither a p95 "
+            f"over {limit} nor one within it (p95 {fmt_duration(level.p95)})"
+            if level.p95 is not None
+            else f"{level.concurrency} was near the budget {how}"
+        )
     chance = level.wrong_at_most
     if level.held:
-        ruled = f"rules out {fmt_percent(PERCENTILE_TEST.p1)} or more of its calls over {limit}"
+        ruled = f"rules out a p95 over {limit} ({share} or more of its calls over it"
         if chance is None:
-            chance = PERCENTILE_TEST.beta
+            chance = LEVEL_BETA
         tail = f"such a level holds at most {fmt_percent(chance)} of the time"
-        return f"{level.concurrency} held {how}: {ruled} ({tail})"
+        return f"{level.concurrency} held {how}: {ruled}; {tail})"
     if level.broke_on == ("error_rate",):
         budget = capacity.error_limit or 0.0
         ruled = f"rules out a failure rate of {fmt_percent(budget / 2)} or less"
         chance = ERROR_ALPHA if chance is None else chance
-    else:
-        ruled = f"rules out {fmt_percent(PERCENTILE_TEST.p0)} or fewer of its calls over {limit}"
-        chance = PERCENTILE_TEST.alpha if chance is None else chance
+        tail = f"such a level breaks at most {fmt_percent(chance)} of the time"
+        return f"{level.concurrency} broke {how}: {ruled} ({tail})"
+    ruled = f"rules out a p95 within {limit} ({share} or fewer of its calls over it"
+    chance = LEVEL_ALPHA if chance is None else chance
     tail = f"such a level breaks at most {fmt_percent(chance)} of the time"
-    return f"{level.concurrency} broke {how}: {ruled} ({tail})"
+    return f"{level.concurrency} broke {how}: {ruled}; {tail})"
 
 
 def level_clause(level: CapacityLevel, capacity: Capacity) -> str:
-    """`level_meaning` in few words, for the check's sentence: "26 held after 52 calls by the
-    test (rules out ≥ 12.0 % of its calls over 3.00 s, wrong at most 3.0 % of the time)"."""
+    """`level_meaning` in few words, for the check's sentence: "26 held after 90 calls by the
+    test (rules out a p95 over 3.00 s, wrong at most 2.5 % of the time)"."""
     after = f"after {plural(level.calls, 'call')}"
+    limit = fmt_duration(capacity.limit)
     how = {
         "test": "by the test",
-        "the run": "by the run's concurrent check",
-        "level cap": f"by {capacity.on_undecided} at its last burst",
-        "max-calls": f"by {capacity.on_undecided} when max-calls stopped it",
+        "the run": "by the run's concurrent calls",
+        "level cap": "at its last burst",
+        "max-calls": "when max-calls stopped it",
     }[level.decided_by]
+    if level.near:
+        return f"{level.concurrency} near the budget {after} {how} (neither side ruled out)"
     chance = level.wrong_at_most
     if level.held:
-        ruled = f"rules out ≥ {fmt_percent(PERCENTILE_TEST.p1)} of its calls over"
-        chance = PERCENTILE_TEST.beta if chance is None else chance
+        ruled = f"rules out a p95 over {limit}"
+        chance = LEVEL_BETA if chance is None else chance
     elif level.broke_on == ("error_rate",):
-        ruled = f"rules out ≤ {fmt_percent((capacity.error_limit or 0.0) / 2)} failing, under"
+        ruled = f"rules out ≤ {fmt_percent((capacity.error_limit or 0.0) / 2)} failing"
         chance = ERROR_ALPHA if chance is None else chance
     else:
-        ruled = f"rules out ≤ {fmt_percent(PERCENTILE_TEST.p0)} of its calls over"
-        chance = PERCENTILE_TEST.alpha if chance is None else chance
+        ruled = f"rules out a p95 within {limit}"
+        chance = LEVEL_ALPHA if chance is None else chance
     word = "held" if level.held else "broke"
     return (
-        f"{level.concurrency} {word} {after} {how} ({ruled} {fmt_duration(capacity.limit)}, "
-        f"wrong at most {fmt_percent(chance)} of the time)"
+        f"{level.concurrency} {word} {after} {how} ({ruled}, wrong at most "
+        f"{fmt_percent(chance)} of the time)"
     )
 
 
 def _deciding(capacity: Capacity) -> list[CapacityLevel]:
-    """The levels the figure rests on: the highest that held and the lowest that broke."""
+    """The levels the figure rests on: the highest that held, the near ones above it, and the
+    lowest that broke."""
     held = [lv for lv in capacity.levels if lv.held and lv.concurrency == capacity.found]
-    broke = [lv for lv in capacity.levels if not lv.held and lv.concurrency == capacity.breaking]
-    return held[:1] + broke[:1]
+    broke = [
+        lv
+        for lv in capacity.levels
+        if not lv.held and not lv.near and lv.concurrency == capacity.breaking
+    ]
+    return held[:1] + _near(capacity) + broke[:1]
+
+
+def highest_possible(capacity: Capacity) -> int:
+    """The highest the capacity can be: the upper end of its interval, below the lowest level
+    that broke, or the figure itself when the levels were told apart (capacity-max when no
+    level broke)."""
+    if capacity.upper is not None:
+        return capacity.upper
+    if capacity.breaking is not None:
+        return capacity.breaking - 1
+    return max(capacity.found, capacity.maximum)
 
 
 def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check | None:
@@ -173,13 +240,49 @@ def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check
             n=capacity.calls,
             meaning=rests,
         )
+    top = highest_possible(capacity)
+    between = capacity.complete and capacity.found < min_capacity <= top
+    if between:
+        # The levels near the budget could not tell whether min-capacity holds: not decided on
+        # a figure the search could not separate. It passes, said as undecided, unless
+        # on-undecided is fail.
+        policy = capacity.on_undecided
+        passed = policy != "fail"
+        word = "PASS" if passed else "FAIL"
+        meaning = (
+            f"{word}: undecided, the capacity is between {capacity.found} and {top} at once and "
+            f"the {min_capacity} asked lies between (levels near the budget, which the calls "
+            f"could not tell apart); {'passed' if passed else 'failed'} by policy "
+            f"(on-undecided: {policy})"
+        )
+        if rests:
+            meaning += f". {_capitalised(rests)}"
+        return Check(
+            number="capacity",
+            value=found,
+            limit=float(min_capacity),
+            passed=passed,
+            note=note or f"undecided: between {capacity.found} and {top}",
+            n=capacity.calls,
+            meaning=meaning,
+            decided=False,
+            by_policy=True,
+        )
     passed = capacity.found >= min_capacity
     at_least = "at least " if not capacity.complete else ""
     if not passed and not _shown_under(capacity, min_capacity):
         return _floor_undecided(capacity, min_capacity, rests, note)
     word = "PASS" if passed else "FAIL"
     side = "at least" if passed else "under"
-    meaning = f"{word}: {at_least}{capacity.found} at once, {side} the {min_capacity} asked"
+    at_least = "at least " if not capacity.complete else ""
+    figure = (
+        f"{capacity.found} at once"
+        if capacity.upper is None or not passed
+        else f"between {capacity.found} and {capacity.upper} at once"
+    )
+    if not passed and capacity.upper is not None:
+        figure = f"at most {top} at once"
+    meaning = f"{word}: {at_least}{figure}, {side} the {min_capacity} asked"
     if rests:
         meaning += f". {_capitalised(rests)}"
     return Check(
@@ -295,6 +398,17 @@ def capacity_delta(
             decided=False,
             outcome="undecided",
             note=f"{note}; this run's search did not end ({head.stopped}): at least its figure",
+        )
+    if head.upper is not None and head_found < threshold <= min(head.upper, reach):
+        # Levels near the budget: the capacity is somewhere from the figure to `upper`.
+        return NumberDelta(
+            number="capacity",
+            base=float(base_found),
+            head=float(head.found),
+            decided=False,
+            outcome="undecided",
+            note=f"{note}; this run's capacity is between {head.found} and {head.upper} (levels "
+            "near the budget)",
         )
     regressed = head_found < threshold
     return NumberDelta(

@@ -7,7 +7,8 @@
   PERCENTILE_ALPHA of the time when the p98 is under the limit, a PASS at most PERCENTILE_BETA of
   the time when the p88 is over it. Distribution-free.
 - The error rate runs the same test on failed calls, between half the budget (healthy) and three
-  times the budget (failing).
+  times the budget (failing), counting clumps of consecutive failures as its events
+  (clumps.py): five failures in a row are one restart, not five pieces of evidence.
 - Cold start is one call: decided on that one observation, with no interval.
 
 A check still undecided when sampling stops is settled by the `on-undecided` policy
@@ -22,6 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from latency_gate.assess.clumps import Clumps, clump_tests
 from latency_gate.assess.intervals import (
     ErrorRateInterval,
     Interval,
@@ -33,8 +35,10 @@ from latency_gate.assess.sequential import Decision, Sprt, operating_characteris
 from latency_gate.config.plan import (
     ERROR_ALPHA,
     ERROR_BETA,
+    ERROR_CLUMP,
     PERCENTILE_ALPHA,
     PERCENTILE_BETA,
+    clean_calls_to_pass_errors,
     error_shares,
     percentile_shares,
 )
@@ -120,12 +124,13 @@ def error_rate_sprt(budget: float) -> Sprt | None:
 
 @dataclass(frozen=True)
 class ErrorRateCheck:
-    """k failed of n calls against the error budget at one look."""
+    """k failed of n calls against the error budget at one look, and their clumps."""
 
     counts: ErrorRateInterval
     limit: float
     decision: Decision
     meaning: str  # the budget's rule at this n, in words
+    clumps: Clumps
 
     @property
     def decided(self) -> bool:
@@ -136,51 +141,50 @@ class ErrorRateCheck:
         """The fewest further calls, all successful, after which the check would PASS; 0 when
         decided, None when the budget is 0 (nothing to wait for). The sampler sizes a step
         with it instead of guessing."""
-        test = error_rate_sprt(self.limit)
-        if self.decided or test is None:
+        tests = clump_tests(self.limit, self.clumps.failed, self.clumps.events)
+        if self.decided or tests is None:
             return 0 if self.decided else None
-        failed, calls = self.counts.failed, self.counts.calls
-        # LLR(k, n) <= ln(beta) once n is large enough: solve for n, then check the rounding.
-        up = math.log(test.p1 / test.p0)
-        down = math.log((1 - test.p1) / (1 - test.p0))
-        need = math.ceil((math.log(test.beta) - failed * (up - down)) / down)
-        extra = max(0, need - calls - 1)
-        while test.decide(failed, calls + extra) is not Decision.PASS:
-            extra += 1
-        return extra
+        return tests.clean_calls_to_pass(self.clumps)
 
 
-def error_rate_check(failed: int, calls: int, budget: float) -> ErrorRateCheck:
-    """Decide "share of failed calls <= budget" from k failed of n calls so far.
+def error_rate_check(
+    failed: int, calls: int, budget: float, clumps: Clumps | None = None
+) -> ErrorRateCheck:
+    """Decide "share of failed calls <= budget" from k failed of n calls so far, counting the
+    `clumps` of consecutive failures as events (without them, the failures are taken as apart).
 
     A budget of 0 means no failure allowed: one failure FAILs, none PASSes, both decided.
     """
-    test = error_rate_sprt(budget)
-    if test is None:
+    found = clumps if clumps is not None else Clumps.apart(failed, calls)
+    tests = clump_tests(budget, found.failed, found.events)
+    if tests is None:
         decision = Decision.FAIL if failed else Decision.PASS
     else:
-        decision = test.decide(failed, calls)
+        decision = tests.decide(found)
     return ErrorRateCheck(
         counts=error_rate_interval(failed, calls),
         limit=budget,
         decision=decision,
         meaning=budget_meaning(calls, budget),
+        clumps=found,
     )
 
 
-def nearer_healthy(failed: int, calls: int, budget: float) -> bool:
-    """The error rate's estimate rule at the cap: are k failures of n calls nearer (in
-    likelihood) the healthy share (half the budget) than the failing one (three times)?
+def nearer_healthy(failed: int, calls: int, budget: float, clumps: Clumps | None = None) -> bool:
+    """The error rate's estimate rule at the cap: are k failures of n calls (in these `clumps`)
+    nearer (in likelihood) the healthy share (half the budget) than the failing one (three
+    times)? Clumps change how much evidence the failures are, not on which side they lie.
 
     The share where the two are equally likely is 1.4 % for a budget of 0.01, not the budget
     itself: a healthy endpoint's rate over a few hundred calls lands over the budget often
     (4 of 351 calls for a true 0.5 %: 10 % of runs), and holding the rate itself to the budget
     there made a healthy endpoint red in 7-12 % of long runs (docs/statistics.md).
     """
-    test = error_rate_sprt(budget)
-    if test is None:
+    found = clumps if clumps is not None else Clumps.apart(failed, calls)
+    tests = clump_tests(budget, found.failed, found.events)
+    if tests is None:
         return failed == 0
-    return test.llr(failed, calls) <= 0
+    return tests.nearer_healthy(found)
 
 
 def budget_meaning(calls: int, budget: float) -> str:
@@ -192,15 +196,17 @@ def budget_meaning(calls: int, budget: float) -> str:
     test = error_rate_sprt(budget)
     if test is None:
         return "a budget of 0 allows no failure: one failure fails the run"
+    clean = clean_calls_to_pass_errors(budget) or 0
+    also = f", also in clumps of up to {ERROR_CLUMP} calls in a row" if ERROR_CLUMP > 1 else ""
     text = (
-        f"the gate passes after {test.clean_trials_to_pass():,} calls without a failure "
-        f"(a PASS rules out {fmt_percent(test.p1)} failing or more) and fails once failures "
-        f"are clearly over {fmt_percent(test.p0)}"
+        f"the gate passes after {clean:,} calls without a failure "
+        f"(a PASS rules out {fmt_percent(test.p1)} failing or more{also}) and fails once "
+        f"failures are clearly over {fmt_percent(test.p0)}"
     )
     to_fail = test.min_events_to_fail(calls) if calls > 0 else None
     if to_fail is not None:
         plural = "s" if to_fail > 1 else ""
-        text += f" (at {calls:,} calls: from {to_fail} failure{plural})"
+        text += f" (at {calls:,} calls: from {to_fail} failure{plural} apart)"
     return text
 
 

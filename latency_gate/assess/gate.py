@@ -19,14 +19,15 @@ from dataclasses import dataclass, field
 from latency_gate.assess.checks import (
     cold_start_check,
     error_rate_check,
-    error_rate_sprt,
     nearer_healthy,
     percentile_check,
-    percentile_sprt,
-    worst_errors,
+)
+from latency_gate.assess.clumps import (
+    clumps_of,
 )
 from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
 from latency_gate.assess.judged import Look, judge_number
+from latency_gate.assess.meaning import Judged, check_meaning, tail_ratio
 from latency_gate.assess.regression import Alphas, Regression, look_alpha
 from latency_gate.assess.sampling import (
     NextStep,
@@ -36,11 +37,10 @@ from latency_gate.assess.sampling import (
     on_undecided_policy,
     resolve,
 )
-from latency_gate.assess.sequential import Decision, Sprt
+from latency_gate.assess.sequential import Decision
 from latency_gate.assess.stats import first_tokens, latencies, per_token_times
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.formatting import fmt_percent, fmt_value
 from latency_gate.models import CallPhase, Check, Numbers, RunResult, Sample
 
 __all__ = ["GATED_NUMBERS", "NOT_NEEDED", "Gate", "plan_for"]
@@ -101,16 +101,6 @@ def _failed(samples: Sequence[Sample]) -> int:
     return sum(not s.ok for s in samples)
 
 
-@dataclass(frozen=True)
-class _Judged:
-    """A budget check at the latest look: its decision, calls and events (over the limit, or
-    failed)."""
-
-    decision: Decision
-    n: int
-    events: int
-
-
 @dataclass
 class Gate:
     """The checks of one run across its looks. `base` and `limit`: the baseline, when given
@@ -122,10 +112,10 @@ class Gate:
     limit: RegressionLimit | None = None
     looks: int = 0
     first_look_calls: int = 0
-    judged: dict[str, _Judged] = field(default_factory=dict)
+    judged: dict[str, Judged] = field(default_factory=dict)
     # The latest look at which each check was decided (PASS or FAIL): a check that later calls
     # (taken for other checks) leave undecided again keeps it, as Ville's bound allows.
-    last_decided: dict[str, _Judged] = field(default_factory=dict)
+    last_decided: dict[str, Judged] = field(default_factory=dict)
     # The number of calls behind each check at each look: the looks its error rates are for.
     history: dict[str, list[int]] = field(default_factory=dict)
     regressions: dict[str, Regression] = field(default_factory=dict)
@@ -144,21 +134,22 @@ class Gate:
         value: float | None = getattr(self.budget, number.budget_field)
         return value
 
-    def _judge(self, number: _Number, limit: float, samples: Sequence[Sample]) -> _Judged | None:
+    def _judge(self, number: _Number, limit: float, samples: Sequence[Sample]) -> Judged | None:
         if number.name == "cold_start":
             cold = latencies(samples, CallPhase.COLD)
             check = cold_start_check(cold[0] if cold else None, limit)
-            return _Judged(check.decision, check.n, check.exceedances)
+            return Judged(check.decision, check.n, check.exceedances)
         if number.name == "error_rate":
-            errors = error_rate_check(_failed(samples), len(samples), limit)
-            return _Judged(errors.decision, len(samples), errors.counts.failed)
+            clumps = clumps_of(s.ok for s in samples)
+            errors = error_rate_check(clumps.failed, len(samples), limit, clumps)
+            return Judged(errors.decision, len(samples), errors.counts.failed, clumps)
         if number.pick is None or number.q is None:
             return None
         values = number.pick(samples)
         if number.name in ("ttft_p95", "tpot_p95") and not values:
             return None  # not a stream: nothing to gate
         found = percentile_check(values, number.q, limit)
-        return _Judged(found.decision, found.n, found.exceedances)
+        return Judged(found.decision, found.n, found.exceedances)
 
     def look(
         self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
@@ -249,7 +240,7 @@ class Gate:
         judged = self.judged.get("error_rate")
         if limit is None or judged is None or judged.decision is not Decision.UNDECIDED:
             return None
-        return error_rate_check(judged.events, judged.n, limit).calls_to_pass
+        return error_rate_check(judged.events, judged.n, limit, judged.clumps).calls_to_pass
 
     def _look_regressions(
         self,
@@ -328,7 +319,7 @@ class Gate:
         if judged is None:
             return Check(**common, passed=None, interval=interval)
         within = (
-            nearer_healthy(judged.events, judged.n, limit)
+            nearer_healthy(judged.events, judged.n, limit, judged.clumps)
             if number.name == "error_rate"
             else value <= limit
         )
@@ -374,106 +365,35 @@ class Gate:
             interval=interval,
             decided=not by_policy,
             by_policy=by_policy,
-            meaning=self._meaning(number, judged, value, limit, passed=passed),
+            meaning=self._meaning(
+                number, judged, value, limit, passed=passed, tail=_tail_ratio(number, samples)
+            ),
         )
 
     def _meaning(
         self,
         number: _Number,
-        judged: _Judged,
+        judged: Judged,
         value: float,
         limit: float,
         *,
         passed: bool | None = None,
-        now: _Judged | None = None,
+        now: Judged | None = None,
+        tail: float | None = None,
     ) -> str:
-        """What the outcome ruled out, in words, with its error rate. `judged` is the look that
-        decided it; `now`, when given, the last look, which left it undecided again."""
-        if passed is None:
-            passed = judged.decision is Decision.PASS
-        shown = fmt_value(limit, number.name)
-        if number.name == "cold_start":
-            return (
-                f"one call: {fmt_value(value, number.name)} against {shown}; a single call "
-                "cannot tell a slow start from bad luck"
-            )
-        test: Sprt | None
-        if number.name == "error_rate":
-            test = error_rate_sprt(limit)
-            what = "failed"
-        else:
-            test = percentile_sprt(number.q or 95)
-            what = f"over {shown}"
-
-        def counted(at: _Judged) -> str:
-            share = fmt_percent(at.events / at.n) if at.n else "—"
-            return f"{at.n:,} calls, {at.events} {what} ({share})"
-
-        word = "PASS" if passed else "FAIL"
-        if test is None:  # an error budget of 0
-            return f"{word} after {counted(judged)}: a budget of 0 allows no failure"
-        if judged.decision is Decision.UNDECIDED:
-            policy = self.plan.on_undecided
-            if policy == "estimate" and number.name == "error_rate":
-                side = (
-                    f"nearer a healthy {fmt_percent(test.p0)}"
-                    if passed
-                    else f"nearer a failing {fmt_percent(test.p1)}"
-                )
-                head = (
-                    f"{word}: undecided after {counted(judged)}, too near the budget for the "
-                    f"calls to tell; decided by the rate seen, {side}"
-                )
-            elif policy == "estimate":
-                sign = "≤" if value <= limit else ">"
-                head = (
-                    f"{word}: undecided after {counted(judged)}, too near the limit for the "
-                    f"calls to tell; decided by its value, {fmt_value(value, number.name)} "
-                    f"{sign} {shown}"
-                )
-            else:
-                head = (
-                    f"{word}: undecided after {counted(judged)}; "
-                    f"{'passed' if passed else 'failed'} by policy"
-                )
-            # Decided at the cap: the exact error rates of the test with the looks this run took
-            # and the policy at the last one.
-            wrong_pass, wrong_fail = worst_errors(
-                test,
-                self.history.get(number.name, [judged.n]),
-                on_undecided=self.plan.on_undecided,
-                q=number.q,
-                budget=limit if number.name == "error_rate" else None,
-            )
-        else:
-            head = f"{word} after {counted(judged)}"
-            # Decided by the test: Ville's bounds hold whatever looks were taken.
-            wrong_pass, wrong_fail = test.beta, test.alpha
-        if number.name == "error_rate":
-            ruled = f"a failure rate of {fmt_percent(test.p1 if passed else test.p0)}"
-            ruled += " or more" if passed else " or less"
-        else:
-            ruled = (
-                f"{fmt_percent(test.p1)} or more of calls over {shown}"
-                if passed
-                else f"{fmt_percent(test.p0)} or fewer over {shown}"
-            )
-        chance = wrong_pass if passed else wrong_fail
-        text = (
-            f"{head}: rules out {ruled} (such an endpoint {'passes' if passed else 'fails'} "
-            f"at most {fmt_percent(chance)} of runs)"
+        """The check's sentence (assess/meaning.py) with this run's policy and looks."""
+        return check_meaning(
+            number.name,
+            number.q,
+            judged,
+            value,
+            limit,
+            policy=self.plan.on_undecided,
+            looks=self.history.get(number.name, [judged.n]),
+            passed=passed,
+            now=now,
+            tail=tail,
         )
-        if now is not None:
-            text += (
-                f"; the calls taken since for other checks ({counted(now)}) leave it "
-                "undecided, not overturned"
-            )
-        elif number.name == "error_rate" and passed and value > limit:
-            text += (
-                "; the rate seen is over the budget, but within what a healthy endpoint "
-                f"({fmt_percent(test.p0)}) shows in {judged.n:,} calls"
-            )
-        return text
 
     @property
     def interval_level(self) -> float:
@@ -498,6 +418,13 @@ class Gate:
             return (None, None), len(values)
         found = percentile_interval(values, number.q, level)
         return (found.low, found.high), len(values)
+
+
+def _tail_ratio(number: _Number, samples: Sequence[Sample]) -> float | None:
+    """The p98 / p95 of a p95 check's calls (None for other checks, or too few calls)."""
+    if number.q != 95 or number.pick is None:
+        return None
+    return tail_ratio(number.pick(samples))
 
 
 _NO_DATA = {

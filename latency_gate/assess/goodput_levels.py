@@ -1,16 +1,16 @@
-"""One level at a rate, judged from its calls as they end: the capacity levels' own test.
+"""One level at a rate, judged from its calls as they end (assess/rate_level_test.py).
 
-A level is judged by `capacity_levels.judge_level` (the concurrent check's SPRT of the p95
-against `max-concurrent-p95`, first-token p95 against `max-ttft-p95` when budgeted, the error
-rate; `on-undecided` at the level's end), on the calls due after its warm-up, with every latency
-counted from the moment its call was due. Open-loop calls end out of order and a slow one would
-be missing from a judgement made when it is not back: the judged calls are therefore always a
-prefix of the arrivals (in the order they were due), and a call still in flight that has already
-waited longer than the budget is in it, over the budget (it cannot come back within it). The
-test looks each time that prefix has LOOK_EVERY more calls; a level may hold only once the calls
-it judged span the plan's `hold` seconds (a queue's latencies are correlated over its own
-memory: a short stretch of quiet calls is weaker evidence than their count says); it may break
-at any look.
+A level is judged by `rate_level_test.judge_rate_level` (the concurrent check's SPRT of the p95
+against `max-concurrent-p95`, first-token p95 against `max-ttft-p95` when budgeted, the error rate;
+`on-undecided` at the level's end: the capacity levels' test before issue 27), on the calls due
+after its warm-up, with every latency counted from the moment its call was due. Open-loop calls end
+out of order and a slow one would be missing from a judgement made when it is not back: the judged
+calls are therefore always a prefix of the arrivals (in the order they were due), and a call still
+in flight that has already waited longer than the budget is in it, over the budget (it cannot come
+back within it). The test looks each time that prefix has LOOK_EVERY more calls; a level may hold
+only once the calls it judged span the plan's `hold` seconds (a queue's latencies are correlated
+over its own memory: a short stretch of quiet calls is weaker evidence than their count says); it
+may break at any look.
 
 The client: each call's send lag (its t0 less when it was due) is the client's own. When a level
 breaks on its latencies from due but its endpoint latencies alone (from t0) would not have
@@ -31,9 +31,10 @@ from latency_gate.assess.capacity_levels import (
     LevelCalls,
     LevelJudged,
     LevelLimits,
-    judge_level,
 )
+from latency_gate.assess.clumps import clumps_of
 from latency_gate.assess.intervals import linear_percentile
+from latency_gate.assess.rate_level_test import judge_rate_level
 from latency_gate.models import RateLevel, Sample
 
 __all__ = [
@@ -78,7 +79,7 @@ def judged_calls(
     the last call in it (-1 when it is empty). Calls due in the warm-up are left out."""
     latencies: list[float] = []
     first_tokens: list[float] = []
-    failed = calls = 0
+    oks: list[bool] = []  # each judged call in order: False for a failure (its clumps)
     last = -1.0
     for arrival in arrivals:
         if arrival.due < warmup:
@@ -98,11 +99,9 @@ def judged_calls(
             token = _from_due(sample, sample.timings.first_token, endpoint=endpoint)
             if token is not None:
                 first_tokens.append(token)
-        else:
-            failed += 1
-        calls += 1
+        oks.append(sample is None or sample.ok)
         last = arrival.due
-    return LevelCalls(tuple(latencies), tuple(first_tokens), failed, calls), last
+    return LevelCalls(tuple(latencies), tuple(first_tokens), clumps_of(oks)), last
 
 
 @dataclass
@@ -119,7 +118,7 @@ class _Prefix:
     ) -> None:
         latencies: list[float] = []
         first_tokens: list[float] = []
-        failed = calls = 0
+        oks: list[bool] = []
         at = self.at
         while at < len(arrivals):
             arrival = arrivals[at]
@@ -139,14 +138,12 @@ class _Prefix:
                     token = _from_due(sample, sample.timings.first_token, endpoint=False)
                     if token is not None:
                         first_tokens.append(token)
-                else:
-                    failed += 1
-                calls += 1
+                oks.append(sample is None or sample.ok)
                 self.last_due = arrival.due
             at += 1
         self.at = at
-        if calls:
-            self.calls += LevelCalls(tuple(latencies), tuple(first_tokens), failed, calls)
+        if oks:  # a clump across two looks' seam counts as two (more evidence, not less)
+            self.calls += LevelCalls(tuple(latencies), tuple(first_tokens), clumps_of(oks))
 
 
 @dataclass
@@ -174,7 +171,7 @@ class OpenLevel:
         if calls.calls < seen + LOOK_EVERY:
             return False
         self.looks.append(calls.calls)
-        judged = judge_level(calls, self.limits, looks=self.looks, last=False)
+        judged = judge_rate_level(calls, self.limits, looks=self.looks, last=False)
         spans = self.prefix.last_due - self.warmup >= self.hold
         if judged.held is False or (judged.held and spans):
             self.judged = judged
@@ -193,7 +190,7 @@ class OpenLevel:
             looks = (
                 [*self.looks, calls.calls] if calls.calls > (self.looks or [0])[-1] else self.looks
             )
-            judged = judge_level(calls, self.limits, looks=looks or [calls.calls], last=True)
+            judged = judge_rate_level(calls, self.limits, looks=looks or [calls.calls], last=True)
             if by_cap and judged.by == "level cap":
                 judged = LevelJudged(
                     judged.held, "max-calls", judged.broke_on, judged.wrong_at_most
@@ -209,7 +206,7 @@ class OpenLevel:
             own, _ = judged_calls(
                 arrivals, float("inf"), self.limits, warmup=self.warmup, endpoint=True
             )
-            alone = judge_level(own, self.limits, looks=[own.calls], last=True)
+            alone = judge_rate_level(own, self.limits, looks=[own.calls], last=True)
             behind = bool(alone.held)
             by = "client" if behind else by
         ok = [s for s in samples if s.ok]

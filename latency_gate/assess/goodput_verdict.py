@@ -11,7 +11,7 @@ capacities side by side (Little's law).
 
 from __future__ import annotations
 
-from latency_gate.assess.capacity_levels import PERCENTILE_TEST
+from latency_gate.assess.rate_level_test import PERCENTILE_TEST
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside, plural
 from latency_gate.models import Capacity, Check, Goodput, RateLevel

@@ -29,7 +29,7 @@ from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
 from latency_gate.config.plan import effective_max_calls
-from latency_gate.models import CallPhase, Capacity, Check, Numbers, RunResult, Sample
+from latency_gate.models import CallPhase, Capacity, Numbers, RunResult, Sample
 
 __all__ = ["budget_of", "rejudge"]
 
@@ -76,7 +76,7 @@ def rejudge(run: RunResult) -> RunResult:
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
     checks = gate.checks(samples, numbers)
-    capacity = _capacity_again(run, budget, plan, checks, gate.history.get("concurrent_p95"))
+    capacity = _capacity_again(run, budget, plan, gate.history.get("concurrent_p95"))
     if plan.capacity or run.capacity is not None:
         min_capacity = _count(config, "min_capacity", None) if "min_capacity" in config else None
         row = capacity_check(capacity, min_capacity)
@@ -125,7 +125,6 @@ def _capacity_again(
     run: RunResult,
     budget: Budget,
     plan: _Settings,
-    checks: tuple[Check, ...],
     looks: list[int] | None,
 ) -> Capacity | None:
     """The file's capacity judged again from its levels' calls, under the run's own budget."""
@@ -145,7 +144,6 @@ def _capacity_again(
         limits,
         concurrent=concurrent,
         looks=looks or [len(concurrent)],
-        run_check=next((c for c in checks if c.number == "concurrent_p95"), None),
     )
 
 

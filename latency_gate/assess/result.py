@@ -5,17 +5,18 @@ The one place a `RunResult` is assembled, for a finished run and an interrupted 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from functools import partial
 
 from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare, with_origins
 from latency_gate.assess.capacity_verdict import base_capacities, capacity_check, capacity_delta
+from latency_gate.assess.creep import creep, creep_note
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
 from latency_gate.assess.goodput_verdict import goodput_checks
 from latency_gate.assess.history import HistoryPlan, history_check
-from latency_gate.assess.regression import look_alpha
+from latency_gate.assess.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.assess.work import fixed_length_finding
@@ -268,8 +269,24 @@ def judge_samples(
         regressions=() if check is None else check.regressions,
         deltas=() if check is None else check.deltas,
         relative_limit=None if check is None else check.max_relative,
+        warnings=() if history is None or base_arm is not None else _creeps(history, target, gated),
     )
     return checks, check, verdict
+
+
+def _creeps(history: HistoryPlan, target: str, gated: Collection[str]) -> list[str]:
+    """The warning of each gated percentile whose history creeps up (assess/creep.py)."""
+    runs = list(reversed(history.of(target).runs))  # oldest first
+    relative = history.limit.relative if history.limit.relative is not None else DEFAULT_RELATIVE
+    notes = []
+    for number in ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95"):
+        if number not in gated:
+            continue
+        values = [v for run in runs if (v := getattr(run.numbers, number)) is not None]
+        found = creep(number, values, max_relative=relative)
+        if found is not None and found.flagged:
+            notes.append(creep_note(found))
+    return notes
 
 
 def _with_capacity(

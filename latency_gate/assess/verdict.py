@@ -22,6 +22,7 @@ def judge(
     regressions: Sequence[NumberDelta] = (),
     deltas: Sequence[NumberDelta] = (),
     relative_limit: float | None = None,
+    warnings: Sequence[str] = (),
 ) -> Verdict:
     """PASS only when every gated check passed (decided, or undecided and passed by policy),
     some call succeeded, the run was not interrupted and nothing regressed against the baseline.
@@ -29,7 +30,8 @@ def judge(
     not fail the run: a check passed by its value or by policy, and each of `deltas` (the
     baseline comparison) still undecided and not counted as a regression, unless the test's
     estimate of it is within `relative_limit` (such a row is shown in the comparison, with what
-    the calls rule out, and not warned of: docs/statistics.md, "Undecided").
+    the calls rule out, and not warned of: docs/statistics.md, "Undecided"); `warnings` (a creep
+    of main's runs, assess/creep.py) are said with them and never fail the run.
     """
     reasons: list[str] = []
     undecided: list[str] = []
@@ -59,6 +61,7 @@ def judge(
         for delta in deltas
         if delta.left_undecided and (delta.missing or not _estimate_within(delta, relative_limit))
     ]
+    undecided += warnings
     passed = (
         successful_calls > 0
         and all(c.passed is not False for c in checks)

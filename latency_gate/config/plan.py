@@ -16,12 +16,12 @@ loading the judging layer (start-up, docs/benchmarks.md).
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from latency_gate.config.rate_plan import rate_warnings, rate_worst_calls
+from latency_gate.config.search import worst_calls
 
 if TYPE_CHECKING:
     from latency_gate.config.target import Budget
@@ -31,10 +31,15 @@ __all__ = [
     "DEFAULT_MAX_CALLS",
     "ERROR_ALPHA",
     "ERROR_BETA",
+    "ERROR_CLUMP",
     "ERROR_FAILING",
     "ERROR_HEALTHY",
-    "LEVEL_BURSTS",
+    "LEVEL_ALPHA",
+    "LEVEL_BETA",
+    "LEVEL_BROKEN_SHARE",
     "LEVEL_CALLS",
+    "LEVEL_HELD_SHARE",
+    "LEVEL_SHARE",
     "LOOK_WARM_CALLS",
     "MAX_LOOKS",
     "PERCENTILE_ALPHA",
@@ -43,6 +48,7 @@ __all__ = [
     "CallsNeeded",
     "calls_needed",
     "clean_calls_to_pass",
+    "clean_calls_to_pass_errors",
     "effective_max_calls",
     "error_shares",
     "level_bursts",
@@ -72,15 +78,27 @@ ERROR_HEALTHY = 0.5
 ERROR_FAILING = 3.0
 ERROR_ALPHA = 0.02
 ERROR_BETA = 0.04
+# Failures come in clumps (a restart, a deploy, an outage): the error budget's test counts clumps
+# (assess/clumps.py), and until the calls show how long theirs are, a PASS allows for clumps of
+# this many calls (docs/statistics.md, "Failures in clumps").
+ERROR_CLUMP = 1
 # The error budget's calls for its stated error rates near the budget: ERROR_ROOM / budget
 # (500 for 0.01; docs/statistics.md, table d).
 ERROR_ROOM = 5.0
 
 # The capacity search (assess/capacity.py, docs/statistics.md "Capacity"): each level of
-# concurrency takes bursts while its checks are undecided, at most LEVEL_BURSTS of them and no
-# more once it has LEVEL_CALLS calls; the search goes no higher than --capacity-max.
-LEVEL_CALLS = 80
-LEVEL_BURSTS = 16
+# concurrency takes bursts while its checks are undecided, and none once it has LEVEL_CALLS
+# calls (whatever the concurrency: level 1 too); the search goes no higher than --capacity-max.
+# A level holds when its calls rule out LEVEL_SHARE or more of them over the budget (its p95
+# over it) and breaks when they rule out LEVEL_SHARE or fewer: one test from each side of that
+# line, against LEVEL_HELD_SHARE and LEVEL_BROKEN_SHARE, wrong at most LEVEL_BETA and
+# LEVEL_ALPHA of the time (Ville's bound). Between the two it is near the budget.
+LEVEL_CALLS = 130
+LEVEL_SHARE = 0.05
+LEVEL_HELD_SHARE = 0.01
+LEVEL_BROKEN_SHARE = 0.15
+LEVEL_ALPHA = 0.01
+LEVEL_BETA = 0.025
 DEFAULT_CAPACITY_MAX = 64
 
 
@@ -111,6 +129,16 @@ def error_shares(budget: float) -> tuple[float, float] | None:
 def clean_calls_to_pass(healthy: float, failing: float, beta: float) -> int:
     """The fewest calls, none of them over the limit (or failed), that decide PASS."""
     return math.ceil(math.log(beta) / math.log((1 - failing) / (1 - healthy)) - 1e-9)
+
+
+def clean_calls_to_pass_errors(budget: float) -> int | None:
+    """The fewest calls without a failure that PASS an error budget (None for a budget of 0):
+    its test allows for failures in clumps of ERROR_CLUMP calls until the calls show theirs."""
+    shares = error_shares(budget)
+    if shares is None:
+        return None
+    healthy, failing = shares
+    return clean_calls_to_pass(healthy / ERROR_CLUMP, failing / ERROR_CLUMP, ERROR_BETA)
 
 
 def _first_at_least(first: int, step: int, need: int) -> int:
@@ -164,10 +192,10 @@ def calls_needed(budget: Budget, *, warm_calls: int, concurrency: int) -> CallsN
         concurrent = _first_at_least(concurrency, bursts, p95)
     minimum = 1 + warm + concurrent
     why = "the latency checks"
-    error = None if budget.max_error_rate is None else error_shares(budget.max_error_rate)
+    rate = budget.max_error_rate
+    clean = None if rate is None else clean_calls_to_pass_errors(rate)
     error_design = 0
-    if error is not None and budget.max_error_rate is not None:
-        clean = clean_calls_to_pass(*error, ERROR_BETA)
+    if clean is not None and budget.max_error_rate is not None:
         if clean > minimum:
             minimum = _first_at_least(minimum, concurrency, clean)
             why = (
@@ -239,35 +267,19 @@ def effective_max_calls(target: _Planned) -> int:
 
 def level_bursts(concurrency: int) -> int:
     """The most bursts one level of the capacity search takes at this concurrency."""
-    return max(1, min(LEVEL_BURSTS, math.ceil(LEVEL_CALLS / concurrency)))
+    return max(1, math.ceil(LEVEL_CALLS / concurrency))
 
 
 def search_worst_calls(start: int, maximum: int) -> int:
-    """The most calls the capacity search can make from a run at concurrency `start` (whose own
-    burst decided that level) up to `maximum`, every level taken to its cap: the search of
-    assess/capacity.py (double while levels hold, then halve the gap; from a failed start, level
-    1 first), followed down its costliest branch."""
-    start = min(start, maximum)
+    """The most calls the capacity search can make from a run at concurrency `start` up to
+    `maximum`, every level taken to its cap down the costliest sequence of outcomes
+    (config/search.py), the run's own level included (it takes bursts of its own when the
+    run's calls leave it near the budget)."""
 
     def cost(level: int) -> int:
         return level * level_bursts(level)
 
-    @functools.cache
-    def halving(held: int, failed: int) -> int:
-        if failed - held <= 1:
-            return 0
-        middle = (held + failed) // 2
-        return cost(middle) + max(halving(middle, failed), halving(held, middle))
-
-    @functools.cache
-    def doubling(held: int) -> int:
-        if held >= maximum:
-            return 0
-        higher = min(2 * held, maximum)
-        return cost(higher) + max(doubling(higher), halving(held, higher))
-
-    from_failed = 0 if start <= 1 else cost(1) + halving(1, start)
-    return max(doubling(start), from_failed)
+    return cost(min(start, maximum)) + worst_calls(start, maximum, cost)
 
 
 def search_least_calls(start: int, floor: int, maximum: int) -> tuple[int, int]:
@@ -275,8 +287,10 @@ def search_least_calls(start: int, floor: int, maximum: int) -> tuple[int, int]:
     `floor` calls at once for a perfect endpoint (every call within the budget), from a run at
     concurrency `start` (whose own burst decided that level), and that level. The search
     doubles while levels hold; each level holds once its p95 test passes (or at its last
-    burst). (0, start) when the run's own level already reaches the floor."""
-    clean = clean_calls_to_pass(*percentile_shares(95), PERCENTILE_BETA)
+    burst): a clean level holds once its calls rule out LEVEL_SHARE over the budget (the test
+    of assess/capacity_levels.HOLD_TEST). (0, start) when the run's own level already reaches
+    the floor (a lower bound: the run's level may take bursts of its own)."""
+    clean = clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
     level, calls = min(start, maximum), 0
     while level < floor and level < maximum:
         level = min(2 * level, maximum)
@@ -378,8 +392,8 @@ def _smallest_decidable_budget() -> float:
     significant digit."""
     budget = 1e-6
     while True:
-        shares = error_shares(budget)
-        if shares is not None and clean_calls_to_pass(*shares, ERROR_BETA) <= LARGEST_CAP:
+        clean = clean_calls_to_pass_errors(budget)
+        if clean is not None and clean <= LARGEST_CAP:
             break
         budget *= 1.01
     exponent = math.floor(math.log10(budget))

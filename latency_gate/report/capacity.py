@@ -16,7 +16,7 @@ from latency_gate.assess.capacity_verdict import (
     level_meaning,
 )
 from latency_gate.assess.findings.load import rounds_within, served_at_once
-from latency_gate.config.plan import LEVEL_BURSTS, LEVEL_CALLS
+from latency_gate.config.plan import LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
 from latency_gate.report.trend import (
@@ -43,6 +43,7 @@ class LevelRow:
     errors: int
     ttft_p95: str
     held: bool
+    near: bool
     how: str
     seconds: str
 
@@ -52,11 +53,11 @@ class LevelRow:
 
     @property
     def word(self) -> str:
-        return "held" if self.held else "broke"
+        return "held" if self.held else "near" if self.near else "broke"
 
     @property
     def mark(self) -> str:
-        return "✅ held" if self.held else "❌ broke"
+        return "✅ held" if self.held else "⚠️ near the budget" if self.near else "❌ broke"
 
 
 @dataclass(frozen=True)
@@ -101,12 +102,13 @@ class CapacityView:
 
 
 def _how(level: CapacityLevel, capacity: Capacity) -> str:
+    del capacity  # every level is judged by the same tests
     if level.decided_by == "the run":
-        return "by the run's concurrent check"
+        return "by the run's concurrent calls"
     if level.decided_by == "test":
         return "by the test"
     where = "at its last burst" if level.decided_by == "level cap" else "when max-calls stopped it"
-    return f"by {capacity.on_undecided} {where}"
+    return f"undecided {where}"
 
 
 def _row(level: CapacityLevel, capacity: Capacity) -> LevelRow:
@@ -119,6 +121,7 @@ def _row(level: CapacityLevel, capacity: Capacity) -> LevelRow:
         errors=level.errors,
         ttft_p95=fmt_duration(level.ttft_p95) if level.ttft_p95 is not None else "—",
         held=level.held,
+        near=level.near,
         how=_how(level, capacity),
         seconds=fmt_duration(level.seconds) if level.seconds is not None else "—",
     )
@@ -128,11 +131,11 @@ def _cost(capacity: Capacity) -> str:
     searched = sum(lv.decided_by != "the run" for lv in capacity.levels)
     return (
         f"The search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}, "
-        f"{plural(searched, 'level')} beyond the run's own ({capacity.start} at once: its "
-        "concurrent calls, not measured again). Each level is bursts of that many calls "
+        f"{plural(searched, 'level')} beyond the run's own ({capacity.start} at once: it "
+        "starts from the run's concurrent calls). Each level is bursts of that many calls "
         "started together, "
-        f"repeated while its test was undecided (at most {LEVEL_BURSTS} bursts, none after "
-        f"{LEVEL_CALLS} calls)."
+        f"repeated while its tests were undecided (none after {LEVEL_CALLS} calls: a level "
+        "still undecided then is near the budget)."
     )
 
 
@@ -218,11 +221,13 @@ def capacity_view(result: RunResult) -> CapacityView | None:
     if capacity is None:
         return None
     ordered = sorted(capacity.levels, key=lambda lv: lv.concurrency)
+    upper = capacity.upper if capacity.upper is not None else capacity.found
     deciding = [
         lv
         for lv in ordered
         if (lv.held and lv.concurrency == capacity.found)
-        or (not lv.held and lv.concurrency == capacity.breaking)
+        or (lv.near and capacity.found < lv.concurrency <= upper)
+        or (not lv.held and not lv.near and lv.concurrency == capacity.breaking)
     ]
     return CapacityView(
         capacity=capacity,
