@@ -21,7 +21,7 @@ calls, so a clean level is not held back for it (docs/statistics.md, "Capacity")
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -49,6 +49,7 @@ __all__ = [
     "LevelJudged",
     "LevelLimits",
     "judge_level",
+    "level_checks",
     "level_decision",
     "level_record",
 ]
@@ -134,6 +135,56 @@ def level_decision(values: Sequence[float], limit: float) -> Decision:
     return Decision.UNDECIDED
 
 
+@dataclass(frozen=True)
+class LevelChecks:
+    """A level's checks at one look: each latency check's values and budget, what each test
+    says, and the error rate's test (None without an error budget)."""
+
+    latency: dict[str, tuple[tuple[float, ...], float]]
+    decisions: dict[str, Decision]
+    errors: Decision | None
+    failed: int
+
+    @property
+    def broke(self) -> tuple[str, ...]:
+        """The checks whose test failed, the error rate last."""
+        broke = tuple(name for name, d in self.decisions.items() if d is Decision.FAIL)
+        return broke + (("error_rate",) if self.errors is Decision.FAIL else ())
+
+    @property
+    def pending(self) -> list[str]:
+        return [name for name, d in self.decisions.items() if d is Decision.UNDECIDED]
+
+    @property
+    def errors_pending(self) -> bool:
+        """The error rate undecided with a failure among the calls (a clean level does not
+        wait for it)."""
+        return self.errors is Decision.UNDECIDED and self.failed > 0
+
+
+def level_checks(
+    calls: LevelCalls,
+    limits: LevelLimits,
+    decide: Callable[[Sequence[float], float], Decision],
+) -> LevelChecks:
+    """The concurrent p95 (and first-token p95 when budgeted) by `decide`, and the error rate by
+    its own test with failures in a row counted as one clump."""
+    latency = {"concurrent_p95": (calls.latencies, limits.concurrent_p95)}
+    if limits.ttft_p95 is not None and calls.first_tokens:
+        latency["ttft_p95"] = (calls.first_tokens, limits.ttft_p95)
+    errors = (
+        None
+        if limits.error_rate is None
+        else error_rate_check(calls.failed, calls.calls, limits.error_rate, calls.clumps).decision
+    )
+    return LevelChecks(
+        latency,
+        {name: decide(v, limit) for name, (v, limit) in latency.items()},
+        errors,
+        calls.failed,
+    )
+
+
 def judge_level(
     calls: LevelCalls, limits: LevelLimits, *, looks: Sequence[int], last: bool
 ) -> LevelJudged:
@@ -145,23 +196,11 @@ def judge_level(
     check leaves the level near the budget and the error rate goes by the nearer of its two
     shares."""
     del looks  # Ville's bounds hold at any looks: the decision needs only the calls so far
-    latency = {"concurrent_p95": (calls.latencies, limits.concurrent_p95)}
-    if limits.ttft_p95 is not None and calls.first_tokens:
-        latency["ttft_p95"] = (calls.first_tokens, limits.ttft_p95)
-    decisions = {name: level_decision(v, limit) for name, (v, limit) in latency.items()}
-    errors = (
-        None
-        if limits.error_rate is None
-        else error_rate_check(calls.failed, calls.calls, limits.error_rate, calls.clumps).decision
-    )
-    broke = tuple(name for name, d in decisions.items() if d is Decision.FAIL)
-    if errors is Decision.FAIL:
-        broke += ("error_rate",)
+    checks = level_checks(calls, limits, level_decision)
+    broke, pending, errors_pending = checks.broke, checks.pending, checks.errors_pending
     if broke:
         wrong = ERROR_ALPHA if broke == ("error_rate",) else LEVEL_ALPHA
         return LevelJudged(False, "test", broke, wrong)
-    pending = [name for name, d in decisions.items() if d is Decision.UNDECIDED]
-    errors_pending = errors is Decision.UNDECIDED and calls.failed > 0
     if not pending and not errors_pending:
         return LevelJudged(True, "test", (), LEVEL_BETA)
     if not last:

@@ -15,9 +15,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.assess.capacity_levels import P95, LevelCalls, LevelJudged, LevelLimits
+from latency_gate.assess.capacity_levels import (
+    P95,
+    LevelCalls,
+    LevelJudged,
+    LevelLimits,
+    level_checks,
+)
 from latency_gate.assess.checks import (
-    error_rate_check,
     nearer_healthy,
     percentile_sprt,
     worst_errors,
@@ -47,30 +52,18 @@ def judge_rate_level(
     failed (nor has a failure still undecided); otherwise undecided, unless `last`, where
     `on-undecided` decides the undecided latency checks and the error rate goes by the nearer of
     its two shares."""
-    latency = {"concurrent_p95": (calls.latencies, limits.concurrent_p95)}
-    if limits.ttft_p95 is not None and calls.first_tokens:
-        latency["ttft_p95"] = (calls.first_tokens, limits.ttft_p95)
-    decisions = {name: _percentile_decision(v, limit) for name, (v, limit) in latency.items()}
-    errors = (
-        None
-        if limits.error_rate is None
-        else error_rate_check(calls.failed, calls.calls, limits.error_rate, calls.clumps).decision
-    )
-    broke = tuple(name for name, d in decisions.items() if d is Decision.FAIL)
-    if errors is Decision.FAIL:
-        broke += ("error_rate",)
+    checks = level_checks(calls, limits, _percentile_decision)
+    broke, pending, errors_pending = checks.broke, checks.pending, checks.errors_pending
     if broke:
         wrong = ERROR_ALPHA if broke == ("error_rate",) else PERCENTILE_TEST.alpha
         return LevelJudged(False, "test", broke, wrong)
-    pending = [name for name, d in decisions.items() if d is Decision.UNDECIDED]
-    errors_pending = errors is Decision.UNDECIDED and calls.failed > 0
     if not pending and not errors_pending:
         return LevelJudged(True, "test", (), PERCENTILE_TEST.beta)
     if not last:
         return LevelJudged(None)
     plan = SamplingPlan(on_undecided=on_undecided_policy(limits.on_undecided))
     for name in pending:
-        values, limit = latency[name]
+        values, limit = checks.latency[name]
         value = linear_percentile(values, P95)
         passed, _ = resolve(Decision.UNDECIDED, plan, within=value is not None and value <= limit)
         if not passed:

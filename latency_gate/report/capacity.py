@@ -19,14 +19,7 @@ from latency_gate.assess.findings.load import rounds_within, served_at_once
 from latency_gate.config.plan import LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
-from latency_gate.report.trend import (
-    BUDGET_REACH,
-    CHART_HEIGHT,
-    axis_top,
-    chart_header,
-    chart_number,
-    chart_text,
-)
+from latency_gate.report.trend import BUDGET_REACH, CHART_HEIGHT, bar_chart
 
 __all__ = ["CapacityChart", "CapacityView", "LevelRow", "capacity_view"]
 
@@ -72,20 +65,14 @@ class CapacityChart:
     @property
     def mermaid(self) -> tuple[str, ...]:
         """The lines of the ```mermaid block."""
-        values = [p95 for _, p95 in self.levels]
-        top = max(values)
-        if self.budget_drawn:
-            top = max(top, self.budget)
-        labels = ", ".join(chart_text(str(level)) for level, _ in self.levels)
-        lines = [
-            *chart_header(self.title, CHART_HEIGHT),  # bars blue, the budget red, as the trend's
-            f'    x-axis "calls at once" [{labels}]',
-            f'    y-axis "p95, seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
-            f"    bar [{', '.join(chart_number(v) for v in values)}]",
-        ]
-        if self.budget_drawn:
-            lines.append(f"    line [{', '.join(chart_number(self.budget) for _ in values)}]")
-        return tuple(lines)
+        return bar_chart(
+            self.title,
+            ("calls at once", "p95, seconds"),
+            [(str(level), p95) for level, p95 in self.levels],
+            self.budget,
+            budget_drawn=self.budget_drawn,
+            height=CHART_HEIGHT,
+        )
 
 
 @dataclass(frozen=True)

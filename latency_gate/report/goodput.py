@@ -19,14 +19,7 @@ from latency_gate.assess.goodput_verdict import (
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import Goodput, RateLevel, RunResult
-from latency_gate.report.trend import (
-    BUDGET_REACH,
-    CHART_HEIGHT,
-    axis_top,
-    chart_header,
-    chart_number,
-    chart_text,
-)
+from latency_gate.report.trend import BUDGET_REACH, CHART_HEIGHT, bar_chart
 
 __all__ = ["GoodputView", "RateChart", "RateRow", "goodput_view"]
 
@@ -71,20 +64,14 @@ class RateChart:
     @property
     def mermaid(self) -> tuple[str, ...]:
         """The lines of the ```mermaid block."""
-        values = [p95 for _, p95 in self.levels]
-        top = max(values)
-        if self.budget_drawn:
-            top = max(top, self.budget)
-        labels = ", ".join(chart_text(label) for label, _ in self.levels)
-        lines = [
-            *chart_header(self.title, CHART_HEIGHT),
-            f'    x-axis "requests a second" [{labels}]',
-            f'    y-axis "p95 from due, seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
-            f"    bar [{', '.join(chart_number(v) for v in values)}]",
-        ]
-        if self.budget_drawn:
-            lines.append(f"    line [{', '.join(chart_number(self.budget) for _ in values)}]")
-        return tuple(lines)
+        return bar_chart(
+            self.title,
+            ("requests a second", "p95 from due, seconds"),
+            self.levels,
+            self.budget,
+            budget_drawn=self.budget_drawn,
+            height=CHART_HEIGHT,
+        )
 
 
 @dataclass(frozen=True)

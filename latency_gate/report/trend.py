@@ -28,6 +28,7 @@ __all__ = [
     "TREND_NUMBERS",
     "TrendChart",
     "axis_top",
+    "bar_chart",
     "chart_number",
     "chart_text",
     "label_layout",
@@ -124,6 +125,31 @@ def chart_header(
         "xychart-beta",
         f"    title {chart_text(title)}",
     )
+
+
+def bar_chart(
+    title: str,
+    axes: tuple[str, str],
+    bars: Sequence[tuple[str, float]],
+    budget: float,
+    *,
+    budget_drawn: bool,
+    height: int,
+) -> tuple[str, ...]:
+    """The lines of a bar chart of a p95 per level (`bars`: its label and value, in order), the
+    budget a line when `budget_drawn`; `axes`: the x axis's name and the y axis's."""
+    values = [value for _, value in bars]
+    top = max([*values, budget] if budget_drawn else values)
+    labels = ", ".join(chart_text(label) for label, _ in bars)
+    lines = [
+        *chart_header(title, height),  # bars blue, the budget red, as the trend's
+        f'    x-axis "{axes[0]}" [{labels}]',
+        f'    y-axis "{axes[1]}" 0 --> {chart_number(axis_top(top * 1.05))}',
+        f"    bar [{', '.join(chart_number(v) for v in values)}]",
+    ]
+    if budget_drawn:
+        lines.append(f"    line [{', '.join(chart_number(budget) for _ in values)}]")
+    return tuple(lines)
 
 
 def chart_text(text: str) -> str:
