@@ -31,7 +31,7 @@ TOKEN = "ghs_fake_token"
 API_KEY = "sk-action-test-secret-5678"
 PR = 42
 # 10 ms per answer: far over a 1 ms budget, far inside the default 3 s ones on a noisy machine.
-ENDPOINT = EndpointSpec(name="action-demo", latency=0.01, tokens=3, token_interval=0.001)
+ENDPOINT = EndpointSpec(name="action-demo", latency=0.002, tokens=3, token_interval=0.001)
 # Every output action.yml declares: the action must write each one.
 OUTPUT_NAMES = set(
     yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["outputs"]
