@@ -216,6 +216,7 @@ def test_second_run_updates_the_same_comment(run: Runner) -> None:
     assert f"latency-gate: PR comment updated: {comments[0]['html_url']}" in second.lines
 
 
+@pytest.mark.slow
 def test_comment_found_among_150_others(run: Runner) -> None:
     """With 150 other comments ours lands on page 2; the next run pages to it and updates it."""
     run.github.seed_comments(PR, 150)
@@ -233,6 +234,7 @@ def test_comment_found_among_150_others(run: Runner) -> None:
     assert pages == ["1", "2", "1", "2"]
 
 
+@pytest.mark.slow
 def test_foreign_comment_carrying_the_marker_is_never_edited(run: Runner) -> None:
     """A comment by someone else that holds our marker stays as it was; ours is made beside it."""
     marker = comment_marker("latency", "gate", ["endpoint"])

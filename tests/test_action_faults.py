@@ -318,6 +318,7 @@ GITHUB_FAULTS = [
             25.0,  # back-off 1 + 2 + 4 s between four tries
         ),
         id="5xx-for-good",
+        marks=pytest.mark.slow,  # the back-off waits out its retries
     ),
     pytest.param(
         GitHubFault(
@@ -326,6 +327,7 @@ GITHUB_FAULTS = [
             20.0,  # Retry-After: 1 between four tries
         ),
         id="429-for-good",
+        marks=pytest.mark.slow,  # the back-off waits out its retries
     ),
 ]
 
@@ -350,6 +352,7 @@ def test_github_fault_leaves_the_verdict_and_warns(
     assert len(github.requests) <= 4 + 1  # at most 3 retries of one call, and one more call
 
 
+@pytest.mark.slow
 def test_429_retry_after_is_waited_then_the_comment_is_posted(
     tmp_path: Path, fast_endpoint: str, github: FakeGitHub
 ) -> None:

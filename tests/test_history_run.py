@@ -70,6 +70,7 @@ def _history(server: DemoServer, folder: Path, runs: int, *extra: str) -> None:
         (folder / f"main-{i}.json").write_text(dump_runs([_spread(run, factor, runs - i)]))
 
 
+@pytest.mark.slow
 def test_cli_judges_against_the_history(server: DemoServer, tmp_path: Path) -> None:
     """Six runs of main: an unchanged endpoint passes, said against the history of 6 runs; the
     endpoint five times slower (160 ms more a call, twice the 80 ms margin) fails on warm p95,
@@ -97,6 +98,7 @@ def test_cli_judges_against_the_history(server: DemoServer, tmp_path: Path) -> N
     assert sorted(path.name for path in folder.iterdir()) == [f"main-{i}.json" for i in range(6)]
 
 
+@pytest.mark.slow
 def test_cli_two_runs_fall_back_to_the_newest(server: DemoServer, tmp_path: Path) -> None:
     """Two runs of main: compared with the newest, and said so."""
     folder = tmp_path / "history"
@@ -119,6 +121,7 @@ def test_cli_two_runs_fall_back_to_the_newest(server: DemoServer, tmp_path: Path
     )
 
 
+@pytest.mark.slow
 def test_cli_skips_a_broken_file_with_a_warning(server: DemoServer, tmp_path: Path) -> None:
     """A broken file in the folder is a warning naming it; the run goes on (exit 0)."""
     folder = tmp_path / "history"
@@ -130,6 +133,7 @@ def test_cli_skips_a_broken_file_with_a_warning(server: DemoServer, tmp_path: Pa
     assert "against the history of 3 runs" in done.output
 
 
+@pytest.mark.slow
 def test_cli_appends_when_told_and_prunes(server: DemoServer, tmp_path: Path) -> None:
     """--history-append true: the result (redacted, as --json writes it) joins the folder as a
     new file of ours, and the folder is pruned to --history-keep of ours only."""
@@ -156,6 +160,7 @@ def test_cli_appends_when_told_and_prunes(server: DemoServer, tmp_path: Path) ->
     assert len(list(folder.glob("main-*.json"))) == 3  # not ours: never pruned
 
 
+@pytest.mark.slow
 def test_cli_auto_does_not_append_outside_actions(server: DemoServer, tmp_path: Path) -> None:
     """The default (auto) outside GitHub Actions: nothing written, and the reason said."""
     folder = tmp_path / "history"
@@ -240,6 +245,7 @@ def _push(tmp_path: Path, ref: str = "refs/heads/main") -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_action_appends_on_the_default_branch(server: DemoServer, tmp_path: Path) -> None:
     """history: .latency-history on a push to main: a first run (no folder) says so, then its
     result is the folder's first file, named with the run id."""
@@ -259,6 +265,7 @@ def test_action_appends_on_the_default_branch(server: DemoServer, tmp_path: Path
     assert "::warning title=latency-gate%3A no history::no history for endpoint: no history" in log
 
 
+@pytest.mark.slow
 def test_action_never_appends_on_a_pull_request(server: DemoServer, tmp_path: Path) -> None:
     """A pull_request run reads the history and writes nothing into it."""
     env = {
@@ -272,6 +279,7 @@ def test_action_never_appends_on_a_pull_request(server: DemoServer, tmp_path: Pa
     assert not (tmp_path / "workspace" / ".latency-history").exists()
 
 
+@pytest.mark.slow
 def test_action_warns_of_a_skipped_file(server: DemoServer, tmp_path: Path) -> None:
     """A file of the folder that is not a result: a warning annotation naming it, exit 0."""
     folder = tmp_path / "workspace" / "h"
@@ -338,6 +346,7 @@ def test_a_folder_that_cannot_be_written_is_a_warning(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_a_run_records_the_commit_it_measured(server: DemoServer, tmp_path: Path) -> None:
     """In a workflow the result records GITHUB_SHA, which names the run in later runs' trend
     charts; a GITHUB_SHA that is not a commit's SHA is not recorded, and a result file whose

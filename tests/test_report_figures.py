@@ -107,6 +107,7 @@ def test_slots_are_the_first_step_of_the_end_times(ends: list[float], slots: int
     assert found["serialized"].evidence.endswith(f"as if served about {slots} at a time")
 
 
+@pytest.mark.slow
 async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
     """4 slots of 100 ms against 250 ms: two rounds of 4 end within it (8 at once: p95 about
     200 ms) and a third round does not (9 at once: p95 263 ms); the search finds 8 and the
@@ -127,6 +128,7 @@ async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
     assert view.queue.endswith("as the search found.")
 
 
+@pytest.mark.slow
 async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() -> None:
     """The same search beside a first burst served one at a time (each call 100 ms after the
     one before): rounds of 1 would hold 2 at once, but the search measured 8 held at about
@@ -150,6 +152,7 @@ async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() ->
     assert view.queue.endswith("so the capacity rests on the search's levels alone.")
 
 
+@pytest.mark.slow
 async def test_two_endpoints_of_the_same_behaviour_are_not_called_faster() -> None:
     """Two demo endpoints alike (50 ms, jitter 0.3, other seeds), probed as two targets: their
     p95s differ by noise alone, and the comparison says the calls tell no difference (it said
@@ -170,6 +173,7 @@ async def test_two_endpoints_of_the_same_behaviour_are_not_called_faster() -> No
     assert sentence.startswith("b is as fast as a at p95: no difference the calls can tell")
 
 
+@pytest.mark.slow
 async def test_a_slower_endpoint_is_called_slower_with_its_interval() -> None:
     """50 ms against 150 ms (jitter 0.1): "b is ... slower at warm p95 (p95s x2.6 to x3.4,
     95 %)", the difference with the interval of the ratio of the two p95s, which holds the
