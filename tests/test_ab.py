@@ -152,6 +152,7 @@ def _bursts_of(order: str) -> str:
     return "".join(arm * CONCURRENCY for arm in order)
 
 
+@pytest.mark.slow
 async def test_each_call_has_its_own_stamps(arms: tuple[DemoServer, DemoServer]) -> None:
     """The kernel-stamp clock is as good in an A/B run: every warm call of each arm measures
     its own server's time (20 ms for the head, 50 ms for the base) within a few ms."""

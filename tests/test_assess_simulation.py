@@ -186,6 +186,7 @@ def test_same_work_unchanged_is_neither_flagged_nor_mostly_undecided() -> None:
     assert row.undecided_latency <= 0.35
 
 
+@pytest.mark.slow
 def test_same_work_names_longer_answers_and_only_them() -> None:
     """Answers 25 % longer at the same speed: the length named (target 90 %), the time per token
     and the first token not (target at most 2 %), and a whole-call number regresses."""

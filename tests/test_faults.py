@@ -362,6 +362,7 @@ def test_expired_certificate_is_a_tls_error(tmp_path: Path, ca: trustme.CA) -> N
     assert "certificate has expired" in (result.samples[0].error_detail or "")
 
 
+@pytest.mark.slow
 def test_insecure_only_when_asked_and_said_in_the_report(tmp_path: Path, ca: trustme.CA) -> None:
     """--insecure accepts the untrusted certificate and the report warns that checks were off."""
     run = _tls_run(tmp_path, ca.issue_cert("127.0.0.1"), "--insecure")
