@@ -5,6 +5,7 @@ N, one service time apart."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 
@@ -107,17 +108,28 @@ def test_slots_are_the_first_step_of_the_end_times(ends: list[float], slots: int
     assert found["serialized"].evidence.endswith(f"as if served about {slots} at a time")
 
 
+@pytest.fixture(scope="module")
+def four_slots_search() -> RunResult:
+    """The capacity search (up to 16 at once) on 4 slots of 100 ms against 250 ms, run once
+    (about 17 s) for the two tests that read it."""
+    return asyncio.run(
+        _probe(
+            _slots_server(4, 0.1, "raw"),
+            body='{"question": "hi"}',
+            capacity="true",
+            **{"capacity-max": "16"},
+        )
+    )
+
+
 @pytest.mark.slow
-async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
+def test_the_capacity_sentence_counts_whole_rounds_of_the_slots(
+    four_slots_search: RunResult,
+) -> None:
     """4 slots of 100 ms against 250 ms: two rounds of 4 end within it (8 at once: p95 about
     200 ms) and a third round does not (9 at once: p95 263 ms); the search finds 8 and the
     sentence beside it says 8, not 4 x 250 / 100 = 9.9."""
-    result = await _probe(
-        _slots_server(4, 0.1, "raw"),
-        body='{"question": "hi"}',
-        capacity="true",
-        **{"capacity-max": "16"},
-    )
+    result = four_slots_search
     capacity = result.capacity
     assert capacity is not None
     assert capacity.found == 8
@@ -129,16 +141,13 @@ async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
 
 
 @pytest.mark.slow
-async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() -> None:
+def test_the_capacity_sentence_prints_no_figure_its_levels_contradict(
+    four_slots_search: RunResult,
+) -> None:
     """The same search beside a first burst served one at a time (each call 100 ms after the
     one before): rounds of 1 would hold 2 at once, but the search measured 8 held at about
     200 ms; the sentence names that level instead of printing 2 against 8."""
-    result = await _probe(
-        _slots_server(4, 0.1, "raw"),
-        body='{"question": "hi"}',
-        capacity="true",
-        **{"capacity-max": "16"},
-    )
+    result = four_slots_search
     staircase = tuple(
         _whole(s.index, 0.1 * (s.index + 1)) if s.phase is CallPhase.CONCURRENT else s
         for s in result.samples
