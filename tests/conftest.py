@@ -259,3 +259,27 @@ def start_tinyproxy(tmp_path: Path, extra: str = "") -> Iterator[str]:
         yield url
     finally:
         stop_process(process)
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One run of `latency-gate demo`: what it exited with and printed, and its --out folder."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: str
+    out: Path
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """`latency-gate demo --out DIR` run once per test session (35-80 s: three endpoints probed
+    by the full gate); every test of the demo's run reads this one (the slow tier)."""
+    from click.testing import CliRunner  # here: only the demo tests need the CLI
+
+    from latency_gate import cli
+
+    out = tmp_path_factory.mktemp("demo") / "reports"
+    result = CliRunner().invoke(cli.main, ["demo", "--out", str(out)], prog_name="latency-gate")
+    return DemoRun(result.exit_code, result.stdout, result.stderr, result.output, out)

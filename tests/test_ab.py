@@ -96,6 +96,7 @@ def test_arm_order_is_thue_morse_and_balanced() -> None:
     assert [arm_order(n, arms=1) for n in range(5)] == [0] * 5
 
 
+@pytest.mark.slow
 async def test_calls_interleave_cold_then_warm_in_thue_morse_order_then_bursts(
     arms: tuple[DemoServer, DemoServer],
 ) -> None:
@@ -108,6 +109,7 @@ async def test_calls_interleave_cold_then_warm_in_thue_morse_order_then_bursts(
     assert len(result.samples) == len(result.base_samples) == 1 + WARM + CONCURRENCY
 
 
+@pytest.mark.slow
 async def test_each_arm_keeps_its_own_connection_for_warm_calls(
     arms: tuple[DemoServer, DemoServer],
 ) -> None:
@@ -121,6 +123,7 @@ async def test_each_arm_keeps_its_own_connection_for_warm_calls(
         assert [s.new_connection for s in samples[: 1 + WARM]] == [True] + [False] * WARM
 
 
+@pytest.mark.slow
 async def test_more_looks_extend_both_arms_and_bursts_never_overlap(
     arms: tuple[DemoServer, DemoServer],
 ) -> None:
@@ -149,6 +152,7 @@ def _bursts_of(order: str) -> str:
     return "".join(arm * CONCURRENCY for arm in order)
 
 
+@pytest.mark.slow
 async def test_each_call_has_its_own_stamps(arms: tuple[DemoServer, DemoServer]) -> None:
     """The kernel-stamp clock is as good in an A/B run: every warm call of each arm measures
     its own server's time (20 ms for the head, 50 ms for the base) within a few ms."""
@@ -179,6 +183,7 @@ async def test_the_budget_judges_the_head_alone() -> None:
     assert result.baseline.regressions == ()
 
 
+@pytest.mark.slow
 async def test_an_unreachable_base_stops_the_base_and_says_which_arm() -> None:
     """A base that refuses every connection stops being measured after its first three calls,
     the warning names the base, and the head goes on alone: the budget judges the head alone
@@ -540,6 +545,7 @@ def test_action_refuses_a_loopback_base_in_its_container(tmp_path: Path) -> None
     )
 
 
+@pytest.mark.slow
 def test_action_runs_an_ab_run_with_its_limit(
     servers: tuple[DemoServer, DemoServer], tmp_path: Path
 ) -> None:
@@ -573,6 +579,7 @@ ALIKE = EndpointSpec(
 )
 
 
+@pytest.mark.slow
 def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None:
     """The head answering in twice its base's time: exit 1, the warm numbers named as
     regressions (the run stops there: it fails whatever more calls show), both arms in the
@@ -607,6 +614,7 @@ def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None
     assert "query-secret-42" not in markdown + (tmp_path / "r.json").read_text() + done.output
 
 
+@pytest.mark.slow
 def test_every_budget_off_still_tests_the_default_numbers(tmp_path: Path) -> None:
     """A run that only compares (every budget off) is still asked "slower?": the default
     budget's numbers are tested, and a head twice as slow as its base fails the run."""
@@ -631,6 +639,7 @@ def test_every_budget_off_still_tests_the_default_numbers(tmp_path: Path) -> Non
     assert "warm_p95" in {d.number for d in result.baseline.regressions}
 
 
+@pytest.mark.slow
 def test_cli_two_alike_endpoints_do_not_regress(tmp_path: Path) -> None:
     """Two endpoints of the same behaviour (the same service time and jitter, other seeds):
     exit 0, no number called a regression (one the calls could not decide is said so, never
@@ -646,6 +655,7 @@ def test_cli_two_alike_endpoints_do_not_regress(tmp_path: Path) -> None:
     assert said is not None, done.output
 
 
+@pytest.mark.slow
 def test_the_json_holds_both_arms_and_validates(tmp_path: Path) -> None:
     """The JSON result of an A/B run: base_samples, the check's kind and redacted source, the
     base's redacted settings; it validates against the published schema."""
@@ -712,6 +722,7 @@ def test_side_by_side_source_is_a_code_span_whatever_it_holds() -> None:
     )
 
 
+@pytest.mark.slow
 async def test_a_proxy_on_one_arm_only_is_said(arms: tuple[DemoServer, DemoServer]) -> None:
     """When the environment's proxy covers one arm's URL and not the other's, the result warns
     that its hop is in one arm of the comparison only."""

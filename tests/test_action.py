@@ -30,8 +30,9 @@ REPOSITORY = "octo-org/octo-repo"
 TOKEN = "ghs_fake_token"
 API_KEY = "sk-action-test-secret-5678"
 PR = 42
-# 10 ms per answer: far over a 1 ms budget, far inside the default 3 s ones on a noisy machine.
-ENDPOINT = EndpointSpec(name="action-demo", latency=0.01, tokens=3, token_interval=0.001)
+# 2 ms per answer: over a 1 ms budget whatever the machine (it sleeps 2 ms before answering), far
+# inside the default 3 s ones on a noisy machine; a passing run takes about 130 calls.
+ENDPOINT = EndpointSpec(name="action-demo", latency=0.002, tokens=3, token_interval=0.001)
 # Every output action.yml declares: the action must write each one.
 OUTPUT_NAMES = set(
     yaml.safe_load((REPO_ROOT / "action.yml").read_text(encoding="utf-8"))["outputs"]
@@ -174,6 +175,7 @@ def _update(comment: Mapping[str, Any]) -> tuple[str, str]:
 # --- the sticky comment ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_first_run_creates_the_comment(run: Runner) -> None:
     """On a pull request the first run posts one comment, marked, with the verdict."""
     result = run()
@@ -188,6 +190,7 @@ def test_first_run_creates_the_comment(run: Runner) -> None:
     assert f"latency-gate: PR comment created: {comments[0]['html_url']}" in result.lines
 
 
+@pytest.mark.slow
 def test_comment_links_the_run_for_the_full_report(run: Runner) -> None:
     """In a workflow run, the comment links the run's page, where the job summary is."""
     run(raw_env={"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "4242"})
@@ -196,12 +199,14 @@ def test_comment_links_the_run_for_the_full_report(run: Runner) -> None:
     assert f"[Full report: where the time went, findings and every call]{link}" in body
 
 
+@pytest.mark.slow
 def test_comment_leaves_out_a_run_link_it_cannot_trust(run: Runner) -> None:
     """A run id that is not a number gives no link rather than a broken one."""
     run(raw_env={"GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "1)[x](y"})
     assert "Full report" not in _ours(run.github)[0]["body"]
 
 
+@pytest.mark.slow
 def test_second_run_updates_the_same_comment(run: Runner) -> None:
     """A second run on the same PR edits the first run's comment; there is still exactly one."""
     first = run()
@@ -215,6 +220,7 @@ def test_second_run_updates_the_same_comment(run: Runner) -> None:
     assert f"latency-gate: PR comment updated: {comments[0]['html_url']}" in second.lines
 
 
+@pytest.mark.slow
 def test_comment_found_among_150_others(run: Runner) -> None:
     """With 150 other comments ours lands on page 2; the next run pages to it and updates it."""
     run.github.seed_comments(PR, 150)
@@ -232,6 +238,7 @@ def test_comment_found_among_150_others(run: Runner) -> None:
     assert pages == ["1", "2", "1", "2"]
 
 
+@pytest.mark.slow
 def test_foreign_comment_carrying_the_marker_is_never_edited(run: Runner) -> None:
     """A comment by someone else that holds our marker stays as it was; ours is made beside it."""
     marker = comment_marker("latency", "gate", ["endpoint"])
@@ -244,6 +251,7 @@ def test_foreign_comment_carrying_the_marker_is_never_edited(run: Runner) -> Non
     assert _writes(run.github) == [CREATE, _update(ours)]
 
 
+@pytest.mark.slow
 def test_read_only_token_warns_with_the_permissions_hint(read_only_run: Runner) -> None:
     """A 403 on the write is a warning saying which permission to grant; the run still passes."""
     result = read_only_run()
@@ -266,6 +274,7 @@ def test_read_only_token_keeps_the_breach_exit_code(read_only_run: Runner) -> No
     assert any("permissions: pull-requests: write" in line for line in result.lines)
 
 
+@pytest.mark.slow
 def test_over_long_body_422_is_a_warning(run: Runner) -> None:
     """GitHub's 422 for a body over its limit becomes a warning with GitHub's words; exit 0."""
     run.github.fail_next(
@@ -304,6 +313,7 @@ def test_push_event_makes_no_comment_and_says_so(run: Runner) -> None:
     assert result.outputs["comment-url"] == ""
 
 
+@pytest.mark.slow
 def test_pull_request_target_event_comments(run: Runner) -> None:
     """pull_request_target events carry a PR too, and get the comment."""
     run(event_name="pull_request_target")
@@ -321,12 +331,14 @@ def test_comment_never_calls_no_api(run: Runner) -> None:
     assert result.outputs["comment-url"] == ""
 
 
+@pytest.mark.slow
 def test_comment_always_comments_on_a_pass(run: Runner) -> None:
     """comment: always posts the report on a pull request whatever the verdict."""
     run({"comment": "always"})
     assert _writes(run.github) == [CREATE]
 
 
+@pytest.mark.slow
 def test_comment_always_warns_on_a_push(run: Runner) -> None:
     """comment: always on an event without a PR is a warning, not a silent skip."""
     result = run({"comment": "always"}, event_name="push")
@@ -343,6 +355,7 @@ def test_comment_auto_on_a_breach(run: Runner) -> None:
     assert _writes(run.github) == [CREATE]
 
 
+@pytest.mark.slow
 def test_on_failure_pass_creates_nothing(run: Runner) -> None:
     """comment: on-failure with a pass and no earlier report looks, posts nothing, says so."""
     result = run({"comment": "on-failure"})
@@ -367,6 +380,7 @@ def test_on_failure_breach_creates_the_comment(run: Runner) -> None:
     assert "## ❌ latency-gate: FAIL\n" in _ours(run.github)[0]["body"]
 
 
+@pytest.mark.slow
 def test_on_failure_pass_updates_an_earlier_failure(run: Runner) -> None:
     """comment: on-failure keeps an earlier failure's comment current, so it never shows a
     stale FAIL after the endpoint recovered."""
@@ -382,6 +396,7 @@ def test_on_failure_pass_updates_an_earlier_failure(run: Runner) -> None:
 # --- outputs, annotations, summary, exit codes -----------------------------------------------
 
 
+@pytest.mark.slow
 def test_outputs_file(run: Runner) -> None:
     """Every output is written: the verdict, the numbers in seconds, the paths."""
     result = run()
@@ -410,6 +425,7 @@ def test_outputs_on_a_breach(run: Runner) -> None:
     assert (result.outputs["passed"], result.outputs["verdict"]) == ("false", "FAIL")
 
 
+@pytest.mark.slow
 def test_json_path_input(run: Runner) -> None:
     """json-path puts the result (and report-path) where it says, relative to the workspace."""
     result = run({"json-path": "out/latency.json"})
@@ -421,6 +437,7 @@ def test_json_path_input(run: Runner) -> None:
 # --- files the action writes -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_default_files_are_the_actions_own_folder_and_said(run: Runner) -> None:
     """Without json-path the action writes result.json and report.md in its folder, and says so."""
     result = run()
@@ -433,6 +450,7 @@ def test_default_files_are_the_actions_own_folder_and_said(run: Runner) -> None:
     )
 
 
+@pytest.mark.slow
 def test_named_json_path_is_the_only_file_written(run: Runner) -> None:
     """A named json-path gets that one file: a report.md of the user's beside it is untouched."""
     out = run.workspace / "out"
@@ -446,6 +464,7 @@ def test_named_json_path_is_the_only_file_written(run: Runner) -> None:
     assert "latency-gate: wrote out/latency.json" in result.lines
 
 
+@pytest.mark.slow
 def test_absolute_json_path_inside_the_workspace_is_taken(run: Runner) -> None:
     """An absolute json-path inside the workspace is fine; report-path is still relative."""
     result = run({"json-path": str(run.workspace / "abs" / "result.json")})
@@ -524,6 +543,7 @@ def test_annotation_for_each_breached_number(run: Runner) -> None:
         assert re.fullmatch(pattern, line), line
 
 
+@pytest.mark.slow
 def test_no_annotation_on_a_pass(run: Runner) -> None:
     """A pass prints no ::error annotation."""
     result = run()
@@ -544,6 +564,7 @@ def test_breach_exits_one(run: Runner) -> None:
     assert run(BREACH).code == 1
 
 
+@pytest.mark.slow
 def test_summary_written(run: Runner) -> None:
     """The job summary is the Markdown report with the verdict first."""
     result = run()
@@ -553,6 +574,7 @@ def test_summary_written(run: Runner) -> None:
     )
 
 
+@pytest.mark.slow
 def test_summary_false_writes_none(run: Runner) -> None:
     """summary: false leaves the job summary file empty."""
     assert run({"summary": "false"}).summary == ""
@@ -567,6 +589,7 @@ def test_underscore_input_spelling_accepted(run: Runner) -> None:
     )
 
 
+@pytest.mark.slow
 def test_hyphen_spelling_wins_over_underscore(run: Runner) -> None:
     """When both spellings are set, the runner's own (hyphens) is the one used."""
     result = run({"max-warm-p95": "10s"}, raw_env={"INPUT_MAX_WARM_P95": "1ms"})
@@ -576,6 +599,7 @@ def test_hyphen_spelling_wins_over_underscore(run: Runner) -> None:
     )
 
 
+@pytest.mark.slow
 def test_masks_come_first(run: Runner) -> None:
     """Secrets are masked before any other line, and never printed again."""
     header = "X-Custom-Auth: custom-secret-value"
@@ -727,6 +751,7 @@ def test_loopback_proxy_from_the_environment_is_refused_in_the_container(run: Ru
     assert "invalid input proxy: http://localhost:3128 points at localhost," in error
 
 
+@pytest.mark.slow
 def test_loopback_url_is_probed_outside_the_container(run: Runner) -> None:
     """Without the Docker action's variable (the CLI, the action on the runner) loopback works."""
     result = run(raw_env={"LATENCY_GATE_IN_CONTAINER": ""})

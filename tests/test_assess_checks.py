@@ -167,6 +167,7 @@ def test_calls_to_pass_counts_the_clean_calls_still_needed() -> None:
     assert error_rate_check(0, 31, 1e-9).calls_to_pass == 1_287_550_337 - 31
 
 
+@pytest.mark.slow
 def test_event_bounds_match_the_decisions() -> None:
     """The closed-form bounds agree with deciding count by count, at every n to 600."""
     for test in (percentile_sprt(95), percentile_sprt(50), error_rate_sprt(0.01)):

@@ -101,6 +101,7 @@ def test_error_rate_interval_says_k_of_n_and_the_upper_bound() -> None:
     assert error_rate_interval(0, 0).interval.as_list() == [None, None]
 
 
+@pytest.mark.slow
 def test_clopper_pearson_upper_bound_matches_beta_quantile_for_many_counts() -> None:
     """Against scipy's beta quantiles for k = 0..10 of 200 calls (both sides, 1e-7)."""
     beta = pytest.importorskip("scipy.stats").beta

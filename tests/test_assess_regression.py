@@ -81,6 +81,7 @@ def test_too_few_calls_is_none() -> None:
     assert percentile_regression([1.0], [1.0, 2.0], 95) is None
 
 
+@pytest.mark.slow
 def test_permutation_deals_match_a_full_shuffle() -> None:
     """The walk-from-the-top split has the same distribution as numpy's full permutations."""
     np = pytest.importorskip("numpy")
@@ -160,6 +161,7 @@ def test_the_interval_does_not_collapse_on_whole_milliseconds() -> None:
     assert low <= found.ratio <= high if found.ratio is not None else False
 
 
+@pytest.mark.slow
 def test_the_interval_covers_at_its_level() -> None:
     """Head is base x 1.3 (lognormal sigma 0.5, 40 calls a side): over 200 seeded pairs the
     interval misses 1.3 in at most 5 % plus slack (it covered 91 % before; 95.5 % measured over
@@ -208,6 +210,7 @@ def test_a_decisions_interval_is_its_own_test_inverted() -> None:
         assert found.outcome is expected, limit
 
 
+@pytest.mark.slow
 def test_a_decisions_interval_misses_each_side_at_most_its_alpha() -> None:
     """Head is base x 1.3 (as above), at a first look's last alphas 0.02 and 0.10 (an 88 %
     interval): over 200 pairs the lower end is above 1.3 in at most 2 % plus slack and the upper

@@ -29,6 +29,7 @@ def _red(endpoint: gatesim.Endpoint, check: str, runs: int, cell: int, **how: st
     return statsim.red_alone("t", cell, runs, endpoint, check, **how).red[check]
 
 
+@pytest.mark.slow
 def test_the_shapes_put_the_true_p95_where_asked() -> None:
     """The harness itself: each shape's true p95 is the multiple of the budget asked for, with
     and without a burst-wide factor."""
@@ -42,6 +43,7 @@ def test_the_shapes_put_the_true_p95_where_asked() -> None:
 
 
 @pytest.mark.parametrize("check", ["warm_p95", "concurrent_p95"])
+@pytest.mark.slow
 def test_heavy_tail_at_eight_tenths_is_rarely_red(check: str) -> None:
     """Lognormal sigma 0.6, p95 at 0.8x the budget (2.2 % of calls over it): red in at most 2 %
     of runs (here at most 4 % of 300), the policy's FAILs counted."""
@@ -49,6 +51,7 @@ def test_heavy_tail_at_eight_tenths_is_rarely_red(check: str) -> None:
 
 
 @pytest.mark.parametrize("check", ["warm_p95", "concurrent_p95"])
+@pytest.mark.slow
 def test_heavy_tail_at_five_quarters_is_caught(check: str) -> None:
     """Lognormal sigma 0.6, p95 at 1.25x (10 % over the budget): red in at least 95 % of runs
     (here at least 92 % of 300)."""
@@ -64,6 +67,7 @@ def test_recorded_llama_shape_meets_both_targets(check: str) -> None:
     assert _red(gatesim.llama(multiple=1.25), check, 200, 4) >= 0.92
 
 
+@pytest.mark.slow
 def test_the_strict_policy_is_what_made_heavy_tails_red() -> None:
     """The same heavy-tailed endpoint at 0.9x: failing every undecided check (the old default)
     is red more often than deciding it by its value."""
@@ -93,6 +97,7 @@ def test_three_times_the_error_budget_rarely_passes() -> None:
     assert _error_red(0.03, 300, 2) >= 0.92
 
 
+@pytest.mark.slow
 def test_two_percent_errors_now_mostly_fail() -> None:
     """Twice the budget passed 43 % of runs when a PASS only ruled out 5 %; now at most a third."""
     assert _error_red(0.02, 150, 3) >= 0.66
@@ -108,6 +113,7 @@ def test_a_small_cap_never_fails_a_perfect_endpoint(cap: int) -> None:
     assert all(o.calls <= max(cap, 31) for o in outcomes)
 
 
+@pytest.mark.slow
 def test_interval_holds_wherever_the_run_stopped() -> None:
     """At the budget the run's stop depends on the calls; the shown 95 % interval of the p95 is
     split over the looks, so its lower side misses the truth at most 2.5 % of runs (it missed
@@ -118,6 +124,7 @@ def test_interval_holds_wherever_the_run_stopped() -> None:
     assert missed / len(outcomes) <= 0.025
 
 
+@pytest.mark.slow
 def test_stated_error_rate_at_the_cap_matches_simulation() -> None:
     """The rate a check decided at the cap states (exact, for its looks) is what simulation
     finds: a warm p95 at the failing share (12 % over), gated alone with a cap that stops at
@@ -170,6 +177,7 @@ def _llm_cell(change: str, runs: int, rho: float = 1.0) -> llmsim.Row:
     )
 
 
+@pytest.mark.slow
 def test_same_work_unchanged_is_neither_flagged_nor_mostly_undecided() -> None:
     """An unchanged LLM endpoint at temperature 0: no number flagged, and the latency rows
     decided in most runs (target: undecided in at most 20 %)."""
@@ -178,6 +186,7 @@ def test_same_work_unchanged_is_neither_flagged_nor_mostly_undecided() -> None:
     assert row.undecided_latency <= 0.35
 
 
+@pytest.mark.slow
 def test_same_work_names_longer_answers_and_only_them() -> None:
     """Answers 25 % longer at the same speed: the length named (target 90 %), the time per token
     and the first token not (target at most 2 %), and a whole-call number regresses."""
@@ -187,6 +196,7 @@ def test_same_work_names_longer_answers_and_only_them() -> None:
     assert row.flagged_any >= 0.85
 
 
+@pytest.mark.slow
 def test_same_work_names_a_slower_decode() -> None:
     """Time per token +10 %: named as such (target 90 %), the length not."""
     row = _llm_cell("time per token +10 %", 20)

@@ -195,6 +195,7 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(cli.main, list(args), prog_name="latency-gate")
 
 
+@pytest.mark.slow
 def test_cli_unchanged_endpoint_passes(server: DemoServer, tmp_path: Path) -> None:
     """Against an unchanged endpoint the baseline run passes and says nothing regressed. (A
     limit of 50 %: one earlier run on a busy machine moves by more than 10 % from load alone,
@@ -207,6 +208,7 @@ def test_cli_unchanged_endpoint_passes(server: DemoServer, tmp_path: Path) -> No
     assert "baseline: no number regressed beyond noise and the 50 % limit" in again.output
 
 
+@pytest.mark.slow
 def test_cli_twice_slower_fails_naming_the_regression(server: DemoServer, tmp_path: Path) -> None:
     """The same endpoint answering twice as slowly: exit 1, warm p95's regression named."""
     base = tmp_path / "base.json"
@@ -222,6 +224,7 @@ def test_cli_twice_slower_fails_naming_the_regression(server: DemoServer, tmp_pa
     assert "warm_p95" in {d.number for d in head.baseline.regressions}
 
 
+@pytest.mark.slow
 def test_cli_missing_baseline_said_plainly(server: DemoServer, tmp_path: Path) -> None:
     """No file at --baseline: the run passes on its budget and says no baseline was checked."""
     done = invoke("probe", server.url, *FEW, "--baseline", str(tmp_path / "none.json"))

@@ -164,6 +164,7 @@ def test_cli_exits_2_before_any_call(server: DemoServer, args: list[str], messag
     assert len(server.records) == before
 
 
+@pytest.mark.slow
 def test_cli_writes_the_capacity_in_the_json_and_fails_under_the_minimum(
     server: DemoServer, tmp_path: Path
 ) -> None:
@@ -269,6 +270,7 @@ def _action(
     return code, out.getvalue(), parse_github_output(output.read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_action_output_capacity(server: DemoServer, tmp_path: Path) -> None:
     """capacity: true writes the capacity found as an output; without it the output is empty."""
     code, log, outputs = _action(server, tmp_path, {"capacity": "true", "capacity-max": "4"})

@@ -54,6 +54,7 @@ def _most_at_once(records: Sequence[RequestRecord]) -> int:
     return most
 
 
+@pytest.mark.slow
 async def test_search_bursts_reach_the_server_at_each_level() -> None:
     """From the run's 2 at once (its own calls, then bursts of its own to the 90 that show a
     p95 within the budget), levels 4 and 8 (capacity-max): each level's bursts reach the
@@ -84,6 +85,7 @@ async def test_search_bursts_reach_the_server_at_each_level() -> None:
     assert result.verdict.passed
 
 
+@pytest.mark.slow
 async def test_max_calls_stops_the_search_and_says_at_least() -> None:
     """The run takes 46 calls (42 of them concurrent: its check passes after 33 clean ones, on
     the third look); max-calls 120 leaves 74: level 2 takes 48 more to hold at 90, level 4
@@ -104,6 +106,7 @@ async def test_max_calls_stops_the_search_and_says_at_least() -> None:
     assert "118 of at most 120 calls (72 of them for the capacity search)" in text
 
 
+@pytest.mark.slow
 async def test_min_capacity_fails_a_run_whose_queue_holds_fewer() -> None:
     """One slot at 50 ms a call against 220 ms: a few calls at once hold it, not 8; with
     --min-capacity 8 the run fails on the capacity alone."""
@@ -124,6 +127,7 @@ async def test_min_capacity_fails_a_run_whose_queue_holds_fewer() -> None:
     assert f"capacity {capacity.found} at once, under the ≥ 8 at once asked" in text
 
 
+@pytest.mark.slow
 async def test_an_ab_run_searches_the_head_alone() -> None:
     """With a base measured beside it, the search's bursts go to the head only."""
     async with DemoServer(FAST) as head, DemoServer(FAST) as base:
@@ -139,6 +143,7 @@ async def test_an_ab_run_searches_the_head_alone() -> None:
     assert head_calls == len(result.samples) + capacity.calls
 
 
+@pytest.mark.slow
 async def test_a_result_file_keeps_its_capacity_and_judges_it_again() -> None:
     """Written and read back (as merge and --baseline read it), the capacity is the same and
     its levels judged again from their calls agree with it: no warning."""
@@ -150,6 +155,7 @@ async def test_a_result_file_keeps_its_capacity_and_judges_it_again() -> None:
     assert again.warnings == result.warnings
 
 
+@pytest.mark.slow
 async def test_progress_says_each_level() -> None:
     """A CI log gets a line as each level of the search begins."""
     lines: list[str] = []

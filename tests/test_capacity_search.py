@@ -390,6 +390,7 @@ def test_a_file_s_capacity_judged_again_from_its_levels_calls() -> None:
     assert [lv.held for lv in again.levels] == [lv.held for lv in honest.levels]
 
 
+@pytest.mark.slow
 def test_the_simulation_of_the_search_runs(tmp_path: Path) -> None:
     """bench/capacitysim.py, a few runs a cell: every table comes out, a clear cell right."""
     done = subprocess.run(

@@ -21,6 +21,7 @@ import click
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
+from conftest import DemoRun
 from one_look import one_look_args
 
 from latency_gate import __version__, cli
@@ -369,25 +370,17 @@ def test_demo_server_port_zero_prints_its_url() -> None:
     )
 
 
-@pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Result, Path]:
-    """One run of `latency-gate demo` (about 35 s), shared by the demo tests."""
-    out = tmp_path_factory.mktemp("demo") / "reports"
-    return invoke("demo", "--out", str(out)), out
-
-
 @pytest.mark.slow
-def test_demo_exits_zero_with_a_failing_environment(demo_run: tuple[Result, Path]) -> None:
+def test_demo_exits_zero_with_a_failing_environment(demo_run: DemoRun) -> None:
     """The demo exits 0 although the free server fails on purpose."""
-    result, _ = demo_run
-    assert result.exit_code == 0, result.output
+    assert demo_run.exit_code == 0, demo_run.output
 
 
 @pytest.mark.slow
-def test_demo_prints_the_verdict_then_the_comparison(demo_run: tuple[Result, Path]) -> None:
+def test_demo_prints_the_verdict_then_the_comparison(demo_run: DemoRun) -> None:
     """One report of the three (local, free, paid, cheapest first by their costs): the verdict,
     the columns, the comparison worded from the costs, then the failing free server's detail."""
-    result, out = demo_run
+    result, out = demo_run, demo_run.out
     lines = result.stdout.splitlines()
     assert lines[0] == "FAIL: 1 of 3 targets over budget"
     assert re.fullmatch(r"  Verdict in .+, after \d+ of at most 1,500 calls\.", lines[1])
@@ -406,9 +399,9 @@ def test_demo_prints_the_verdict_then_the_comparison(demo_run: tuple[Result, Pat
 
 
 @pytest.mark.slow
-def test_demo_writes_the_reports(demo_run: tuple[Result, Path]) -> None:
+def test_demo_writes_the_reports(demo_run: DemoRun) -> None:
     """The folder holds one JSON result per environment and one Markdown report of all three."""
-    _, out = demo_run
+    out = demo_run.out
     assert sorted(p.name for p in out.iterdir()) == [
         "free.json",
         "local.json",

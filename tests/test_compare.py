@@ -216,6 +216,7 @@ def github_outputs(text: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
 
+@pytest.mark.slow
 def test_action_targets_input(servers: list[DemoServer], tmp_path: Path) -> None:
     """The action's `targets`: keys from ${NAME} masked first, both columns in the summary,
     compared without a word on price (no costs given), overall outputs only, and a baseline

@@ -139,7 +139,13 @@ STREAM = ("--prompt", "hi", "--stream")
 DOCUMENT = ("--prompt", "hi", "--no-stream")
 
 DEMO_FAULTS = [
-    pytest.param(Fault(kind="hang"), DOCUMENT, ErrorKind.READ_TIMEOUT, id="accept-never-answer"),
+    pytest.param(
+        Fault(kind="hang"),
+        DOCUMENT,
+        ErrorKind.READ_TIMEOUT,
+        id="accept-never-answer",
+        marks=pytest.mark.slow,  # waits out the read timeout
+    ),
     pytest.param(Fault(kind="reset"), DOCUMENT, ErrorKind.CONNECTION_RESET, id="reset"),
     pytest.param(Fault(kind="cut"), STREAM, ErrorKind.STREAM_CUT, id="close-mid-body"),
     pytest.param(
@@ -148,7 +154,13 @@ DEMO_FAULTS = [
         ErrorKind.CONNECTION_CLOSED,
         id="close-before-answer",
     ),
-    pytest.param(Fault(kind="slow_drip"), STREAM, ErrorKind.TOTAL_TIMEOUT, id="slow-drip"),
+    pytest.param(
+        Fault(kind="slow_drip"),
+        STREAM,
+        ErrorKind.TOTAL_TIMEOUT,
+        id="slow-drip",
+        marks=pytest.mark.slow,  # waits out the total timeout
+    ),
     pytest.param(Fault(kind="malformed_sse"), STREAM, ErrorKind.MALFORMED, id="malformed-sse"),
     pytest.param(Fault(kind="malformed_sse"), DOCUMENT, ErrorKind.MALFORMED, id="half-json"),
     pytest.param(Fault(kind="invalid_utf8"), STREAM, ErrorKind.MALFORMED, id="invalid-utf8"),
@@ -177,6 +189,7 @@ def test_endpoint_fault_ends_in_reports_and_exit_1(
     assert_breach(run, kind)
 
 
+@pytest.mark.slow
 def test_429_keeps_retry_after_and_names_the_rate_limit(tmp_path: Path) -> None:
     """A 429 with Retry-After: each call http_429 with Retry-After kept; a rate-limit finding."""
     fault = Fault(kind="status", status=429, retry_after="7")
@@ -187,6 +200,7 @@ def test_429_keeps_retry_after_and_names_the_rate_limit(tmp_path: Path) -> None:
     assert [f.code for f in result.findings] == ["rate-limited"]
 
 
+@pytest.mark.slow
 def test_redirect_is_not_followed_and_says_how(tmp_path: Path) -> None:
     """A 302 is an error that names --follow-redirects, in the JSON and the report."""
     with serve_in_thread(EndpointSpec(latency=0.0, faults=(Fault(kind="redirect"),))) as (server,):
@@ -198,6 +212,7 @@ def test_redirect_is_not_followed_and_says_how(tmp_path: Path) -> None:
     assert "follow-redirects" in run.markdown
 
 
+@pytest.mark.slow
 def test_redirect_is_followed_when_asked(tmp_path: Path) -> None:
     """--follow-redirects: the 302 leads to an answer and every call passes."""
     with serve_in_thread(EndpointSpec(latency=0.0, faults=(Fault(kind="redirect"),))) as (server,):
@@ -207,6 +222,7 @@ def test_redirect_is_followed_when_asked(tmp_path: Path) -> None:
     assert paths.count("/elsewhere") == CALLS
 
 
+@pytest.mark.slow
 def test_http10_without_keep_alive_opens_a_connection_per_call(tmp_path: Path) -> None:
     """An HTTP/1.0 server closing after each answer: streams end at the close, all calls ok."""
     spec = EndpointSpec(latency=0.0, tokens=4, http10=True, keep_alive=False)
@@ -231,6 +247,7 @@ def test_gzip_document_is_decoded_and_counted(tmp_path: Path) -> None:
 # --- faults below HTTP ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_connection_refused(tmp_path: Path) -> None:
     """Nothing listening: every call connection_refused, exit 1."""
     run = run_probe(tmp_path, f"http://127.0.0.1:{free_port()}/", *SMALL_RUN)
@@ -262,6 +279,7 @@ def full_backlog() -> Iterator[int]:
         listener.close()
 
 
+@pytest.mark.slow
 def test_listener_that_never_accepts_is_a_connect_timeout(
     tmp_path: Path, full_backlog: int
 ) -> None:
@@ -271,6 +289,7 @@ def test_listener_that_never_accepts_is_a_connect_timeout(
     assert result.samples[0].error_detail == "timed out while connecting (1 s)"
 
 
+@pytest.mark.slow
 def test_server_that_accepts_and_never_answers_is_a_read_timeout(tmp_path: Path) -> None:
     """Accepted, request read, no answer: read_timeout, with the detail saying no answer came."""
     with serve_in_thread(EndpointSpec(faults=(Fault(kind="hang"),))) as (server,):
@@ -343,6 +362,7 @@ def test_expired_certificate_is_a_tls_error(tmp_path: Path, ca: trustme.CA) -> N
     assert "certificate has expired" in (result.samples[0].error_detail or "")
 
 
+@pytest.mark.slow
 def test_insecure_only_when_asked_and_said_in_the_report(tmp_path: Path, ca: trustme.CA) -> None:
     """--insecure accepts the untrusted certificate and the report warns that checks were off."""
     run = _tls_run(tmp_path, ca.issue_cert("127.0.0.1"), "--insecure")
@@ -380,6 +400,7 @@ async def _serve_big_bodies(reader: asyncio.StreamReader, writer: asyncio.Stream
         writer.close()
 
 
+@pytest.mark.slow
 async def test_hundred_megabyte_body_is_counted_not_kept() -> None:
     """Three 100 MB answers: every byte counted, the probe's peak memory stays under 16 MB."""
     server = await asyncio.start_server(_serve_big_bodies, "127.0.0.1", 0)

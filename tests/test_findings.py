@@ -347,6 +347,7 @@ async def _probe_codes(spec: EndpointSpec, *, warm: int = 5, concurrency: int = 
 LOCAL, FREE, PAID = classic_three()
 
 
+@pytest.mark.slow
 async def test_demo_local_shows_no_finding() -> None:
     """The healthy local endpoint, at the default 20 warm and 10 concurrent calls: nothing."""
     assert await _probe_codes(LOCAL, warm=20, concurrency=10) == []
@@ -359,11 +360,13 @@ async def test_demo_free_shows_queue_and_cold_start() -> None:
     assert codes[:2] == ["serialized", "cold-start"]
 
 
+@pytest.mark.slow
 async def test_demo_paid_shows_buffered_stream_only() -> None:
     """The paid endpoint (stream buffered in front): buffered stream, nothing else."""
     assert await _probe_codes(PAID) == ["buffered-stream"]
 
 
+@pytest.mark.slow
 async def test_demo_headers_held_with_the_body_is_buffered() -> None:
     """Headers and stream held until the answer is whole: buffered, headers held."""
     spec = PAID.model_copy(update={"hold_headers": True})
@@ -430,6 +433,7 @@ async def test_demo_rate_limited() -> None:
     assert await _probe_codes(spec, warm=10, concurrency=4) == ["rate-limited"]
 
 
+@pytest.mark.slow
 async def test_demo_long_tail() -> None:
     """A heavy-tailed service time (lognormal sigma 1.2): long tail."""
     spec = EndpointSpec(name="tail", latency=0.05, jitter=1.2, seed=13, tokens=4)

@@ -24,6 +24,8 @@ from hypothesis import strategies as st
 from latency_gate import action, cli
 from latency_gate.config import TARGET_KEYS
 
+pytestmark = pytest.mark.slow  # hypothesis runs each fuzz target for seconds
+
 REFUSED = free_port()
 BASE = f"http://127.0.0.1:{REFUSED}"
 FUZZ = settings(

@@ -496,6 +496,7 @@ def test_failed_create_looks_again_before_posting_again(
     assert len(ours(github)) == 1
 
 
+@pytest.mark.slow
 def test_hanging_connection_is_bounded_by_the_budget(github: FakeGitHub) -> None:
     """Requests that never get an answer end by the time budget, with a warning."""
     github.hang_next(count=20)

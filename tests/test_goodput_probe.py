@@ -10,6 +10,7 @@ import itertools
 import time
 from collections.abc import Sequence
 
+import pytest
 from click.testing import CliRunner
 from demo_process import demo_process
 
@@ -52,6 +53,7 @@ def _most_at_once(records: Sequence[RequestRecord]) -> int:
     return most
 
 
+@pytest.mark.slow
 async def test_calls_arrive_at_the_rate_whether_or_not_the_last_has_ended() -> None:
     """At a constant 30/s to a server that completes 18 a second, the calls keep coming: the
     server holds several at once, each call is due 1/30 s after the one before, carries its
@@ -80,6 +82,7 @@ async def test_calls_arrive_at_the_rate_whether_or_not_the_last_has_ended() -> N
     assert not result.verdict.passed
 
 
+@pytest.mark.slow
 async def test_the_goodput_search_on_a_one_slot_server() -> None:
     """A 50 ms one-slot server against a 250 ms budget: the search ends with a rate that held
     within 10 % of one that broke, under what the server completes a second, and the result
@@ -121,6 +124,7 @@ async def _with_a_busy_loop(url: str, **raw: str) -> RunResult:
         await task
 
 
+@pytest.mark.slow
 def test_a_client_that_cannot_keep_up_is_named_not_the_endpoint() -> None:
     """A client whose loop is busy sends its calls late: against a 2 ms server in another process
     the level is the client's (not counted against the endpoint), the rate row is undecided and
@@ -143,6 +147,7 @@ def test_a_client_that_cannot_keep_up_is_named_not_the_endpoint() -> None:
     assert "not measured at 300/s: the client fell behind" in render_terminal([result])
 
 
+@pytest.mark.slow
 async def test_a_log_line_says_each_level_as_it_begins() -> None:
     """A log gets a line per level with its rate, not "done" (nor one line for all levels)."""
     lines: list[str] = []

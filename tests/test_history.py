@@ -135,6 +135,7 @@ def test_fewer_than_three_values_give_no_prediction() -> None:
     assert predict(1.0, [0.5, 0.6, 0.0], max_relative=0.1) is None  # a 0 has no log
 
 
+@pytest.mark.slow
 def test_false_alarms_held_at_alpha_under_drift() -> None:
     """An unchanged endpoint whose runs drift (a log-normal factor per run, tau 0.10) on top of
     their own noise: with a 0 % limit the head is flagged in alpha of runs (2 %, within

@@ -307,6 +307,7 @@ def test_action_log_runs_no_command_from_a_target_name(tmp_path: Path, demo: Dem
     assert "\x07" not in log
 
 
+@pytest.mark.slow
 def test_cli_in_a_workflow_runs_no_command_from_a_target_name(
     tmp_path: Path, demo: DemoServer
 ) -> None:
@@ -556,6 +557,7 @@ def test_concurrency_over_the_open_files_limit_exits_2_before_any_call(demo: Dem
     assert len(demo.records) == before
 
 
+@pytest.mark.slow
 def test_concurrency_within_the_hard_limit_raises_the_soft_one(demo: DemoServer) -> None:
     """Soft 256, hard 2048: the soft limit is raised and 300 concurrent calls all succeed."""
 
@@ -951,6 +953,7 @@ def _tty_run(args: list[str], env: dict[str, str]) -> str:
     ],
     ids=["colour", "no-color", "term-dumb"],
 )
+@pytest.mark.slow
 def test_no_color_and_term_dumb_print_no_escape_sequence(
     demo: DemoServer, env: dict[str, str], escapes: bool
 ) -> None:

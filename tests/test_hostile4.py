@@ -243,7 +243,7 @@ def test_base_without_data_is_not_compared(answer: Answer, kind: str, tmp_path: 
 # --- 4. a base that cannot be reached does not fail the head -----------------------------------
 
 
-@pytest.mark.parametrize("how", ["refused", "hangs"])
+@pytest.mark.parametrize("how", ["refused", pytest.param("hangs", marks=pytest.mark.slow)])
 def test_unreachable_base_leaves_the_head_judged_alone(how: str) -> None:
     """A base that refuses connections or never answers: the head is measured alone and judged
     by its budget (it failed "concurrent p95 not measured"), the warning names the base, not

@@ -23,6 +23,8 @@ from conftest import REPO_ROOT
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
 
+pytestmark = pytest.mark.slow  # each test lets a run go for a while before it signals it
+
 # 100 ms per answer and 200 warm calls: over 20 s if nobody stopped it.
 SLOW = EndpointSpec(name="slow", latency=0.1, tokens=2, token_interval=0.001)
 CALLS_BEFORE_SIGNAL = 4

@@ -127,6 +127,7 @@ def test_cli_refuses_an_undecidable_cap_before_any_call(server: DemoServer) -> N
     assert len(server.records) == before
 
 
+@pytest.mark.slow
 def test_cli_says_when_the_cap_was_sized(server: DemoServer) -> None:
     """An error budget of 0.002 needs 642 clean calls; the run says the cap was sized for it."""
     done = invoke(

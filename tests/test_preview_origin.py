@@ -46,6 +46,7 @@ def main_result(
     return path
 
 
+@pytest.mark.slow
 def test_a_preview_is_held_against_mains_last_result(
     servers: tuple[DemoServer, DemoServer], main_result: Path, tmp_path: Path
 ) -> None:
@@ -81,6 +82,7 @@ def test_a_preview_is_held_against_mains_last_result(
     )
 
 
+@pytest.mark.slow
 def test_a_preview_is_held_against_mains_history(
     servers: tuple[DemoServer, DemoServer], main_result: Path, tmp_path: Path
 ) -> None:
@@ -104,6 +106,7 @@ def test_a_preview_is_held_against_mains_history(
     )
 
 
+@pytest.mark.slow
 def test_the_same_origin_says_nothing_of_origins(
     servers: tuple[DemoServer, DemoServer], main_result: Path
 ) -> None:

@@ -63,6 +63,7 @@ async def test_kernel_receive_stamps_are_used_on_linux() -> None:
     assert {s.stamp_source for s in result.samples} == {StampSource.KERNEL}
 
 
+@pytest.mark.slow
 async def test_first_call_penalty_shows_in_cold_start_only() -> None:
     """A 1 s first-call penalty is the cold start and leaves the warm numbers alone."""
     result, _ = await _probe(EndpointSpec(latency=0.03, cold_start=1.0, tokens=1, token_interval=0))
@@ -138,6 +139,7 @@ async def test_refused_connection_is_an_error_not_bad_input() -> None:
     assert not result.verdict.passed
 
 
+@pytest.mark.slow
 async def test_first_token_is_the_first_content_not_the_role_chunk() -> None:
     """A role chunk 300 ms before the first content: first token at about 300 ms."""
     spec = EndpointSpec(latency=0.0, first_token_delay=0.3, tokens=3, token_interval=0.01)
@@ -162,6 +164,7 @@ async def test_cut_stream_is_an_error() -> None:
     assert {s.error for s in cut} == {ErrorKind.STREAM_CUT}
 
 
+@pytest.mark.slow
 async def test_buffered_stream_is_named() -> None:
     """A stream held until complete: first token at the end, the buffered finding fires."""
     spec = EndpointSpec(latency=0.02, tokens=20, token_interval=0.01, buffered=True)
@@ -169,6 +172,7 @@ async def test_buffered_stream_is_named() -> None:
     assert "buffered-stream" in [f.code for f in result.findings]
 
 
+@pytest.mark.slow
 async def test_honest_stream_is_not_called_buffered() -> None:
     """The same stream sent as it is made raises no finding."""
     spec = EndpointSpec(latency=0.02, tokens=20, token_interval=0.01)
@@ -304,6 +308,7 @@ async def test_a_request_dropped_on_a_connection_that_never_answered_is_a_failed
     assert len(server.records) == 7
 
 
+@pytest.mark.slow
 async def test_a_retried_call_lives_within_one_timeout() -> None:
     """A stale connection reset after 0.6 s, then a retry that needs 0.6 s more: the call ends
     at its one 1 s timeout as a failure, not after 1.2 s as a success."""

@@ -548,6 +548,7 @@ def big_result() -> RunResult:
     return _many_samples(20_000)
 
 
+@pytest.mark.slow
 def test_big_summary_fits_under_one_mib(big_result: RunResult) -> None:
     """20,000 samples: the summary stays under 1 MiB, cutting raw samples with a note."""
     assert len(render_summary([big_result], limit=10**9).encode()) > MIB  # would not fit whole
@@ -557,6 +558,7 @@ def test_big_summary_fits_under_one_mib(big_result: RunResult) -> None:
     assert "Where the time went" in summary
 
 
+@pytest.mark.slow
 def test_big_summary_keeps_as_many_samples_as_fit(big_result: RunResult) -> None:
     """Cutting keeps most of the raw samples rather than dropping them all."""
     samples = tables(render_summary([big_result]))[-1]

@@ -5,6 +5,7 @@ N, one service time apart."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Sequence
 
@@ -107,16 +108,28 @@ def test_slots_are_the_first_step_of_the_end_times(ends: list[float], slots: int
     assert found["serialized"].evidence.endswith(f"as if served about {slots} at a time")
 
 
-async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
+@pytest.fixture(scope="module")
+def four_slots_search() -> RunResult:
+    """The capacity search (up to 16 at once) on 4 slots of 100 ms against 250 ms, run once
+    (about 17 s) for the two tests that read it."""
+    return asyncio.run(
+        _probe(
+            _slots_server(4, 0.1, "raw"),
+            body='{"question": "hi"}',
+            capacity="true",
+            **{"capacity-max": "16"},
+        )
+    )
+
+
+@pytest.mark.slow
+def test_the_capacity_sentence_counts_whole_rounds_of_the_slots(
+    four_slots_search: RunResult,
+) -> None:
     """4 slots of 100 ms against 250 ms: two rounds of 4 end within it (8 at once: p95 about
     200 ms) and a third round does not (9 at once: p95 263 ms); the search finds 8 and the
     sentence beside it says 8, not 4 x 250 / 100 = 9.9."""
-    result = await _probe(
-        _slots_server(4, 0.1, "raw"),
-        body='{"question": "hi"}',
-        capacity="true",
-        **{"capacity-max": "16"},
-    )
+    result = four_slots_search
     capacity = result.capacity
     assert capacity is not None
     assert capacity.found == 8
@@ -127,16 +140,14 @@ async def test_the_capacity_sentence_counts_whole_rounds_of_the_slots() -> None:
     assert view.queue.endswith("as the search found.")
 
 
-async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() -> None:
+@pytest.mark.slow
+def test_the_capacity_sentence_prints_no_figure_its_levels_contradict(
+    four_slots_search: RunResult,
+) -> None:
     """The same search beside a first burst served one at a time (each call 100 ms after the
     one before): rounds of 1 would hold 2 at once, but the search measured 8 held at about
     200 ms; the sentence names that level instead of printing 2 against 8."""
-    result = await _probe(
-        _slots_server(4, 0.1, "raw"),
-        body='{"question": "hi"}',
-        capacity="true",
-        **{"capacity-max": "16"},
-    )
+    result = four_slots_search
     staircase = tuple(
         _whole(s.index, 0.1 * (s.index + 1)) if s.phase is CallPhase.CONCURRENT else s
         for s in result.samples
@@ -150,6 +161,7 @@ async def test_the_capacity_sentence_prints_no_figure_its_levels_contradict() ->
     assert view.queue.endswith("so the capacity rests on the search's levels alone.")
 
 
+@pytest.mark.slow
 async def test_two_endpoints_of_the_same_behaviour_are_not_called_faster() -> None:
     """Two demo endpoints alike (50 ms, jitter 0.3, other seeds), probed as two targets: their
     p95s differ by noise alone, and the comparison says the calls tell no difference (it said
@@ -170,6 +182,7 @@ async def test_two_endpoints_of_the_same_behaviour_are_not_called_faster() -> No
     assert sentence.startswith("b is as fast as a at p95: no difference the calls can tell")
 
 
+@pytest.mark.slow
 async def test_a_slower_endpoint_is_called_slower_with_its_interval() -> None:
     """50 ms against 150 ms (jitter 0.1): "b is ... slower at warm p95 (p95s x2.6 to x3.4,
     95 %)", the difference with the interval of the ratio of the two p95s, which holds the

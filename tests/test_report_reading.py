@@ -291,6 +291,7 @@ def fast_url() -> Iterator[str]:
         yield servers[0].url
 
 
+@pytest.mark.slow
 def test_probe_logs_each_look_and_verbose_shows_the_detail(fast_url: str) -> None:
     """A real run that takes more looks than one: stderr has a line for each, saying how many
     more calls and why; -v prints the detail a passing run leaves out."""

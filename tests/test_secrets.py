@@ -74,6 +74,7 @@ def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_run_writes_no_canary_anywhere(tmp_path: Path, server: DemoServer) -> None:
     """stdout, stderr, JSON and Markdown of a run with echoed secrets hold none of them."""
     done = _cli(

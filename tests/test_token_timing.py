@@ -53,6 +53,7 @@ async def server() -> AsyncIterator[ScriptServer]:
     await running.stop()
 
 
+@pytest.mark.slow
 async def test_token_timing_per_call_and_the_stall(server: ScriptServer) -> None:
     """Per call: second token, gaps and tokens/s; the run's itl_p95 and longest stall; the
     stalled call named in a finding."""
@@ -80,6 +81,7 @@ async def test_token_timing_per_call_and_the_stall(server: ScriptServer) -> None
     assert result.numbers.ttft_concurrent_p95 is not None
 
 
+@pytest.mark.slow
 async def test_reasoning_first_event_before_the_first_token() -> None:
     """A reasoning model: 3 reasoning deltas 30 ms apart, then the answer: first_event comes
     about 60 ms before first_token, and the reasoning counts in the gaps."""
@@ -105,6 +107,7 @@ async def test_reasoning_first_event_before_the_first_token() -> None:
         assert sample.token_gaps.count == 5
 
 
+@pytest.mark.slow
 async def test_vary_prompt_makes_each_prompt_unique_and_the_same_length(
     server: ScriptServer,
 ) -> None:
@@ -119,6 +122,7 @@ async def test_vary_prompt_makes_each_prompt_unique_and_the_same_length(
     assert all(s.prompt_varied for s in result.samples)
 
 
+@pytest.mark.slow
 async def test_same_prompt_when_asked(server: ScriptServer) -> None:
     """--vary-prompt false: every call sends the very same body."""
     result = await probe(_target(server.url, **{"vary-prompt": "false"}), measure_floor=False)
@@ -126,6 +130,7 @@ async def test_same_prompt_when_asked(server: ScriptServer) -> None:
     assert not any(s.prompt_varied for s in result.samples)
 
 
+@pytest.mark.slow
 async def test_wait_ready_waits_for_a_server_that_starts_late() -> None:
     """Nothing listens for 0.6 s, then the server answers 503 for 0.5 s more: --wait-ready 20s
     polls through both, reports the wait, and the cold call is the first real request."""
