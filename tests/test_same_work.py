@@ -404,3 +404,34 @@ def test_larger_bodies_are_named_but_do_not_regress_on_their_own() -> None:
     assert not found["warm_p95"].regressed
     assert check.length is None
     assert [p.moved for p in check.parts if p.part == "length"] == ["longer"]
+
+
+def test_answers_of_one_fixed_length_an_arm_are_compared_as_whole_calls() -> None:
+    """Every answer 64 tokens on the base and 80 on the head (a fixed length, or each cut at its
+    cap), at the same speed: no line can be fitted within an arm, so each latency row is tested
+    as whole calls, regressed with an interval that says so (its low side over the limit: it
+    read x0.03 to x21 at the same work on llama.cpp), and the length is named as the cause."""
+    rng = random.Random(11)
+    base = _arm(rng, [64] * 60)
+    head = _arm(rng, [80] * 60)
+    found, check = _judged(head, base)
+    for number in ("warm_p95", "concurrent_p95"):
+        delta = found[number]
+        assert delta.regressed, number
+        assert not delta.same_work
+        assert delta.interval is not None
+        low, high = delta.interval
+        assert low is not None
+        assert high is not None
+        assert 1.1 < low < high < 1.6
+        assert delta.cause.startswith("answers 25 % longer (tokens p50 64 to 80)")
+    assert check.length is not None
+    assert check.length.outcome == "regressed"
+
+
+def test_one_fixed_length_on_both_arms_and_the_same_speed_is_not_regressed() -> None:
+    """Every answer 64 tokens on both arms at the same speed: whole calls, not regressed."""
+    rng = random.Random(12)
+    found, _ = _judged(_arm(rng, [64] * 60), _arm(rng, [64] * 60))
+    assert found["warm_p95"].outcome == "not regressed"
+    assert not found["warm_p95"].same_work

@@ -304,7 +304,7 @@ def compare(
                     + _smallest_caught(judged, limit)
                 )
         same_work = judged is not None and judged.same_work
-        halved = same_work and judged is not None and judged.length_outcome is not None
+        halved = judged is not None and judged.length_outcome is not None
         regressed_alpha = look.alpha.regressed / (2 if halved else 1)
         deltas.append(
             NumberDelta(
@@ -322,7 +322,7 @@ def compare(
                 if judged is None
                 else (1 - regressed_alpha, 1 - look.alpha.within),
                 calls=None if judged is None else (look.head_calls, look.base_calls),
-                cause=cause if same_work else "",
+                cause=cause if halved or same_work else "",
                 estimate=None if judged is None else judged.estimate,
                 missing=missing or None,
             )

@@ -129,7 +129,21 @@ def judge_number(
         # number on its own (it is named among what changed).
         tokens = same.unit == "tokens"
         half = Alphas(alpha.regressed / 2, alpha.within) if tokens else alpha
-        found = same.regression(name, q, limit, half, interval=interval)
+        varies = same.lengths_vary(name)
+        found = (
+            same.regression(name, q, limit, half, interval=interval)
+            if varies
+            else percentile_regression(
+                pick(head),
+                pick(base),
+                q,
+                max_relative=limit.relative,
+                max_absolute=limit.absolute,
+                alpha=half.regressed,
+                alpha_within=half.within,
+                interval=interval,
+            )
+        )
         if found is None:
             return None
         length = same.length_test(half) if tokens else None
@@ -146,7 +160,7 @@ def judge_number(
         return Judged(
             outcome,
             _interval_of(found, limit) if interval else None,
-            same_work=True,
+            same_work=varies,
             length=length,
             length_outcome=length_outcome,
             estimate=max(ratios) if ratios else None,
