@@ -136,12 +136,16 @@ def server(model: str, settings: Settings) -> Iterator[str]:
             proc.wait(10)
 
 
-def one_run(head: str, base: str, max_calls: int) -> RunResult:
-    body = {
+def one_run(head: str, base: str, max_calls: int, *, ignore_eos: bool = False) -> RunResult:
+    """One A/B run; `ignore_eos` asks each server for answers of its whole n_predict (SmolLM2
+    stopped "count to two hundred" after 14 tokens, under both caps)."""
+    body: dict[str, object] = {
         "messages": [{"role": "user", "content": PROMPT}],
         "stream": True,
         "temperature": 0,
     }
+    if ignore_eos:
+        body["ignore_eos"] = True
     target = build_target(
         {
             "url": f"{head}/v1/chat/completions",
@@ -188,6 +192,9 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--max-calls", type=int, default=200)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--ignore-eos", action="store_true", help="answers of each server's whole n_predict"
+    )
     args = parser.parse_args()
     if not args.model:
         raise SystemExit("--model (or LATENCY_GATE_TEST_MODEL) is needed")
@@ -197,7 +204,7 @@ def main() -> int:
         with server(args.model, base_settings) as base, server(args.model, head_settings) as head:
             for run in range(1, args.runs + 1):
                 began = time.monotonic()
-                result = one_run(head, base, args.max_calls)
+                result = one_run(head, base, args.max_calls, ignore_eos=args.ignore_eos)
                 row = summary(pair, run, result, time.monotonic() - began)
                 rows.append(row)
                 print(json.dumps(row, default=str), flush=True)
