@@ -226,6 +226,12 @@ class NumberDelta(_Frozen):
         "latency's ratio at the same work and the answers' length ratio): an undecided "
         "regression whose estimate is over the limit is warned, one within it only shown",
     )
+    by_length: bool = Field(
+        default=False,
+        description="regressed because its answers' length is longer beyond the limit (an "
+        "answer's tokens are the wait), while its latency's own test, whose interval `interval` "
+        "is, did not call it regressed",
+    )
 
     @property
     def delta(self) -> float | None:

@@ -435,3 +435,25 @@ def test_one_fixed_length_on_both_arms_and_the_same_speed_is_not_regressed() -> 
     found, _ = _judged(_arm(rng, [64] * 60), _arm(rng, [64] * 60))
     assert found["warm_p95"].outcome == "not regressed"
     assert not found["warm_p95"].same_work
+
+
+def test_a_row_regressed_by_its_answers_length_says_so() -> None:
+    """Answers 50 % longer at the same speed: the latency at the same work is not worse, so the
+    row's interval (the latency's) holds no regression; the row is regressed by the length, and
+    its result and the verdict's reason say so instead of "regressed" beside an interval that
+    does not show it (x0.92 to x1.33 beside "regressed" on llama.cpp)."""
+    from latency_gate.assess.verdict import regression_reason
+    from latency_gate.report.deltas import delta_rows
+
+    rng = random.Random(3)
+    lengths = _lengths(rng, 120)
+    found, check = _judged(_arm(rng, [round(n * 1.5) for n in lengths]), _arm(rng, lengths))
+    warm = found["warm_p95"]
+    assert warm.regressed
+    assert warm.by_length
+    assert warm.interval is not None
+    assert warm.interval[0] is not None
+    assert warm.interval[0] <= 1.1  # the latency's own test does not show a regression
+    row = next(r for r in delta_rows(check) if r.label == "warm p95")
+    assert row.result == "❌ regressed: its answers are longer beyond the limit"
+    assert regression_reason(warm).startswith("regression by its answers' length (longer beyond")

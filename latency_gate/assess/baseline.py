@@ -325,6 +325,9 @@ def compare(
                 cause=cause if halved or same_work else "",
                 estimate=None if judged is None else judged.estimate,
                 missing=missing or None,
+                by_length=judged is not None
+                and judged.by_length
+                and outcome is Regression.REGRESSED,
             )
         )
     return BaselineCheck(

@@ -62,6 +62,8 @@ class Judged:
     estimate: float | None = None
     # head / base of the test whose interval this is (at the same work: the latency's)
     ratio: float | None = None
+    # regressed by the answers' length alone: the latency's own test (its interval) did not
+    by_length: bool = False
 
 
 def _failed(samples: Sequence[Sample]) -> int:
@@ -165,6 +167,7 @@ def judge_number(
             length_outcome=length_outcome,
             estimate=max(ratios) if ratios else None,
             ratio=found.ratio,
+            by_length=outcome is Regression.REGRESSED and found.outcome is not Regression.REGRESSED,
         )
     plain = percentile_regression(
         pick(head),

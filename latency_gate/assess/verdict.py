@@ -132,4 +132,6 @@ def regression_reason(delta: NumberDelta) -> str:
     label, moved = _movement(delta)
     if delta.missing:
         return f"{what}: {label} not compared: {delta.missing}"
+    if delta.by_length:
+        what += " by its answers' length (longer beyond the limit; an answer's tokens are the wait)"
     return f"{what}: {label} {moved}"

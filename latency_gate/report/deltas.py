@@ -64,7 +64,9 @@ def delta_rows(check: BaselineCheck | None) -> tuple[DeltaRow, ...]:
             delta = sign + fmt_value(abs(d.delta), d.number)
             if d.relative is not None:
                 delta += f" ({fmt_change(d.relative)})"
-        if d.regressed:
+        if d.regressed and d.by_length:
+            result = "❌ regressed: its answers are longer beyond the limit"
+        elif d.regressed:
             result = "❌ regressed"
         elif d.note:
             result = md_escape(d.note)  # ours, or a result file's text read back
