@@ -1,5 +1,6 @@
 """The capacity search on a real llama.cpp server (SmolLM2-135M, 2 threads) with 1, 2 and 4
-slots: the figure found for a budget of 2.8 single calls, and the search's cost.
+slots: the figure found for a budget of 2.8 single calls (3.5 with several slots), and the
+search's cost.
 
 The budget is set from the server itself (the median of three streamed calls made first), so
 the test asks the same question on a fast machine and a slow one: how many calls at once end
@@ -74,9 +75,13 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     or the interval the search says."""
     slots, base = llama
     single = _one_call(base)
-    # 2 calls queued take 2.2-2.5 calls' time here (the second waits, then both stream), 3
-    # take 3.2 and more: 2.8 lies between with room on both sides.
-    budget = round(2.8 * single, 3)
+    # One slot: 2 calls queued take 2.2-2.5 calls' time here (the second waits, then both
+    # stream), 3 take 3.2 and more: 2.8 lies between with room on both sides. More slots batch
+    # 2 calls on the same two threads at 2.3-2.6 calls' time at p95 (715-912 ms against one call
+    # of 305-418 ms, issue 30's runs): 2.8 sat on that edge and a 2-slot level 2 broke in one run
+    # of two (p95 1,259 ms on 12 calls against 994 ms), so they get 3.5, and "at least as many as
+    # one slot" is asked where the answer is clear.
+    budget = round((2.8 if slots == 1 else 3.5) * single, 3)
     target = build_target(
         {
             "url": f"{base}/v1/chat/completions",
