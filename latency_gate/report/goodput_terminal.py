@@ -3,25 +3,13 @@ lag and the two capacities side by side (report/goodput.py prepares them)."""
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 
+from latency_gate.report.text_lines import aligned
+from latency_gate.report.text_lines import wrap as _wrap
 from latency_gate.report.view import TargetView
 
 __all__ = ["rate_lines"]
-
-WIDTH = 100
-
-
-def _wrap(text: str, indent: str = "") -> list[str]:
-    return textwrap.wrap(
-        text,
-        width=WIDTH,
-        initial_indent=indent,
-        subsequent_indent=indent + "  ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [indent.rstrip()]
 
 
 def rate_lines(views: Sequence[TargetView], names: Sequence[str], *, verbose: bool) -> list[str]:
@@ -49,22 +37,7 @@ def rate_lines(views: Sequence[TargetView], names: Sequence[str], *, verbose: bo
             )
             for row in gv.rows
         ]
-        widths = [max(len(cells[i]) for cells in table) for i in range(5)]
-        for cells in table:
-            lines.append(
-                "  "
-                + "  ".join(
-                    [
-                        cells[0].ljust(widths[0]),
-                        cells[1].rjust(widths[1]),
-                        cells[2].rjust(widths[2]),
-                        cells[3].ljust(widths[3]),
-                        cells[4].ljust(widths[4]),
-                    ]
-                )
-                + "  "
-                + cells[5]
-            )
+        lines += aligned(table, right={1, 2})
         lines += _wrap(gv.cost, "  ")
         if gv.lag:
             lines += _wrap(gv.lag, "  ")

@@ -9,7 +9,6 @@ failing target only, or for every target with `verbose` (`-v`).
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Sequence
 
 from latency_gate.assess.cheapest import compare_targets, in_cost_order
@@ -25,6 +24,8 @@ from latency_gate.report.deltas import (
     what_changed_sentence,
 )
 from latency_gate.report.goodput_terminal import rate_lines
+from latency_gate.report.text_lines import WIDTH, aligned
+from latency_gate.report.text_lines import wrap as _wrap
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -39,7 +40,6 @@ __all__ = ["VERBOSE_HINT", "failed_call_kinds", "render_terminal"]
 
 VERBOSE_HINT = "-v for the detail: where the time went, how many calls and why, errors, the floor."
 # Prose wraps here, continued lines indented; the tables do not (a row is read across).
-WIDTH = 100
 
 _ANSI = {"PASS": "\x1b[32m", "FAIL": "\x1b[31m"}
 _RESET = "\x1b[0m"
@@ -116,19 +116,6 @@ def render_terminal(
 
 def _one_line_long(text: str) -> str:
     return clean_text(text, SENTENCE_CAP)
-
-
-def _wrap(text: str, indent: str = "") -> list[str]:
-    """`text` in lines of at most WIDTH characters, each starting with `indent`, the continued
-    ones two spaces further in (words are never broken)."""
-    return textwrap.wrap(
-        text,
-        width=WIDTH,
-        initial_indent=indent,
-        subsequent_indent=indent + "  ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [indent.rstrip()]
 
 
 def _verdict(views: Sequence[TargetView], names: Sequence[str], color: bool) -> list[str]:
@@ -289,20 +276,7 @@ def _capacities(views: Sequence[TargetView], names: Sequence[str], *, verbose: b
         table = [("at once", "calls", "p95", "result")] + [
             (row.level, f"{row.calls:,}", row.p95, f"{row.word} {row.how}") for row in cv.rows
         ]
-        widths = [max(len(cells[i]) for cells in table) for i in range(3)]
-        for cells in table:
-            lines.append(
-                "  "
-                + "  ".join(
-                    [
-                        cells[0].ljust(widths[0]),
-                        cells[1].rjust(widths[1]),
-                        cells[2].ljust(widths[2]),
-                    ]
-                )
-                + "  "
-                + cells[3]
-            )
+        lines += aligned(table, right={1})
         capacity = cv.capacity
         lines += _wrap(
             f"the search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}", "  "
