@@ -135,16 +135,7 @@ def judge_number(
         found = (
             same.regression(name, q, limit, half, interval=interval)
             if varies
-            else percentile_regression(
-                pick(head),
-                pick(base),
-                q,
-                max_relative=limit.relative,
-                max_absolute=limit.absolute,
-                alpha=half.regressed,
-                alpha_within=half.within,
-                interval=interval,
-            )
+            else _calls_as_they_are(pick(head), pick(base), q, limit, half, interval=interval)
         )
         if found is None:
             return None
@@ -169,16 +160,7 @@ def judge_number(
             ratio=found.ratio,
             by_length=outcome is Regression.REGRESSED and found.outcome is not Regression.REGRESSED,
         )
-    plain = percentile_regression(
-        pick(head),
-        pick(base),
-        q,
-        max_relative=limit.relative,
-        max_absolute=limit.absolute,
-        alpha=alpha.regressed,
-        alpha_within=alpha.within,
-        interval=interval,
-    )
+    plain = _calls_as_they_are(pick(head), pick(base), q, limit, alpha, interval=interval)
     if plain is None:
         return None
     return Judged(
@@ -186,6 +168,28 @@ def judge_number(
         _interval_of(plain, limit) if interval else None,
         estimate=plain.ratio,
         ratio=plain.ratio,
+    )
+
+
+def _calls_as_they_are(
+    head: Sequence[float],
+    base: Sequence[float],
+    q: float,
+    limit: RegressionLimit,
+    alpha: Alphas,
+    *,
+    interval: bool,
+) -> PercentileRegression | None:
+    """The permutation test of the `q` percentile of the calls as they are."""
+    return percentile_regression(
+        head,
+        base,
+        q,
+        max_relative=limit.relative,
+        max_absolute=limit.absolute,
+        alpha=alpha.regressed,
+        alpha_within=alpha.within,
+        interval=interval,
     )
 
 
