@@ -3,7 +3,7 @@
 Every case goes through the real CLI (click's CliRunner, or a subprocess where the process
 itself matters: argv bytes, resource limits, a working directory that is gone, a terminal) or
 the real action entry point (`action.main` with an environ mapping). Endpoints are loopback
-servers: the demo server, or a tiny asyncio server below that sends fixed bytes.
+servers: the demo server, or hostile_kit.paced, a tiny asyncio server that sends fixed bytes.
 docs/faults.md ("Hostile input, round two") has a row for each.
 """
 
@@ -22,7 +22,6 @@ import resource
 import select
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from urllib.parse import quote
 import pytest
 from click.testing import CliRunner, Result
 from conftest import REPO_ROOT, free_port
-from hostile_kit import one_error
+from hostile_kit import one_error, paced
 from one_look import one_look_args
 from result_factory import make_result, samples_for
 
@@ -87,42 +86,6 @@ def subprocess_cli(
         timeout=timeout,
         check=False,
     )
-
-
-@contextlib.contextmanager
-def fixed_answer(response: bytes) -> Iterator[str]:
-    """A loopback server that answers every request with `response`; yields its base URL."""
-    loop = asyncio.new_event_loop()
-    ready = threading.Event()
-    holder: dict[str, asyncio.Server] = {}
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = re.search(rb"(?i)content-length:\s*(\d+)", head)
-                if length:
-                    await reader.readexactly(int(length[1]))
-                writer.write(response)
-                await writer.drain()
-        writer.close()
-
-    async def start() -> None:
-        holder["server"] = await asyncio.start_server(handle, "127.0.0.1", 0)
-        ready.set()
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(start(), loop).result(5)
-    ready.wait(5)
-    port = holder["server"].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        holder["server"].close()
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 # --- leaks: credentials echoed back in another form --------------------------------------------
@@ -748,7 +711,9 @@ def test_html_page_with_status_200_at_an_llm_endpoint_is_a_failed_call(
     """An HTML error page sent with 200 at a chat URL fails every call, whatever its size."""
     page = b"<!DOCTYPE html><html><body>" + b"x" * size + b"</body></html>"
     json_path = tmp_path / "r.json"
-    with fixed_answer(_response("200 OK", "text/html", page)) as base:
+    # hostile_kit.paced closes its server on its own loop's thread (this test's own copy closed
+    # it from the test's thread, and Server.close raced the loop: a TypeError in asyncio).
+    with paced(lambda _request: [_response("200 OK", "text/html", page)]) as (base, _seen):
         result, _ = probe(base + CHAT, "--prompt", "hi", *FAST, "--json", str(json_path))
     assert result.exit_code == 1, result.output
     samples = json.loads(json_path.read_text())["samples"]
