@@ -1,10 +1,10 @@
 """The capacity search on a real llama.cpp server (SmolLM2-135M, 2 threads) with 1, 2 and 4
-slots: the figure found for a budget of 2.8 single calls (3.5 with several slots), and the
+slots: the figure found for a budget of 3 single calls (3.5 with several slots), and the
 search's cost.
 
-The budget is set from the server itself (the median of three streamed calls made first), so
+The budget is set from the server itself (the median of ten streamed calls made first), so
 the test asks the same question on a fast machine and a slow one: how many calls at once end
-within 2.8 times one call? Every answer is 16 tokens (`ignore_eos`), so one call and
+within 3 times one call? Every answer is 16 tokens (`ignore_eos`), so one call and
 a level's calls do the same work. With one slot, calls queue: two do, three do not.
 With more slots llama.cpp batches them on the same two threads, each slot slowing the others,
 so more calls at once hold the budget, but not slots-times more. Kept short for CI: 16-token
@@ -54,10 +54,12 @@ def _body(prompt: str) -> dict[str, object]:
 
 
 def _one_call(base: str) -> float:
-    """The median of three streamed calls, one after another, in seconds (each on a new
-    connection: this server closes one after a streamed answer)."""
+    """The median of ten streamed calls, one after another, in seconds (each on a new
+    connection: this server closes one after a streamed answer). Ten, not three: the median of
+    three moved by a fifth between runs on the same server (level 1's p95 came out 1.15 to 1.32
+    times it), and the budget, a multiple of it, moved with it onto level 2's edge."""
     took = []
-    for i in range(4):
+    for i in range(11):
         body = _body(f"[{i:08x}] {PROMPT}")
         with httpx.Client(timeout=60) as client:
             began = time.perf_counter()
@@ -71,17 +73,20 @@ def _one_call(base: str) -> float:
 async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     """The search ends on its own, never at 0 on a healthy server (level 1 decided on enough
     calls: it was decided on 16 and came out 0 in a busy machine's noise); one slot holds 2
-    calls at once within 2.8 calls' time, more slots at least as many: each within the figure
+    calls at once within 3 calls' time, more slots at least as many: each within the figure
     or the interval the search says."""
     slots, base = llama
     single = _one_call(base)
-    # One slot: 2 calls queued take 2.2-2.5 calls' time here (the second waits, then both
-    # stream), 3 take 3.2 and more: 2.8 lies between with room on both sides. More slots batch
-    # 2 calls on the same two threads at 2.3-2.6 calls' time at p95 (715-912 ms against one call
-    # of 305-418 ms, issue 30's runs): 2.8 sat on that edge and a 2-slot level 2 broke in one run
-    # of two (p95 1,259 ms on 12 calls against 994 ms), so they get 3.5, and "at least as many as
-    # one slot" is asked where the answer is clear.
-    budget = round((2.8 if slots == 1 else 3.5) * single, 3)
+    # One slot: the second of 2 queued calls waits for the first, so level 2's p95 is about twice
+    # one call's p90; the third of 3 waits for two, so level 3's p95 is over three calls' median
+    # and cannot hold a budget of 3. Level 2's p95 came out 2.0-3.2 times the median of three
+    # calls (level 3's 3.1-3.9): with 2.8 one run of six broke at level 2 (889 ms against 850);
+    # 3 times the median of ten sits between with room on both sides. More slots batch 2 calls on
+    # the same two threads at 2.3-2.6 calls' time at p95 (715-912 ms against one call of 305-418
+    # ms, issue 30's runs): a 2-slot level 2 broke at 2.8 in one run of two (p95 1,259 ms on 12
+    # calls against 994 ms), so they get 3.5, and "at least as many as one slot" is asked where
+    # the answer is clear.
+    budget = round((3.0 if slots == 1 else 3.5) * single, 3)
     target = build_target(
         {
             "url": f"{base}/v1/chat/completions",
@@ -117,7 +122,7 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     )
     assert [s.error_detail for s in result.samples if not s.ok] == []
     assert capacity.complete
-    assert capacity.found >= 1  # one call at a time holds 2.8 calls' time
+    assert capacity.found >= 1  # one call at a time holds 3 calls' time
     if capacity.found:
         assert levels[capacity.found].held
     top = capacity.upper if capacity.upper is not None else capacity.found
@@ -125,7 +130,7 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
         assert not levels[capacity.breaking].held
         assert capacity.breaking == top + 1
     if slots == 1:
-        assert capacity.found <= 2 <= top  # 2 queued hold 2.8 calls' time, 3 do not
+        assert capacity.found <= 2 <= top  # 2 queued hold 3 calls' time, 3 do not
         text = " ".join(render_terminal([result]).split())
         assert "as if served about 1 at a time" in text
     else:
