@@ -216,6 +216,25 @@ def _wait_healthy(base_url: str, timeout: float) -> None:
     pytest.fail(f"llama.cpp server at {base_url} not healthy after {timeout:.0f} s: {last}")
 
 
+# Under pytest-xdist (`-n N --dist loadgroup`, tests/run-all.sh) the tests that share something
+# expensive run on one worker, so it is made once: the Docker engine's images and act's set-ups
+# (the `docker` and `act` tiers, whose module fixtures build them), the demo run (`demo_run`, a
+# session fixture), the llama.cpp servers. Without xdist the marks do nothing.
+XDIST_GROUPS = (("docker", "docker"), ("act", "docker"), ("llm", "llm"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups in its own hook
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        group = next(
+            (name for marker, name in XDIST_GROUPS if item.get_closest_marker(marker)), None
+        )
+        if group is None and "demo_run" in getattr(item, "fixturenames", ()):
+            group = "demo"
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _outside_a_workflow() -> Iterator[None]:
     """Tests run as outside a GitHub workflow and on a plain terminal, also when CI runs them:

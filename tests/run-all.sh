@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every test, in two passes (the test command of README.md and .ci/run):
+#
+# 1. everything but the llama.cpp tests on several pytest-xdist workers (LATENCY_GATE_TEST_WORKERS,
+#    default 3): most of the suite waits on loopback endpoints, Docker and act rather than on the
+#    CPU, so three workers on two cores finish it in about half the time of one. Tests that share
+#    something expensive (the Docker and act tiers, the demo run) run on one worker, so it is made
+#    once (tests/conftest.py, XDIST_GROUPS);
+# 2. the llama.cpp tests (`llm`) alone, one after another: they time a real model on the same two
+#    cores, and their budgets are set from the server's own speed measured first, which other
+#    tests' load would move.
+#
+# Arguments are passed to both passes (`bash tests/run-all.sh -x`, `-k capacity`). Exit: 0 when
+# both passed; pytest's code otherwise (5 only when neither pass collected a test).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+workers=${LATENCY_GATE_TEST_WORKERS:-3}
+
+python -m pytest -q -n "$workers" --dist loadgroup -m "not llm" "$@"
+spread=$?
+python -m pytest -q -m llm "$@"
+alone=$?
+
+if ((spread == 5 && alone == 5)); then
+    exit 5
+fi
+for code in "$spread" "$alone"; do
+    if ((code != 0 && code != 5)); then
+        exit "$code"
+    fi
+done
+exit 0
