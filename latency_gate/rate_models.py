@@ -78,9 +78,11 @@ class Goodput(Frozen):
     found: float = Field(ge=0, description="the highest rate that held (0: none did)")
     upper: float | None = Field(
         default=None,
-        description="when levels above `found` were near the budget (not told apart from it): "
-        "the highest of them below the lowest rate that broke; the goodput is between `found` "
-        "and `upper`. None: no level between them was near",
+        description="when levels above `found` were near the budget (their calls could not "
+        "tell): the lowest rate that broke (its test rules out a p95 within the budget), the "
+        "goodput between `found` (held) and `upper` (broke); a near level bounds nothing. None: "
+        "no level above `found` was near (the levels told apart: `found` to `breaking`), or "
+        "levels were near and none broke (the goodput is at least `found`)",
     )
     breaking: float | None = Field(description="the lowest rate that broke")
     breaking_p95: float | None = Field(default=None, description="that level's p95")

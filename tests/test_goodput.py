@@ -282,8 +282,9 @@ def _run(**raw: str) -> RateRun:
 def test_the_goodput_of_a_one_slot_queue_is_an_interval_where_levels_were_near() -> None:
     """One slot, 0.25 s a call, a 1 s budget (M/D/1, whose p95 reaches 1 s near 2.5/s): from
     1/s the levels hold, then 2/s and 1.83/s end near the budget (a call or two of ~130 over
-    it: the tests can neither hold nor break them), so the search bisects below them and says
-    the goodput is between the highest rate that held and the highest near one, no level broke."""
+    it: the tests can neither hold nor break them), so the search bisects below them and, no
+    level broken, says the goodput is at least the highest rate that held: a near level bounds
+    nothing, so there is no upper end."""
     run = _run(goodput="true", rate="1/s")
     drive(run, 1, lambda _: 0.25)
     goodput = run.goodput()
@@ -291,14 +292,17 @@ def test_the_goodput_of_a_one_slot_queue_is_an_interval_where_levels_were_near()
     near = [level.rate for level in goodput.levels if level.near]
     assert near == [2.0, 1.83]
     assert all(level.decided_by == "level cap" for level in goodput.levels if level.near)
-    assert (goodput.found, goodput.upper, goodput.breaking) == (1.68, 2.0, None)
+    assert (goodput.found, goodput.upper, goodput.breaking) == (1.68, None, None)
     assert min(near) / goodput.found <= 1.1
     assert goodput.tokens_per_s == pytest.approx(goodput.found * 64)
     assert goodput.calls == sum(level.calls for level in goodput.levels)
     assert goodput_headline(goodput).startswith(
-        "holds p95 ≤ 1.00 s between 1.68/s and 2/s (poisson arrivals): 1.68/s held"
+        "holds p95 ≤ 1.00 s up to at least 1.68/s (poisson arrivals): 1.68/s held, 108 output "
+        "tokens/s (rules out a p95 over 1.00 s; wrong at most 2.5 %)"
     )
-    assert "1.83/s and 2/s were near the budget" in goodput_headline(goodput)
+    assert goodput_headline(goodput).endswith(
+        "1.83/s and 2/s were near the budget (their calls could not tell); no rate tried broke it"
+    )
 
 
 def test_max_calls_stops_the_search_and_the_figure_is_at_least() -> None:
@@ -350,16 +354,37 @@ def _goodput(found: float, breaking: float | None, **update: object) -> Goodput:
 
 
 def test_min_rate_passes_at_or_above_and_fails_below() -> None:
-    """The goodput row is a floor: 2.6/s passes a 2.5/s minimum and fails a 3/s one, saying
-    what the levels ruled out; without a minimum it is reported."""
+    """The goodput row is a floor: 2.6/s held passes a 2.5/s minimum and 2.83/s broke fails a
+    3/s one, saying what the levels ruled out; without a minimum it is reported."""
     goodput = _goodput(2.6, 2.83)
     (row,) = goodput_checks(goodput, asked=None, min_rate=2.5, searched=True)
     assert (row.number, row.passed, row.value, row.limit) == ("goodput", True, 2.6, 2.5)
     (row,) = goodput_checks(goodput, asked=None, min_rate=3.0, searched=True)
-    assert row.passed is False
-    assert row.meaning.startswith("FAIL: 2.6/s, under the 3/s asked")
+    assert (row.passed, row.decided) == (False, True)
+    assert row.meaning.startswith(
+        "FAIL: 2.6/s (held; 2.83/s broke); 2.83/s broke, at or under the 3/s asked"
+    )
     (row,) = goodput_checks(goodput, asked=None, min_rate=None, searched=True)
     assert row.passed is None
+
+
+def test_min_rate_inside_the_search_s_last_step_is_undecided() -> None:
+    """2.7/s asked, 2.6/s held and 2.83/s broke (no level near): neither rate says anything of
+    2.7/s, so it is undecided and on-undecided decides (it was a FAIL before: the search's
+    precision taken for a bound); the same above every rate tried when none broke."""
+    goodput = _goodput(2.6, 2.83)
+    (row,) = goodput_checks(goodput, asked=None, min_rate=2.7, searched=True)
+    assert (row.passed, row.decided, row.by_policy) == (True, False, True)
+    assert row.meaning.startswith(
+        "PASS: undecided, the goodput is 2.6/s (held; 2.83/s broke) and the 2.7/s asked lies "
+        "between the rate held and the rate broken"
+    )
+    failing = goodput.model_copy(update={"on_undecided": "fail"})
+    (row,) = goodput_checks(failing, asked=None, min_rate=2.7, searched=True)
+    assert (row.passed, row.decided) == (False, False)
+    (row,) = goodput_checks(_goodput(2.6, None), asked=None, min_rate=3.0, searched=True)
+    assert (row.passed, row.decided) == (True, False)
+    assert "every rate tried held, the highest under 3/s, and none broke" in row.meaning
 
 
 def test_a_search_stopped_below_the_minimum_is_undecided() -> None:

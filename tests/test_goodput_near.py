@@ -1,8 +1,9 @@
 """Rate levels near the budget (issue 29): a level whose calls rule out neither a p95 over the
 budget nor one within it ends near, not held or broken by `on-undecided`; the search stays under
-it and says the goodput as an interval; `--min-rate` inside the interval and `--rate` at a near
-level are undecided; the interval survives the result file and a replay; a file written before
-the fields existed still loads."""
+it and says the goodput as an interval from the rate held to the lowest that broke ("at least"
+the rate held when none broke); `--min-rate` is undecided unless a rate at or above it held or
+one at or under it broke, and `--rate` at a near level is undecided; the interval survives the
+result file and a replay; a file written before the fields existed still loads."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from result_factory import make_result
 
 from latency_gate.assess.capacity_levels import LevelLimits
 from latency_gate.assess.goodput import RateSearch, start_rates
-from latency_gate.assess.goodput_levels import OpenLevel, rate_bracket
+from latency_gate.assess.goodput_levels import OpenLevel, near_rates, rate_bracket
 from latency_gate.assess.goodput_replay import goodput_again
 from latency_gate.assess.goodput_verdict import goodput_checks
 from latency_gate.config import build_target
@@ -107,9 +108,10 @@ def _level(rate: float, outcome: LevelOutcome, p95: float = 0.8) -> RateLevel:
     )
 
 
-def test_the_interval_s_upper_end_is_the_highest_near_rate_below_a_break() -> None:
+def test_the_interval_s_upper_end_is_the_lowest_rate_that_broke() -> None:
     """Held 2.6, near 2.8 and 3.0, broke 3.3 and a near 4 above it: the goodput is between 2.6
-    and 3.0 (4 is above a break, so not in the interval); no near level: no interval."""
+    and 3.3, the rate that broke (a near level showed nothing, so 3.0 bounds nothing); no near
+    level: no interval; near levels and none broken: no upper end ("at least" 2.6)."""
     levels = [
         _level(2.6, "held"),
         _level(3.3, "broke"),
@@ -117,8 +119,12 @@ def test_the_interval_s_upper_end_is_the_highest_near_rate_below_a_break() -> No
         _level(2.8, "near"),
         _level(4.0, "near"),
     ]
-    assert rate_bracket(levels) == (2.6, 3.3, 3.0)
+    assert rate_bracket(levels) == (2.6, 3.3, 3.3)
+    assert near_rates(levels, 2.6, 3.3) == [2.8, 3.0]
     assert rate_bracket([_level(2.6, "held"), _level(2.8, "broke")]) == (2.6, 2.8, None)
+    open_ = [_level(2.6, "held"), _level(3.0, "near"), _level(2.8, "near")]
+    assert rate_bracket(open_) == (2.6, None, None)
+    assert near_rates(open_, 2.6, None) == [2.8, 3.0]
 
 
 def _interval(**update: object) -> Goodput:
@@ -130,8 +136,15 @@ def _interval(**update: object) -> Goodput:
         _level(3.0, "near"),
         _level(2.8, "near"),
     )
-    fields = {"found": 2.6, "upper": 3.0, "breaking": 3.3, "levels": levels, "calls": 600}
+    fields = {"found": 2.6, "upper": 3.3, "breaking": 3.3, "levels": levels, "calls": 600}
     return run.goodput().model_copy(update={**fields, **update})
+
+
+def _at_least(**update: object) -> Goodput:
+    """A search that held 2.6/s and was near at 2.8/s and 3/s, none broken."""
+    levels = (_level(2.6, "held"), _level(3.0, "near"), _level(2.8, "near"))
+    fields = {"upper": None, "breaking": None, "levels": levels, **update}
+    return _interval(**fields)
 
 
 def _target(**raw: str):  # type: ignore[no-untyped-def]
@@ -140,41 +153,67 @@ def _target(**raw: str):  # type: ignore[no-untyped-def]
     )
 
 
-def test_min_rate_inside_the_interval_is_undecided_and_follows_on_undecided() -> None:
-    """2.8/s asked of a goodput between 2.6/s and 3/s: the levels could not tell, so it is
-    undecided, passed (estimate, pass) or failed (fail) by policy, said so."""
-    (row,) = goodput_checks(_interval(), asked=None, min_rate=2.8, searched=True)
+@pytest.mark.parametrize("min_rate", [2.8, 3.0, 3.2])
+def test_min_rate_between_the_rate_held_and_the_rate_broken_is_undecided(min_rate: float) -> None:
+    """A minimum above 2.6/s (held) and under 3.3/s (broke), near levels between: nothing at or
+    above it held, nothing at or under it broke, so it is undecided, passed (estimate, pass) or
+    failed (fail) by policy, said so (3.2/s, above the near levels, was a FAIL before: the
+    highest near rate was taken for an upper bound)."""
+    (row,) = goodput_checks(_interval(), asked=None, min_rate=min_rate, searched=True)
     assert (row.passed, row.decided, row.by_policy) == (True, False, True)
-    assert row.note == "undecided: between 2.6/s and 3/s"
+    assert row.note == "undecided: between 2.6/s (held) and 3.3/s (broke)"
     assert row.meaning.startswith(
-        "PASS: undecided, the goodput is between 2.6/s and 3/s and the 2.8/s asked lies between"
+        "PASS: undecided, the goodput is between 2.6/s (held) and 3.3/s (broke) and 2.8/s and "
+        "3/s near the budget between (their calls could not tell)"
     )
     assert "2.8/s was near the budget" in row.meaning
     failing = _interval(on_undecided="fail")
-    (row,) = goodput_checks(failing, asked=None, min_rate=2.8, searched=True)
+    (row,) = goodput_checks(failing, asked=None, min_rate=min_rate, searched=True)
     assert (row.passed, row.decided, row.by_policy) == (False, False, True)
 
 
-def test_min_rate_outside_the_interval_is_decided() -> None:
-    """At or under the rate that held: PASS, saying the interval; over its upper end: FAIL,
-    "at most" the upper end."""
+def test_min_rate_fails_only_when_a_rate_at_or_under_it_broke() -> None:
+    """At or under the rate that held: PASS, saying the interval and what its ends rest on; at
+    or over the rate that broke: FAIL, said by that rate."""
     (row,) = goodput_checks(_interval(), asked=None, min_rate=2.5, searched=True)
     assert (row.passed, row.decided) == (True, True)
-    assert row.meaning.startswith("PASS: between 2.6/s and 3/s, at least the 2.5/s asked")
-    (row,) = goodput_checks(_interval(), asked=None, min_rate=3.2, searched=True)
-    assert (row.passed, row.decided) == (False, True)
-    assert row.meaning.startswith("FAIL: at most 3/s, under the 3.2/s asked")
+    assert row.meaning.startswith(
+        "PASS: between 2.6/s (held) and 3.3/s (broke); 2.6/s held, at least the 2.5/s asked"
+    )
+    for min_rate in (3.3, 4.0):
+        (row,) = goodput_checks(_interval(), asked=None, min_rate=min_rate, searched=True)
+        assert (row.passed, row.decided) == (False, True)
+        assert row.meaning.startswith(
+            "FAIL: between 2.6/s (held) and 3.3/s (broke); 3.3/s broke, at or under the "
+        )
+
+
+def test_min_rate_above_an_open_goodput_is_undecided() -> None:
+    """Near levels and none broken ("at least 2.6/s"): a 3.5/s minimum is undecided (nothing
+    broke), a 2.5/s one passes."""
+    (row,) = goodput_checks(_at_least(), asked=None, min_rate=3.5, searched=True)
+    assert (row.passed, row.decided, row.by_policy) == (True, False, True)
+    assert row.meaning.startswith(
+        "PASS: undecided, the goodput is at least 2.6/s (held; none broke)"
+    )
+    (row,) = goodput_checks(_at_least(on_undecided="fail"), asked=None, min_rate=3.5, searched=True)
+    assert (row.passed, row.decided) == (False, False)
+    (row,) = goodput_checks(_at_least(), asked=None, min_rate=2.5, searched=True)
+    assert (row.passed, row.decided) == (True, True)
 
 
 def test_the_headline_and_the_rows_say_the_interval() -> None:
-    """The sentence says the interval and the levels it rests on; the table marks the near
+    """The sentence says the interval from the rate held to the rate broken and what each end
+    rests on (each test's bound; the near levels could not tell); the table marks the near
     levels; what the figure rests on lists the held, the near and the broken level."""
     result = make_result().model_copy(update={"goodput": _interval()})
     view = goodput_view(result)
     assert view is not None
     assert view.headline == (
-        "holds p95 ≤ 1.00 s between 2.6/s and 3/s (poisson arrivals): 2.6/s held, 2.8/s and "
-        "3/s were near the budget (its calls could not tell), 3.3/s broke (p95 1.40 s)"
+        "holds p95 ≤ 1.00 s up to a rate between 2.6/s and 3.3/s (poisson arrivals): 2.6/s held "
+        "(rules out a p95 over 1.00 s; wrong at most 2.5 %); 2.8/s and 3/s were near the budget "
+        "(their calls could not tell); 3.3/s broke (p95 1.40 s; rules out a p95 within 1.00 s; "
+        "wrong at most 1.0 %)"
     )
     assert [row.mark for row in view.rows] == [
         "✅ held",
@@ -183,6 +222,19 @@ def test_the_headline_and_the_rows_say_the_interval() -> None:
         "❌ broke",
     ]
     assert [text.split(" ")[0] for text in view.rests_on] == ["2.6/s", "2.8/s", "3/s", "3.3/s"]
+
+
+def test_near_levels_and_nothing_broken_say_at_least() -> None:
+    """Near levels above the rate held and none broken: no upper end; the sentence says "at
+    least" the rate held, the near levels, and that no rate tried broke it."""
+    view = goodput_view(make_result().model_copy(update={"goodput": _at_least()}))
+    assert view is not None
+    assert view.headline == (
+        "holds p95 ≤ 1.00 s up to at least 2.6/s (poisson arrivals): 2.6/s held (rules out a "
+        "p95 over 1.00 s; wrong at most 2.5 %); 2.8/s and 3/s were near the budget (their calls "
+        "could not tell); no rate tried broke it"
+    )
+    assert [text.split(" ")[0] for text in view.rests_on] == ["2.6/s", "2.8/s", "3/s"]
 
 
 def test_the_rate_asked_near_the_budget_is_undecided() -> None:
@@ -212,9 +264,10 @@ def _searched() -> Goodput:
 
 def test_the_interval_survives_the_result_file_and_a_replay() -> None:
     """Written and read back, then judged again from its levels' calls: the same near levels
-    and the same interval."""
+    and the same open upper end (near levels, none broken: "at least" the rate held)."""
     goodput = _searched()
-    assert goodput.upper is not None
+    assert (goodput.upper, goodput.breaking) == (None, None)
+    assert any(lv.near for lv in goodput.levels)
     result = make_result().model_copy(update={"goodput": goodput})
     back = RunResult.model_validate_json(result.model_dump_json())
     assert back.goodput is not None

@@ -12,9 +12,11 @@ tell).
   break or are near (at most RATE_STEPS times either way), then bisected at the geometric middle
   of the highest rate that held and the lowest that was near or broke, until that one is within
   RATE_PRECISION of the one that held. The goodput is the highest rate that held; when levels
-  above it were near the budget (and none below them broke), it is an interval, "between
-  `found` and `upper`", `upper` the highest near rate below the lowest that broke. `--min-rate`
-  gates it (goodput_verdict.py).
+  above it were near the budget (their calls could not tell), it is an interval from `found`
+  (held: its test rules out a p95 over the budget) to `upper`, the lowest rate that broke (its
+  test rules out a p95 within it): a near level showed nothing, so only a broken rate bounds
+  the goodput from above, and with none broken it is "at least `found`". `--min-rate` gates it
+  (goodput_verdict.py).
 
 `RateSearch` is the search alone (levels in, the next rate out); `RateRun` drives the levels for
 the engine's hook (wired in latency_gate/run.py) under what `max-calls` and `goodput-time` leave:
@@ -34,6 +36,7 @@ from latency_gate.assess.goodput_levels import (
     CLIENT_FLOOR_TIMES,
     Arrived,
     OpenLevel,
+    near_rates,
     rate_bracket,
 )
 from latency_gate.assess.sampling import on_undecided_policy
@@ -230,16 +233,23 @@ class RateRun:
         search = self.search
         if not self.searching:
             return ""
-        found, _, upper = rate_bracket(self.levels)
-        if upper is not None:
-            near = sorted(lv.rate for lv in self.levels if lv.near and found < lv.rate <= upper)
+        found, broke, upper = rate_bracket(self.levels)
+        near = near_rates(self.levels, found, broke)
+        if near:
             span = (
-                fmt_rate(near[0]) if len(near) == 1 else f"{fmt_rate(near[0])} to {fmt_rate(upper)}"
+                fmt_rate(near[0])
+                if len(near) == 1
+                else f"{fmt_rate(near[0])} to {fmt_rate(near[-1])}"
             )
             held = f"{fmt_rate(found)} held" if found else "no rate held"
+            if upper is None:
+                return (
+                    f"{held}, {span} near the budget and no rate tried broke it: at least "
+                    f"{fmt_rate(found)}"
+                )
             return (
-                f"{held} and {span} near the budget: between {fmt_rate(found)} and "
-                f"{fmt_rate(upper)}"
+                f"{held}, {span} near the budget and {fmt_rate(upper)} broke: between "
+                f"{fmt_rate(found)} and {fmt_rate(upper)}"
             )
         if search.ceiling is None:
             return f"every rate held up to {fmt_rate(search.held)}, the most searched"

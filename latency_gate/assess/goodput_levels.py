@@ -46,6 +46,7 @@ __all__ = [
     "Arrived",
     "OpenLevel",
     "judged_calls",
+    "near_rates",
     "rate_bracket",
 ]
 
@@ -109,23 +110,32 @@ def judged_calls(
 
 def rate_bracket(levels: Sequence[RateLevel]) -> tuple[float, float | None, float | None]:
     """What judged levels say of the goodput: the highest rate that held below the lowest that
-    broke (0 when none did), that lowest rate (None when none broke), and the highest rate near
-    the budget between the two (None when none was: the levels around the figure were told
-    apart). Levels the client fell behind at say nothing of the endpoint and are left out."""
+    broke (0 when none did), that lowest rate (None when none broke), and the upper end of the
+    interval: the lowest rate that broke when levels between the two were near the budget (None
+    when none was: the levels around the figure were told apart; None too when levels above the
+    figure were near and none broke: the goodput is then "at least" the figure). A near level
+    showed nothing, so only a broken rate bounds the goodput from above. Levels the client fell
+    behind at say nothing of the endpoint and are left out."""
     judged = [lv for lv in levels if not lv.client_behind]
     broke = min((lv.rate for lv in judged if not lv.held and not lv.near), default=None)
     found = max(
         (lv.rate for lv in judged if lv.held and (broke is None or lv.rate < broke)), default=0.0
     )
-    upper = max(
-        (
-            lv.rate
-            for lv in judged
-            if lv.near and lv.rate > found and (broke is None or lv.rate < broke)
-        ),
-        default=None,
+    near = near_rates(levels, found, broke)
+    return found, broke, broke if near else None
+
+
+def near_rates(levels: Sequence[RateLevel], found: float, broke: float | None) -> list[float]:
+    """The rates near the budget above `found` and below `broke` (all above it when None),
+    lowest first; levels the client fell behind at are left out."""
+    return sorted(
+        lv.rate
+        for lv in levels
+        if lv.near
+        and not lv.client_behind
+        and lv.rate > found
+        and (broke is None or lv.rate < broke)
     )
-    return found, broke, upper
 
 
 @dataclass

@@ -11,11 +11,14 @@ from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside,
 from latency_gate.models import Capacity, Goodput, RateLevel
 
 __all__ = [
+    "broke_rests_on",
     "deciding_levels",
     "goodput_headline",
+    "held_rests_on",
     "level_said",
     "littles_law",
     "near_levels",
+    "near_span",
     "rate_headline",
 ]
 
@@ -106,23 +109,27 @@ def rate_headline(goodput: Goodput) -> str:
 
 
 def near_levels(goodput: Goodput) -> list[RateLevel]:
-    """The levels near the budget between the figure and the upper end of its interval."""
-    if goodput.upper is None:
-        return []
-    upper = goodput.upper
+    """The levels near the budget above the figure and below the lowest rate that broke (all
+    above the figure when none broke): their calls could not tell."""
     return sorted(
         (
             lv
             for lv in goodput.levels
-            if lv.near and not lv.client_behind and goodput.found < lv.rate <= upper
+            if lv.near
+            and not lv.client_behind
+            and lv.rate > goodput.found
+            and (goodput.breaking is None or lv.rate < goodput.breaking)
         ),
         key=lambda lv: lv.rate,
     )
 
 
-def _listed(levels: list[RateLevel]) -> str:
+def near_span(levels: list[RateLevel]) -> str:
+    """ "2.8/s", "2.8/s and 3/s", or "2.8/s to 3.6/s" (three or more)."""
     names = [fmt_rate(lv.rate) for lv in levels]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+    if len(names) <= 2:
+        return " and ".join(names)
+    return f"{names[0]} to {names[-1]}"
 
 
 def _breaking(goodput: Goodput) -> RateLevel | None:
@@ -136,11 +143,67 @@ def _breaking(goodput: Goodput) -> RateLevel | None:
     )
 
 
+def held_rests_on(level: RateLevel | None, goodput: Goodput) -> str:
+    """What the lower end rests on: "rules out a p95 over 1.00 s; wrong at most 2.5 %"."""
+    chance = LEVEL_BETA if level is None or level.wrong_at_most is None else level.wrong_at_most
+    return (
+        f"rules out a p95 over {fmt_duration(goodput.limit)}; wrong at most {fmt_percent(chance)}"
+    )
+
+
+def broke_rests_on(level: RateLevel, goodput: Goodput) -> str:
+    """What the upper end rests on: "p95 1.40 s; rules out a p95 within 1.00 s; wrong at most
+    5.0 %" (or the failure rate, when errors broke it)."""
+    if level.broke_on == ("error_rate",):
+        chance = ERROR_ALPHA if level.wrong_at_most is None else level.wrong_at_most
+        ruled = (
+            f"rules out a failure rate of {fmt_percent((goodput.error_limit or 0.0) / 2)} or less"
+        )
+    else:
+        chance = LEVEL_ALPHA if level.wrong_at_most is None else level.wrong_at_most
+        ruled = f"rules out a p95 within {fmt_duration(goodput.limit)}"
+    return f"{_broke_because(level, goodput)}; {ruled}; wrong at most {fmt_percent(chance)}"
+
+
+def _interval_headline(goodput: Goodput, near: list[RateLevel], tokens: str) -> str:
+    """The goodput when levels above it were near the budget: from the rate that held (its
+    test's bound) to the lowest that broke (its test's bound), or "at least" the rate held when
+    none broke; the near levels between showed nothing either way."""
+    budget = _budget(goodput)
+    held = next((lv for lv in goodput.levels if lv.held and lv.rate == goodput.found), None)
+    breaking = _breaking(goodput)
+    were = "was" if len(near) == 1 else "were"
+    their = "its" if len(near) == 1 else "their"
+    near_said = f"{near_span(near)} {were} near the budget ({their} calls could not tell)"
+    held_said = (
+        f"{fmt_rate(goodput.found)} held{tokens} ({held_rests_on(held, goodput)})"
+        if goodput.found
+        else "no rate held"
+    )
+    if breaking is None:
+        head = (
+            f"holds {budget} up to at least {fmt_rate(goodput.found)}"
+            if goodput.found
+            else f"was not shown to hold {budget} at any rate"
+        )
+        said = f"{held_said}; {near_said}; no rate tried broke it"
+        return f"{head} ({goodput.arrivals} arrivals): {said}"
+    broke_said = f"{fmt_rate(breaking.rate)} broke ({broke_rests_on(breaking, goodput)})"
+    head = (
+        f"holds {budget} up to a rate between {fmt_rate(goodput.found)} and "
+        f"{fmt_rate(breaking.rate)}"
+        if goodput.found
+        else f"holds {budget} only under {fmt_rate(breaking.rate)}, if at all"
+    )
+    return f"{head} ({goodput.arrivals} arrivals): {held_said}; {near_said}; {broke_said}"
+
+
 def goodput_headline(goodput: Goodput) -> str:
     """The goodput in one sentence: "holds p95 ≤ 3.00 s up to 4.2/s (Poisson arrivals); breaks
     at 4.6/s (p95 3.40 s)", or when levels above it were near the budget, "holds p95 ≤ 3.00 s
-    between 4.2/s and 4.6/s (Poisson arrivals): 4.2/s held, 4.6/s was near the budget (its calls
-    could not tell), 9.2/s broke (p95 6.10 s)"."""
+    up to a rate between 4.2/s and 9.2/s (Poisson arrivals): 4.2/s held (rules out a p95 over
+    3.00 s; wrong at most 2.5 %); 4.6/s was near the budget (its calls could not tell); 9.2/s
+    broke (p95 6.10 s; rules out a p95 within 3.00 s; wrong at most 1.0 %)"."""
     budget = _budget(goodput)
     breaking = _breaking(goodput)
     broke = (
@@ -159,17 +222,8 @@ def goodput_headline(goodput: Goodput) -> str:
         )
         return f"{held} ({goodput.stopped or 'the search did not end'}){broke}"
     near = near_levels(goodput)
-    if near and goodput.upper is not None:
-        were = "was" if len(near) == 1 else "were"
-        held = f"{fmt_rate(goodput.found)} held{tokens}" if goodput.found else "no rate held"
-        text = (
-            f"holds {budget} between {fmt_rate(goodput.found)} and {fmt_rate(goodput.upper)} "
-            f"({goodput.arrivals} arrivals): {held}, {_listed(near)} {were} near the budget "
-            "(its calls could not tell)"
-        )
-        if breaking is not None:
-            return f"{text}, {fmt_rate(breaking.rate)} broke ({_broke_because(breaking, goodput)})"
-        return f"{text}, none broke"
+    if near:
+        return _interval_headline(goodput, near, tokens)
     if not goodput.found:
         return f"does not hold {budget} even at {fmt_rate(goodput.breaking)}{broke}"
     if goodput.breaking is None:

@@ -6,17 +6,19 @@
   level the client could not send is undecided: nothing was learnt of the endpoint, so it fails
   only with `on-undecided fail`.
 - "goodput" (`--goodput`): the highest rate that held, a floor gated by `--min-rate` (reported
-  without one): PASS when it is at least the minimum, FAIL when the highest it can be (the
-  upper end of its interval, or the figure when the levels were told apart) is under it. A
-  minimum inside the interval (levels near the budget) is undecided and passes, said so, unless
-  `on-undecided` is fail (the capacity's `--min-capacity` the same). A search stopped (by a cap
-  or the client) before any level at or above the minimum was decided, with no level at or
-  under it broken, is undecided the same way.
+  without one). One rule, what the levels showed: PASS when a rate at or above the minimum held
+  (its test rules out a p95 over the budget); FAIL when a rate at or under it broke (its test
+  rules out a p95 within it); otherwise undecided, and it passes, said so, unless
+  `on-undecided` is fail (the capacity's `--min-capacity` the same). Undecided covers a minimum
+  among levels near the budget (the goodput between the rate held and the lowest that broke, or
+  "at least" the rate held when none broke), one inside the search's last step (between the
+  rate held and the rate broken), one above every rate tried when none broke, and a search
+  stopped (by a cap or the client) before a level at or above the minimum was decided.
 """
 
 from __future__ import annotations
 
-from latency_gate.assess.goodput_said import deciding_levels, level_said
+from latency_gate.assess.goodput_said import deciding_levels, level_said, near_levels, near_span
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import Check, Goodput, RateLevel
@@ -153,28 +155,20 @@ def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
             n=goodput.calls,
             meaning=rests,
         )
-    if goodput.complete and goodput.upper is not None and goodput.found < min_rate <= goodput.upper:
-        return _between(goodput, min_rate, rests, note)
     passed = goodput.found >= min_rate
-    shown_under = goodput.complete or (
-        goodput.breaking is not None and goodput.breaking <= min_rate
-    )
-    if not passed and not shown_under:
-        said = (
-            f"at least {fmt_rate(goodput.found)}, and no rate of {fmt_rate(min_rate)} (the "
-            f"minimum) or more was decided ({goodput.stopped})"
+    if not passed and (goodput.breaking is None or goodput.breaking > min_rate):
+        return _not_shown(goodput, min_rate, rests, note)
+    figure = _figure(goodput)
+    if passed:
+        meaning = (
+            f"PASS: {figure}; {fmt_rate(goodput.found)} held, at least the "
+            f"{fmt_rate(min_rate)} asked"
         )
-        return _undecided(goodput, "goodput", goodput.found, min_rate, said)
-    word, side = ("PASS", "at least") if passed else ("FAIL", "under")
-    at_least = "" if goodput.complete else "at least "
-    figure = fmt_rate(goodput.found)
-    if goodput.upper is not None:
-        figure = (
-            f"between {figure} and {fmt_rate(goodput.upper)}"
-            if passed
-            else f"at most {fmt_rate(goodput.upper)}"
+    else:
+        meaning = (
+            f"FAIL: {figure}; {fmt_rate(goodput.breaking)} broke, at or under the "
+            f"{fmt_rate(min_rate)} asked"
         )
-    meaning = f"{word}: {at_least}{figure}, {side} the {fmt_rate(min_rate)} asked"
     if rests:
         meaning += f". {rests[:1].upper()}{rests[1:]}"
     return Check(
@@ -188,17 +182,44 @@ def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
     )
 
 
-def _between(goodput: Goodput, min_rate: float, rests: str, note: str) -> Check:
-    """`--min-rate` among the levels near the budget, which the calls could not tell apart: not
-    decided on a figure the search could not separate. It passes, said as undecided, unless
-    on-undecided is fail (the capacity's `--min-capacity` the same)."""
+def _figure(goodput: Goodput) -> str:
+    """The goodput as the levels left it, each end with what it rests on: "between 2.6/s
+    (held) and 3.3/s (broke)", "at least 2.6/s (held; none broke)", "2.6/s (held; 2.8/s
+    broke)" when the search's last step told them apart."""
+    found = fmt_rate(goodput.found)
+    if goodput.breaking is None:
+        return f"at least {found} (held; none broke)" if goodput.found else "no rate held or broke"
+    breaking = fmt_rate(goodput.breaking)
+    if not goodput.found:
+        return f"under {breaking} (broke; no rate held)"
+    if goodput.upper is not None or not goodput.complete:
+        return f"between {found} (held) and {breaking} (broke)"
+    return f"{found} (held; {breaking} broke)"
+
+
+def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Check:
+    """`--min-rate` neither held (no rate at or above it held) nor broken (no rate at or under
+    it broke): levels near the budget between, the search's last step, or a search that
+    stopped or reached its highest rate. Not decided on what the calls did not show: it passes,
+    said as undecided, unless on-undecided is fail (the capacity's `--min-capacity` the same)."""
     policy = goodput.on_undecided
     passed = policy != "fail"
     word = "PASS" if passed else "FAIL"
-    interval = f"between {fmt_rate(goodput.found)} and {fmt_rate(goodput.upper)}"
+    asked = fmt_rate(min_rate)
+    near = near_levels(goodput)
+    if not goodput.complete:
+        why = f"no rate of {asked} or more was decided ({goodput.stopped})"
+    elif near:
+        why = (
+            f"{near_span(near)} near the budget between (their calls could not tell), no rate "
+            f"at or under {asked} broke"
+        )
+    elif goodput.breaking is None:
+        why = f"every rate tried held, the highest under {asked}, and none broke"
+    else:
+        why = f"the {asked} asked lies between the rate held and the rate broken"
     meaning = (
-        f"{word}: undecided, the goodput is {interval} and the {fmt_rate(min_rate)} asked lies "
-        "between (levels near the budget, which the calls could not tell apart); "
+        f"{word}: undecided, the goodput is {_figure(goodput)} and {why}; "
         f"{'passed' if passed else 'failed'} by policy (on-undecided: {policy})"
     )
     if rests:
@@ -208,7 +229,7 @@ def _between(goodput: Goodput, min_rate: float, rests: str, note: str) -> Check:
         value=goodput.found,
         limit=min_rate,
         passed=passed,
-        note=note or f"undecided: {interval}",
+        note=note or f"undecided: {_figure(goodput)}",
         n=goodput.calls,
         meaning=meaning,
         decided=False,
