@@ -110,7 +110,9 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 )
 @click.option(
     "--min-rate",
-    help="Fail when the goodput found is lower (5/s); implies --goodput [default: not gated].",
+    help="Gate the goodput on this rate (5/s): PASS when a rate at or above it held, FAIL when "
+    "one at or under it broke, else on-undecided decides; implies --goodput [default: not "
+    "gated].",
 )
 @click.option(
     "--goodput-time",
