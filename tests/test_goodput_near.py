@@ -254,6 +254,24 @@ def test_the_rate_asked_near_the_budget_is_undecided() -> None:
     assert row.passed is False
 
 
+def test_no_rate_held_under_near_levels_says_only_the_broken_rate() -> None:
+    """No level held, 2.8/s and 3/s near, 3.3/s broke: the sentence bounds the goodput by the
+    broken rate alone; a 3.3/s minimum fails, a 2/s one is undecided (nothing at or under it
+    broke)."""
+    levels = (_level(2.8, "near"), _level(3.0, "near"), _level(3.3, "broke", p95=1.4))
+    goodput = _interval(found=0.0, levels=levels)
+    view = goodput_view(make_result().model_copy(update={"goodput": goodput}))
+    assert view is not None
+    assert view.headline.startswith(
+        "holds p95 ≤ 1.00 s only under 3.3/s, if at all (poisson arrivals): no rate held; 2.8/s "
+        "and 3/s were near the budget"
+    )
+    (row,) = goodput_checks(goodput, asked=None, min_rate=3.3, searched=True)
+    assert (row.passed, row.decided) == (False, True)
+    (row,) = goodput_checks(goodput, asked=None, min_rate=2.0, searched=True)
+    assert (row.passed, row.decided) == (True, False)
+
+
 def _searched() -> Goodput:
     """One slot, 0.25 s a call, a 1 s budget, from 1/s: 2/s and 1.83/s end near the budget."""
     target = _target(rate="1/s")
