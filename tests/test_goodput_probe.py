@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from demo_process import demo_process
 
+from latency_gate.assess.goodput_levels import near_rates
 from latency_gate.cli import main as cli_main
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord
@@ -87,8 +88,8 @@ async def test_the_goodput_search_on_a_one_slot_server() -> None:
     """A 50 ms one-slot server against a 250 ms budget: the search ends with a rate that held
     within 10 % of the lowest that was near the budget or broke, under what the server
     completes a second (up to the lowest rate that broke when levels were near, or "at least"
-    the rate held when none broke), and the
-    result file read back judges every level again to the same figure and interval."""
+    the rate held when none broke), and the result file read back judges every level again to
+    the same figure and interval."""
     async with DemoServer(ONE_SLOT) as server:
         result = await _probe(server.url, goodput="true", **{"min-rate": "4/s"})
     goodput = result.goodput
@@ -97,8 +98,7 @@ async def test_the_goodput_search_on_a_one_slot_server() -> None:
     ceiling = min(lv.rate for lv in goodput.levels if not lv.held)
     assert ceiling / goodput.found <= 1.1
     assert 5.0 <= goodput.found <= 20.0
-    near = [lv.rate for lv in goodput.levels if lv.near]
-    above = [rate for rate in near if rate > goodput.found]
+    above = near_rates(goodput.levels, goodput.found, goodput.breaking)
     assert goodput.upper == (goodput.breaking if above else None)
     row = next(c for c in result.verdict.checks if c.number == "goodput")
     assert (row.passed, row.limit) == (True, 4.0)
