@@ -1,4 +1,6 @@
 """Seeded simulations of the goodput search: how often its figure is within 10 % of the truth,
+how often it is an interval ("between": up to the lowest rate that broke, above levels near the
+budget) or open ("at least": near levels, none broken), whether what it says covers the truth,
 and what it costs.
 
     python bench/goodputsim.py --write             # the tables of docs/statistics.md, "Goodput"
@@ -8,10 +10,11 @@ and what it costs.
 Every run goes through the shipped code: `RateSearch` (latency_gate/assess/goodput.py) picks each
 rate, `start_rate` the first one from a simulated run's burst of 10, `due_times`
 (measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/goodput_levels.py) judges
-each level with `judge_rate_level` (the capacity levels' test before issue 27), looked at when the
-engine would look (each arrival and each call's end; a look is a no-op until the judged prefix has
-10 more calls), and closed as the engine closes it once its calls have ended; only the endpoint is
-simulated.
+each level with the capacity levels' two tests (`judge_level`: held, broke, or near the budget),
+looked at when the engine would look (each arrival and each call's end; a look is a no-op until
+the judged prefix has 10 more calls), and closed as the engine closes it once its calls have
+ended; `rate_bracket` turns the levels into the figure and its interval, as `RateRun` does. Only
+the endpoint is simulated.
 
 Endpoints have n slots served first come, first served, and lognormal service times (median
 1 s, sigma 0.3 or 0.6); a call waits for a free slot. Each level starts from an idle endpoint
@@ -44,11 +47,12 @@ from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
 from latency_gate.assess.capacity_levels import LevelLimits  # noqa: E402
 from latency_gate.assess.goodput import RateSearch, start_rate  # noqa: E402
-from latency_gate.assess.goodput_levels import OpenLevel  # noqa: E402
+from latency_gate.assess.goodput_levels import OpenLevel, near_rates, rate_bracket  # noqa: E402
 from latency_gate.config import build_target  # noqa: E402
 from latency_gate.config.rate_plan import LevelLength, level_length  # noqa: E402
+from latency_gate.config.search import LevelOutcome  # noqa: E402
 from latency_gate.measure.arrivals import LevelAsk, due_times  # noqa: E402
-from latency_gate.models import CallPhase, CallTimings, Sample  # noqa: E402
+from latency_gate.models import CallPhase, CallTimings, RateLevel, Sample  # noqa: E402
 
 SLOTS = (1, 4, 16)
 SIGMAS = (0.3, 0.6)
@@ -142,8 +146,14 @@ class _Arrival:
 @dataclass(frozen=True)
 class Level:
     held: bool
+    near: bool
     calls: int
     seconds: float
+    record: RateLevel
+
+    @property
+    def outcome(self) -> LevelOutcome:
+        return "held" if self.held else "near" if self.near else "broke"
 
 
 def one_level(
@@ -156,7 +166,7 @@ def one_level(
     rng: random.Random,
 ) -> Level:
     """One level as the engine runs it and OpenLevel judges it."""
-    ask = LevelAsk(rate, length.calls_at(rate), length.seconds)
+    ask = LevelAsk(rate, length.calls_at(rate), length.seconds_at(rate))
     dues = due_times(ask, rng)
     latencies = queue(dues, slots, sigma, rng)
     arrivals = [_Arrival(d, lat, i) for i, (d, lat) in enumerate(zip(dues, latencies, strict=True))]
@@ -187,7 +197,7 @@ def one_level(
     _Clock.now = math.inf
     seconds = max(a.end for a in made) if made else 0.0
     record = level.close(made, seconds)
-    return Level(record.held, len(made), seconds)
+    return Level(record.held, record.near, len(made), seconds, record)
 
 
 def _first_at_least(events: Sequence[float], value: float) -> float | None:
@@ -204,6 +214,8 @@ def _first_at_least(events: Sequence[float], value: float) -> float | None:
 @dataclass(frozen=True)
 class Found:
     rate: float
+    upper: float | None
+    open: bool  # levels above the figure were near and none broke: "at least" the figure
     calls: int
     seconds: float
     levels: int
@@ -229,15 +241,32 @@ def search_once(slots: int, sigma: float, budget: float, length: LevelLength, ru
     rng = random.Random(f"goodput/{slots}/{sigma}/{run}")
     limits = LevelLimits(concurrent_p95=budget)
     start = start_of(slots, sigma, rng)
+    return searched(start, slots=slots, sigma=sigma, limits=limits, length=length, rng=rng)
+
+
+def searched(
+    start: float,
+    *,
+    slots: int,
+    sigma: float,
+    limits: LevelLimits,
+    length: LevelLength,
+    rng: random.Random,
+) -> Found:
+    """One search from `start`, its levels simulated; the figure and its interval as
+    `RateRun.goodput` reads them (`rate_bracket`)."""
     search = RateSearch(start)
-    calls, seconds, levels = 0, 0.0, 0
+    calls, seconds = 0, 0.0
+    tried: list[RateLevel] = []
     while (rate := search.next_rate()) is not None:
         level = one_level(rate, slots=slots, sigma=sigma, limits=limits, length=length, rng=rng)
-        search.record(rate, level.held)
+        search.record(rate, level.outcome)
         calls += level.calls
         seconds += level.seconds
-        levels += 1
-    return Found(search.found, calls, seconds, levels, start)
+        tried.append(level.record)
+    found, broke, upper = rate_bracket(tried)
+    open_ = upper is None and bool(near_rates(tried, found, broke))
+    return Found(found, upper, open_, calls, seconds, len(tried), start)
 
 
 def length_for(budget: float) -> LevelLength:
@@ -259,6 +288,10 @@ class Cell:
     within: float
     above: float
     below: float
+    between: float
+    at_least: float
+    covered: float
+    width: float | None
     calls: float
     calls_p90: float
     seconds: float
@@ -275,6 +308,7 @@ def cell(slots: int, sigma: float, runs: int) -> Cell:
     found = [search_once(slots, sigma, budget, length, run) for run in range(runs)]
     ratio = [f.rate / true_rate for f in found]
     calls = sorted(f.calls for f in found)
+    widths = [f.upper / f.rate for f in found if f.upper is not None and f.rate > 0]
     progress(
         f"  {slots} slots, sigma {sigma}: truth {true_rate:.3f}/s, "
         f"{time.monotonic() - started:.0f} s"
@@ -290,6 +324,10 @@ def cell(slots: int, sigma: float, runs: int) -> Cell:
         within=fmean(abs(r - 1) <= 0.1 for r in ratio),
         above=fmean(r > 1.1 for r in ratio),
         below=fmean(r < 0.9 for r in ratio),
+        between=fmean(f.upper is not None for f in found),
+        at_least=fmean(f.open for f in found),
+        covered=fmean(covers(f, true_rate) for f in found),
+        width=fmean(widths) if widths else None,
         calls=fmean(calls),
         calls_p90=calls[math.ceil(0.9 * len(calls)) - 1],
         seconds=fmean(f.seconds for f in found),
@@ -297,6 +335,19 @@ def cell(slots: int, sigma: float, runs: int) -> Cell:
         log_range=fmean(abs(math.log2(true_rate / f.start)) for f in found),
         runs=runs,
     )
+
+
+def covers(found: Found, true_rate: float) -> bool:
+    """Whether what the run says holds the truth: the truth at or above the rate held less
+    10 % (found <= 1.1 x truth) and, when the run says an upper end (the lowest rate that
+    broke, above levels near the budget), at or below it; with no upper end and levels near
+    ("at least" the figure) the first alone; told apart (no level near), the figure within
+    10 % of the truth."""
+    if found.upper is not None:
+        return found.rate <= 1.1 * true_rate and true_rate <= found.upper
+    if found.open:
+        return found.rate <= 1.1 * true_rate
+    return abs(found.rate / true_rate - 1) <= 0.1
 
 
 def table_accuracy(cells: Sequence[Cell]) -> str:
@@ -311,11 +362,15 @@ def table_accuracy(cells: Sequence[Cell]) -> str:
             "within 10 %",
             "above by > 10 %",
             "below by > 10 %",
+            '"between"',
+            '"at least"',
+            "truth covered",
+            "upper / found",
             "calls (mean / 90th pct)",
             "seconds",
             "levels",
         ),
-        table_row(*["--:"] * 12),
+        table_row(*["--:"] * 16),
     ]
     for c in cells:
         lines.append(
@@ -329,6 +384,10 @@ def table_accuracy(cells: Sequence[Cell]) -> str:
                 pct(c.within),
                 pct(c.above),
                 pct(c.below),
+                pct(c.between),
+                pct(c.at_least),
+                pct(c.covered),
+                "—" if c.width is None else f"{c.width:.2f}",
                 f"{c.calls:,.0f} / {c.calls_p90:,.0f}",
                 f"{c.seconds:,.0f}",
                 f"{c.levels:.1f}",
@@ -345,24 +404,26 @@ def table_range(runs: int) -> str:
     length = length_for(budget)
     limits = LevelLimits(concurrent_p95=budget)
     lines = [
-        table_row("start / truth", "log2 of it", "levels", "calls", "within 10 %"),
-        table_row(*["--:"] * 5),
+        table_row(
+            "start / truth",
+            "log2 of it",
+            "levels",
+            "calls",
+            "within 10 %",
+            '"between"',
+            '"at least"',
+            "truth covered",
+        ),
+        table_row(*["--:"] * 8),
     ]
     for power in (-5, -3, -1, 0, 1, 3, 5):
         found: list[Found] = []
         for run in range(runs):
             rng = random.Random(f"range/{power}/{run}")
             start = float(f"{true_rate * 2**power * rng.uniform(0.9, 1.1):.3g}")
-            search = RateSearch(start)
-            calls = levels = 0
-            while (rate := search.next_rate()) is not None:
-                level = one_level(
-                    rate, slots=slots, sigma=sigma, limits=limits, length=length, rng=rng
-                )
-                search.record(rate, level.held)
-                calls += level.calls
-                levels += 1
-            found.append(Found(search.found, calls, 0.0, levels, start))
+            found.append(
+                searched(start, slots=slots, sigma=sigma, limits=limits, length=length, rng=rng)
+            )
         lines.append(
             table_row(
                 f"{2.0**power:g}",
@@ -370,6 +431,9 @@ def table_range(runs: int) -> str:
                 f"{fmean(f.levels for f in found):.1f}",
                 f"{fmean(f.calls for f in found):,.0f}",
                 pct(fmean(abs(f.rate / true_rate - 1) <= 0.1 for f in found)),
+                pct(fmean(f.upper is not None for f in found)),
+                pct(fmean(f.open for f in found)),
+                pct(fmean(covers(f, true_rate) for f in found)),
             )
         )
     return "\n".join(lines)
@@ -394,7 +458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     if not args.cells:
         progress("range")
-        tables["range"] = f"{table_range(max(50, args.runs // 5))}\n\n(4 slots, sigma 0.3.)"
+        ranged = max(50, args.runs // 5)
+        tables["range"] = f"{table_range(ranged)}\n\n(4 slots, sigma 0.3; {ranged:,} runs a row.)"
     for name, table in tables.items():
         print(f"## {name}\n\n{table}\n")
     if args.out:

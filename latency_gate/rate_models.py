@@ -32,11 +32,19 @@ class RateLevel(Frozen):
         default=None, description="mean latency from due of the judged successful calls"
     )
     errors: int = Field(ge=0, description="failed calls among the judged")
-    held: bool = Field(description="every budgeted check of the level passed")
+    held: bool = Field(
+        description="every budgeted check of the level showed its p95 within the budget"
+    )
+    near: bool = Field(
+        default=False,
+        description="not held, not broken: at its end its calls ruled out neither a p95 over "
+        "the budget nor one within it (held is False)",
+    )
     decided_by: Literal["test", "level cap", "max-calls", "client"] = Field(
-        description="test: the sequential test; level cap: on-undecided at the level's end; "
-        "max-calls: on-undecided when the cap stopped the search; client: the client fell "
-        "behind and the endpoint did not (the level says nothing of the endpoint)"
+        description="test: the sequential tests decided; level cap: undecided at the level's "
+        "end (near the budget, or its error rate by the nearer share); max-calls: the same "
+        "when a cap stopped the search; client: the client fell behind and the endpoint did "
+        "not (the level says nothing of the endpoint)"
     )
     broke_on: tuple[str, ...] = Field(default=(), description="the checks that broke it")
     wrong_at_most: float | None = Field(
@@ -68,6 +76,14 @@ class Goodput(Frozen):
     search: bool = Field(description="the goodput search (--goodput); False: --rate alone")
     asked: float | None = Field(default=None, description="--rate, requests a second")
     found: float = Field(ge=0, description="the highest rate that held (0: none did)")
+    upper: float | None = Field(
+        default=None,
+        description="when levels above `found` were near the budget (their calls could not "
+        "tell): the lowest rate that broke (its test rules out a p95 within the budget), the "
+        "goodput between `found` (held) and `upper` (broke); a near level bounds nothing. None: "
+        "no level above `found` was near (the levels told apart: `found` to `breaking`), or "
+        "levels were near and none broke (the goodput is at least `found`)",
+    )
     breaking: float | None = Field(description="the lowest rate that broke")
     breaking_p95: float | None = Field(default=None, description="that level's p95")
     tokens_per_s: float | None = Field(
@@ -91,6 +107,11 @@ class Goodput(Frozen):
         description="a level's arrivals lasted at most this (None: no time limit, --rate-for N)"
     )
     level_calls: int = Field(description="a level made at most this many calls")
+    level_judged: int = Field(
+        default=0,
+        description="at rates too low for this many calls due after the warm-up within "
+        "`level_seconds`, a level lasted until about that many were (0: never lengthened)",
+    )
     warmup: float = Field(description="seconds of each level's arrivals not judged")
     hold: float = Field(description="seconds of judged arrivals before a level could hold")
     floor: float | None = Field(

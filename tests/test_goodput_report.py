@@ -65,22 +65,28 @@ def _flat(text: str) -> str:
 
 
 def test_the_summary_s_goodput_section() -> None:
-    """The sentence, the chart, a row per level by rate, the cost and the send lag."""
+    """The sentence (an interval: the levels above the one that held were near the budget),
+    the chart, a row per level by rate with the near ones marked, the cost, the send lag, and
+    the 2/s minimum inside the interval undecided, passed by on-undecided."""
     goodput = _goodput()
     summary = render_summary([_result(goodput)])
     assert "### Goodput" in summary
-    assert (goodput.found, goodput.breaking) == (2.6, 2.83)
+    assert (goodput.found, goodput.upper, goodput.breaking) == (1.68, None, None)
     assert (
-        "**Holds p95 ≤ 1.00 s up to 2.6/s (poisson arrivals), 166 output tokens/s; breaks at "
-        "2.83/s (p95 1.03 s).**"
+        "**Holds p95 ≤ 1.00 s up to at least 1.68/s (poisson arrivals): 1.68/s held, 108 output "
+        "tokens/s (rules out a p95 over 1.00 s; wrong at most 2.5 %); 1.83/s and 2/s were near "
+        "the budget (their calls could not tell); no rate tried broke it.**"
     ) in summary
     assert "| rate | offered | calls | judged | p95 from due |" in summary
     rows = [line for line in summary.splitlines() if re.match(r"\| [\d.]+/s \|", line)]
     assert len(rows) == len(goodput.levels)
+    assert sum("⚠️ near the budget | undecided at its end |" in row for row in rows) == 2
     assert "```mermaid" in summary
     assert _flat("The search: ") in _flat(summary)
+    assert "a level still undecided at its end is near the budget." in _flat(summary)
     assert "the client kept up" in summary
-    assert "| goodput | 2.6/s | — | ≥ 2/s | ✅ PASS | 354 |" in summary
+    assert "* 2/s was near the budget after 129 judged calls of 136" in summary
+    assert "| goodput | 1.68/s | — | ≥ 2/s | ⚠️ undecided → ✅ PASS | 548 |" in summary
 
 
 def test_the_chart_is_ours_and_draws_the_budget() -> None:
@@ -103,9 +109,10 @@ def test_the_comment_and_the_terminal_say_it_briefly() -> None:
     goodput = _goodput()
     result = _result(goodput)
     comment = render_comment([result], marker=MARKER)
-    assert re.search(r"\*\*Goodput\*\*: holds p95 ≤ 1\.00 s up to [\d.]+/s", comment)
+    assert re.search(r"\*\*Goodput\*\*: holds p95 ≤ 1\.00 s up to at least [\d.]+/s", comment)
     text = render_terminal([result])
-    assert f"goodput: holds p95 ≤ 1.00 s up to {goodput.found:g}/s" in text
+    assert f"goodput: holds p95 ≤ 1.00 s up to at least {goodput.found:g}/s" in text
+    assert "near undecided at its end" in text
     assert "  rate  " in text
     assert "send lag p95" in text
 

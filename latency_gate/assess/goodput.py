@@ -1,14 +1,22 @@
 """Goodput at the budget: the highest request rate whose p95 from due holds the budget under load.
 
 After the run's looks (and the capacity search), calls arrive open-loop at a rate
-(measure/arrivals.py), one level at a time, each judged on its own calls (goodput_levels.py).
+(measure/arrivals.py), one level at a time, each judged on its own calls (goodput_levels.py) by
+the capacity levels' two tests: it holds, breaks, or is near the budget (its calls could not
+tell).
 
-- `--rate R` alone: one level at R, a row of the verdict ("rate": held or broke).
+- `--rate R` alone: one level at R, a row of the verdict ("rate": held, broke, or near the
+  budget and then `on-undecided`).
 - `--goodput`: a search from the start rate (`--rate` when given, else the run's own burst's
   throughput, `concurrency` / concurrent p95): doubled while levels hold, halved while they
-  break (at most RATE_STEPS times either way), then bisected at the geometric middle until the
-  rate that broke is within RATE_PRECISION of the one that held. The goodput is the highest
-  rate that held; `--min-rate` gates it.
+  break or are near (at most RATE_STEPS times either way), then bisected at the geometric middle
+  of the highest rate that held and the lowest that was near or broke, until that one is within
+  RATE_PRECISION of the one that held. The goodput is the highest rate that held; when levels
+  above it were near the budget (their calls could not tell), it is an interval from `found`
+  (held: its test rules out a p95 over the budget) to `upper`, the lowest rate that broke (its
+  test rules out a p95 within it): a near level showed nothing, so only a broken rate bounds
+  the goodput from above, and with none broken it is "at least `found`". `--min-rate` gates it
+  (goodput_verdict.py).
 
 `RateSearch` is the search alone (levels in, the next rate out); `RateRun` drives the levels for
 the engine's hook (wired in latency_gate/run.py) under what `max-calls` and `goodput-time` leave:
@@ -28,6 +36,8 @@ from latency_gate.assess.goodput_levels import (
     CLIENT_FLOOR_TIMES,
     Arrived,
     OpenLevel,
+    near_rates,
+    rate_bracket,
 )
 from latency_gate.assess.sampling import on_undecided_policy
 from latency_gate.config import Target
@@ -39,6 +49,7 @@ from latency_gate.config.rate_plan import (
     goodput_plan,
     rate_room,
 )
+from latency_gate.config.search import LevelOutcome
 from latency_gate.models import CallPhase, Goodput, RateLevel, Sample
 
 __all__ = ["RateAsk", "RateRun", "RateSearch", "start_rate", "start_rates"]
@@ -58,14 +69,23 @@ class RateSearch:
     precision: float = RATE_PRECISION
     held: float | None = None  # the highest rate that held
     broke: float | None = None  # the lowest rate that broke
-    tried: list[tuple[float, bool]] = field(default_factory=list)
+    near: float | None = None  # the lowest rate near the budget
+    tried: list[tuple[float, LevelOutcome]] = field(default_factory=list)
 
-    def record(self, rate: float, held: bool) -> None:
-        self.tried.append((rate, held))
-        if held:
+    def record(self, rate: float, outcome: LevelOutcome) -> None:
+        self.tried.append((rate, outcome))
+        if outcome == "held":
             self.held = rate if self.held is None else max(self.held, rate)
+        elif outcome == "near":
+            self.near = rate if self.near is None else min(self.near, rate)
         else:
             self.broke = rate if self.broke is None else min(self.broke, rate)
+
+    @property
+    def ceiling(self) -> float | None:
+        """The lowest rate that was near the budget or broke: the search stays under it."""
+        above = [r for r in (self.near, self.broke) if r is not None]
+        return min(above) if above else None
 
     @property
     def highest(self) -> float:
@@ -79,15 +99,16 @@ class RateSearch:
         """The rate to try next, or None when the search is over."""
         if not self.tried:
             return self.start
-        if self.broke is None:
+        ceiling = self.ceiling
+        if ceiling is None:
             held = self.held or self.start
             return None if held >= self.highest else min(_round(2 * held), self.highest)
         if self.held is None:
-            return None if self.broke <= self.lowest else max(_round(self.broke / 2), self.lowest)
-        if self.broke / self.held <= self.precision:
+            return None if ceiling <= self.lowest else max(_round(ceiling / 2), self.lowest)
+        if ceiling / self.held <= self.precision:
             return None
-        middle = _round(math.sqrt(self.held * self.broke))
-        return None if middle in (self.held, self.broke) else middle
+        middle = _round(math.sqrt(self.held * ceiling))
+        return None if middle in (self.held, ceiling) else middle
 
     @property
     def found(self) -> float:
@@ -153,12 +174,13 @@ class RateRun:
         if self.room is not None and calls > self.room - self.calls:
             self._stop_for_cap(f"max-calls left {max(0, self.room - self.calls):,} calls", rate)
             return None
-        if self.time_left is not None and length.worst_seconds > self.time_left - self.seconds:
+        seconds = length.seconds_at(rate)
+        if self.time_left is not None and seconds + length.drain > self.time_left - self.seconds:
             left = max(0.0, self.time_left - self.seconds)
             self._stop_for_cap(f"goodput-time left {left:.0f} s", rate)
             return None
         self.current = OpenLevel(rate, self.limits, length.warmup, length.hold, self.lag_limit)
-        return RateAsk(rate, calls, length.seconds, self.arrivals)
+        return RateAsk(rate, calls, seconds, self.arrivals)
 
     def look(self, arrivals: Sequence[Arrived], now: float) -> bool:
         return self.current is not None and self.current.look(arrivals, now)
@@ -199,7 +221,9 @@ class RateRun:
                 "the budget: a faster client, or several, is needed above this rate"
             )
             return
-        self.search.record(record.rate, record.held)
+        self.search.record(
+            record.rate, "held" if record.held else "near" if record.near else "broke"
+        )
 
     def _stop_for_cap(self, why: str, rate: float) -> None:
         self.cut_by_cap = True
@@ -209,7 +233,25 @@ class RateRun:
         search = self.search
         if not self.searching:
             return ""
-        if search.broke is None:
+        found, broke, upper = rate_bracket(self.levels)
+        near = near_rates(self.levels, found, broke)
+        if near:
+            span = (
+                fmt_rate(near[0])
+                if len(near) == 1
+                else f"{fmt_rate(near[0])} to {fmt_rate(near[-1])}"
+            )
+            held = f"{fmt_rate(found)} held" if found else "no rate held"
+            if upper is None:
+                return (
+                    f"{held}, {span} near the budget and no rate tried broke it: at least "
+                    f"{fmt_rate(found)}"
+                )
+            return (
+                f"{held}, {span} near the budget and {fmt_rate(upper)} broke: between "
+                f"{fmt_rate(found)} and {fmt_rate(upper)}"
+            )
+        if search.ceiling is None:
             return f"every rate held up to {fmt_rate(search.held)}, the most searched"
         if search.held is None:
             return f"even {fmt_rate(search.broke)} broke the budget, the least searched"
@@ -217,12 +259,8 @@ class RateRun:
 
     def goodput(self) -> Goodput:
         """The result: the levels in the order tried, the rate held and what it cost."""
-        found = self.search.found
-        breaking = min(
-            (lv for lv in self.levels if not lv.held and not lv.client_behind),
-            key=lambda lv: lv.rate,
-            default=None,
-        )
+        found, broke, upper = rate_bracket(self.levels)
+        breaking = next((lv for lv in self.levels if broke is not None and lv.rate == broke), None)
         held = next((lv for lv in self.levels if lv.held and lv.rate == found), None)
         tokens = None
         if held is not None and held.tokens is not None:
@@ -237,6 +275,7 @@ class RateRun:
             search=self.searching,
             asked=self.asked,
             found=found,
+            upper=upper,
             breaking=None if breaking is None else breaking.rate,
             breaking_p95=None if breaking is None else breaking.p95,
             tokens_per_s=tokens,
@@ -252,6 +291,7 @@ class RateRun:
             precision=self.search.precision,
             level_seconds=None if math.isinf(length.seconds) else length.seconds,
             level_calls=length.calls,
+            level_judged=length.judged,
             warmup=length.warmup,
             hold=length.hold,
             floor=self.floor,

@@ -1,22 +1,24 @@
-"""One level at a rate, judged from its calls as they end (assess/rate_level_test.py).
+"""One level at a rate, judged from its calls as they end.
 
-A level is judged by `rate_level_test.judge_rate_level` (the concurrent check's SPRT of the p95
-against `max-concurrent-p95`, first-token p95 against `max-ttft-p95` when budgeted, the error rate;
-`on-undecided` at the level's end: the capacity levels' test before issue 27), on the calls due
-after its warm-up, with every latency counted from the moment its call was due. Open-loop calls end
-out of order and a slow one would be missing from a judgement made when it is not back: the judged
-calls are therefore always a prefix of the arrivals (in the order they were due), and a call still
-in flight that has already waited longer than the budget is in it, over the budget (it cannot come
-back within it). The test looks each time that prefix has LOOK_EVERY more calls; a level may hold
-only once the calls it judged span the plan's `hold` seconds (a queue's latencies are correlated
-over its own memory: a short stretch of quiet calls is weaker evidence than their count says); it
-may break at any look.
+A level is judged by the capacity levels' two tests (`capacity_levels.judge_level`, issue 29):
+it holds when its calls rule out a p95 over `max-concurrent-p95` (5 % against 1 % of calls over
+it), breaks when they rule out one within it (5 % against 15 %), the same for the first-token
+p95 when budgeted, and the error rate by its own test; a level still undecided at its end (its
+length, or max-calls) is near the budget: neither held nor broken, the goodput then an interval
+(goodput.py). It is judged on the calls due after its warm-up, with every latency counted from
+the moment its call was due. Open-loop calls end out of order and a slow one would be missing
+from a judgement made when it is not back: the judged calls are therefore always a prefix of the
+arrivals (in the order they were due), and a call still in flight that has already waited
+longer than the budget is in it, over the budget (it cannot come back within it). The tests look
+each time that prefix has LOOK_EVERY more calls; a level may hold only once the calls it judged
+span the plan's `hold` seconds (a queue's latencies are correlated over its own memory: a short
+stretch of quiet calls is weaker evidence than their count says); it may break at any look.
 
 The client: each call's send lag (its t0 less when it was due) is the client's own. When a level
-breaks on its latencies from due but its endpoint latencies alone (from t0) would not have
-broken it, and the lag is over what the gate can resolve (CLIENT_FLOOR_TIMES its floor, and at
-least CLIENT_BUDGET_SHARE of the budget), the client fell behind, not the endpoint: the level is
-said so and says nothing about the endpoint.
+breaks (or is near the budget) on its latencies from due but its endpoint latencies alone (from
+t0) would not have broken it (or would have held it), and the lag is over what the gate can
+resolve (CLIENT_FLOOR_TIMES its floor, and at least CLIENT_BUDGET_SHARE of the budget), the
+client fell behind, not the endpoint: the level is said so and says nothing about the endpoint.
 """
 
 from __future__ import annotations
@@ -31,10 +33,10 @@ from latency_gate.assess.capacity_levels import (
     LevelCalls,
     LevelJudged,
     LevelLimits,
+    judge_level,
 )
 from latency_gate.assess.clumps import clumps_of
 from latency_gate.assess.intervals import linear_percentile
-from latency_gate.assess.rate_level_test import judge_rate_level
 from latency_gate.models import RateLevel, Sample
 
 __all__ = [
@@ -44,6 +46,8 @@ __all__ = [
     "Arrived",
     "OpenLevel",
     "judged_calls",
+    "near_rates",
+    "rate_bracket",
 ]
 
 LOOK_EVERY = 10
@@ -102,6 +106,36 @@ def judged_calls(
         oks.append(sample is None or sample.ok)
         last = arrival.due
     return LevelCalls(tuple(latencies), tuple(first_tokens), clumps_of(oks)), last
+
+
+def rate_bracket(levels: Sequence[RateLevel]) -> tuple[float, float | None, float | None]:
+    """What judged levels say of the goodput: the highest rate that held below the lowest that
+    broke (0 when none did), that lowest rate (None when none broke), and the upper end of the
+    interval: the lowest rate that broke when levels between the two were near the budget (None
+    when none was: the levels around the figure were told apart; None too when levels above the
+    figure were near and none broke: the goodput is then "at least" the figure). A near level
+    showed nothing, so only a broken rate bounds the goodput from above. Levels the client fell
+    behind at say nothing of the endpoint and are left out."""
+    judged = [lv for lv in levels if not lv.client_behind]
+    broke = min((lv.rate for lv in judged if not lv.held and not lv.near), default=None)
+    found = max(
+        (lv.rate for lv in judged if lv.held and (broke is None or lv.rate < broke)), default=0.0
+    )
+    near = near_rates(levels, found, broke)
+    return found, broke, broke if near else None
+
+
+def near_rates(levels: Sequence[RateLevel], found: float, broke: float | None) -> list[float]:
+    """The rates near the budget above `found` and below `broke` (all above it when None),
+    lowest first; levels the client fell behind at are left out."""
+    return sorted(
+        lv.rate
+        for lv in levels
+        if lv.near
+        and not lv.client_behind
+        and lv.rate > found
+        and (broke is None or lv.rate < broke)
+    )
 
 
 @dataclass
@@ -171,7 +205,7 @@ class OpenLevel:
         if calls.calls < seen + LOOK_EVERY:
             return False
         self.looks.append(calls.calls)
-        judged = judge_rate_level(calls, self.limits, looks=self.looks, last=False)
+        judged = judge_level(calls, self.limits, looks=self.looks, last=False)
         spans = self.prefix.last_due - self.warmup >= self.hold
         if judged.held is False or (judged.held and spans):
             self.judged = judged
@@ -182,18 +216,18 @@ class OpenLevel:
         self, arrivals: Sequence[Arrived], seconds: float, *, by_cap: bool = False
     ) -> RateLevel:
         """The level once its calls have ended: decided at its last look, or now by its whole
-        judged calls (`on-undecided` deciding what the test has not: "level cap", or
-        "max-calls" when `by_cap`)."""
+        judged calls; what the tests still leave open is near the budget ("level cap", or
+        "max-calls" when `by_cap`), not decided by `on-undecided`."""
         calls, _ = judged_calls(arrivals, float("inf"), self.limits, warmup=self.warmup)
         judged = self.judged
         if judged is None:
             looks = (
                 [*self.looks, calls.calls] if calls.calls > (self.looks or [0])[-1] else self.looks
             )
-            judged = judge_rate_level(calls, self.limits, looks=looks or [calls.calls], last=True)
+            judged = judge_level(calls, self.limits, looks=looks or [calls.calls], last=True)
             if by_cap and judged.by == "level cap":
                 judged = LevelJudged(
-                    judged.held, "max-calls", judged.broke_on, judged.wrong_at_most
+                    judged.held, "max-calls", judged.broke_on, judged.wrong_at_most, judged.near
                 )
         samples = tuple(a.sample for a in arrivals if a.sample is not None)
         lags = [s.send_lag for s in samples if s.send_lag is not None]
@@ -202,13 +236,17 @@ class OpenLevel:
         by: Literal["test", "level cap", "max-calls", "client"] = (
             "test" if judged.by == "the run" else judged.by
         )
+        near = judged.near
         if not judged.held and lag_p95 is not None and lag_p95 > self.lag_limit:
             own, _ = judged_calls(
                 arrivals, float("inf"), self.limits, warmup=self.warmup, endpoint=True
             )
-            alone = judge_rate_level(own, self.limits, looks=[own.calls], last=True)
-            behind = bool(alone.held)
+            alone = judge_level(own, self.limits, looks=[own.calls], last=True)
+            # The endpoint's own latencies say better than the latencies from due: held where
+            # those broke or were near, or near where those broke.
+            behind = bool(alone.held) or (alone.near and not judged.near)
             by = "client" if behind else by
+            near = near and not behind
         ok = [s for s in samples if s.ok]
         tokens = [s.tokens for s in ok if s.tokens]
         dues = [a.due for a in arrivals]
@@ -223,6 +261,7 @@ class OpenLevel:
             mean_latency=fmean(calls.latencies) if calls.latencies else None,
             errors=calls.failed,
             held=bool(judged.held) and not behind,
+            near=near,
             decided_by=by,
             broke_on=judged.broke_on,
             wrong_at_most=judged.wrong_at_most,

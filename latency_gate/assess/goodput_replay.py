@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass
 
 from latency_gate.assess.capacity_levels import LevelLimits
-from latency_gate.assess.goodput_levels import OpenLevel
+from latency_gate.assess.goodput_levels import OpenLevel, rate_bracket
 from latency_gate.assess.goodput_verdict import goodput_checks
 from latency_gate.config import Budget
 from latency_gate.models import Check, Goodput, RateLevel, RunResult, Sample
@@ -58,6 +58,7 @@ def _level(level: RateLevel, goodput: Goodput, limits: LevelLimits) -> RateLevel
         update={
             "client_behind": level.client_behind,
             "held": again.held and not level.client_behind,
+            "near": again.near and not level.client_behind,
             "decided_by": "client" if level.client_behind else again.decided_by,
             "offered": level.offered,
         }
@@ -67,16 +68,13 @@ def _level(level: RateLevel, goodput: Goodput, limits: LevelLimits) -> RateLevel
 def goodput_again(goodput: Goodput, limits: LevelLimits) -> Goodput:
     """`goodput` with every level judged again from its calls under `limits`."""
     levels = tuple(_level(level, goodput, limits) for level in goodput.levels)
-    judged = [lv for lv in levels if not lv.client_behind]
-    broke = min((lv.rate for lv in judged if not lv.held), default=None)
-    found = max(
-        (lv.rate for lv in judged if lv.held and (broke is None or lv.rate < broke)), default=0.0
-    )
-    breaking = next((lv for lv in judged if lv.rate == broke), None)
+    found, broke, upper = rate_bracket(levels)
+    breaking = next((lv for lv in levels if not lv.client_behind and lv.rate == broke), None)
     return goodput.model_copy(
         update={
             "levels": levels,
             "found": found,
+            "upper": upper,
             "breaking": broke,
             "breaking_p95": None if breaking is None else breaking.p95,
             "limit": limits.concurrent_p95,

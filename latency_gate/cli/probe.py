@@ -97,18 +97,22 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option(
     "--rate-for",
     help="The most one level at a rate lasts: calls (200) or a duration (60s) [default: auto: "
-    "30 budgets of time after a warm-up of 3, at most 1,000 calls].",
+    "30 budgets of time after a warm-up of 3, longer at rates too low for 130 calls in them, "
+    "at most 1,000 calls].",
 )
 @click.option(
     "--goodput",
     is_flag=True,
     default=None,
     help="After the run, search the highest rate whose p95 from due holds "
-    "--max-concurrent-p95: rates doubled, then bisected.",
+    "--max-concurrent-p95: rates doubled, then bisected; levels near the budget make it an "
+    "interval.",
 )
 @click.option(
     "--min-rate",
-    help="Fail when the goodput found is lower (5/s); implies --goodput [default: not gated].",
+    help="Gate the goodput on this rate (5/s): PASS when a rate at or above it held, FAIL when "
+    "one at or under it broke, else on-undecided decides; implies --goodput [default: not "
+    "gated].",
 )
 @click.option(
     "--goodput-time",

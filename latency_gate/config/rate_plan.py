@@ -7,9 +7,14 @@ the latency a queue is held to), because a queue's memory is as long as its late
 long as a number of calls: the calls due in the first RATE_WARMUP budgets are made and not
 judged (the queue fills from idle), a level may hold only once its judged calls span
 RATE_HOLD budgets, and it lasts at most RATE_SPAN budgets (and RATE_LEVEL_CALLS calls), or what
-`--rate-for` says. The search (`--goodput`): from the start rate, doubled while levels hold
-(halved while they break), at most RATE_STEPS times, then bisected (geometric middle) until the
-rate that broke is within RATE_PRECISION of the one that held: at most RATE_STEPS + 4 levels.
+`--rate-for` says. A level's tests (the capacity levels' two, assess/capacity_levels.py) need
+about 90 calls to hold even when none is over the budget, so at rates too low for RATE_JUDGED
+(the capacity levels' 130) calls in RATE_SPAN budgets a level of the auto length lasts until
+about that many are due after its warm-up (at most RATE_LEVEL_CALLS calls); a level fitted to
+`--goodput-time` or set by `--rate-for` is not lengthened. The search (`--goodput`): from the
+start rate, doubled while levels hold (halved while they break or are near the budget), at most
+RATE_STEPS times, then bisected (geometric middle) until the lowest rate that was near or broke
+is within RATE_PRECISION of the highest that held: at most RATE_STEPS + 4 levels.
 
 docs/statistics.md ("Goodput") has why these lengths and what they buy, from simulation.
 """
@@ -30,6 +35,7 @@ __all__ = [
     "ARRIVALS",
     "RATE_HOLD",
     "RATE_IN_FLIGHT",
+    "RATE_JUDGED",
     "RATE_LEVEL_CALLS",
     "RATE_PRECISION",
     "RATE_SPAN",
@@ -56,6 +62,7 @@ RATE_WARMUP = 3.0  # budgets of arrivals made, not judged: the queue fills from 
 RATE_HOLD = 15.0  # budgets of judged arrivals before a level may hold
 RATE_SPAN = 30.0  # budgets of judged arrivals at most
 RATE_LEVEL_CALLS = 1000  # calls a level makes at most, its warm-up included
+RATE_JUDGED = 130  # judged calls an auto-length level lasts for at least (LEVEL_CALLS)
 RATE_STEPS = 6  # doublings (or halvings) from the start rate, at most
 RATE_PRECISION = 1.1  # bisect until broke / held is at most this
 RATE_IN_FLIGHT = 256  # calls in flight at once, at most (a connection each)
@@ -154,7 +161,9 @@ class LevelLength:
 
     `seconds`: the span of its arrivals (warm-up included); `calls`: the most calls it makes;
     `warmup`: seconds of arrivals made but not judged; `hold`: seconds of judged arrivals
-    before it may hold; `drain`: the most its calls still in flight take once arrivals stop.
+    before it may hold; `drain`: the most its calls still in flight take once arrivals stop;
+    `judged`: at rates too low for that many calls due after the warm-up in `seconds`, the span
+    lasts until that many are (0: never lengthened).
     """
 
     seconds: float
@@ -162,15 +171,32 @@ class LevelLength:
     warmup: float
     hold: float
     drain: float
+    judged: int = 0
+
+    def seconds_at(self, rate: float) -> float:
+        """The span of a level's arrivals at `rate`: `seconds`, or longer at a rate too low for
+        `judged` calls after the warm-up."""
+        if math.isinf(self.seconds) or not self.judged:
+            return self.seconds
+        return max(self.seconds, self.warmup + self.judged / rate)
 
     def calls_at(self, rate: float) -> int:
         """The most calls a level at `rate` makes."""
-        if math.isinf(self.seconds):
+        seconds = self.seconds_at(rate)
+        if math.isinf(seconds):
             return self.calls
-        return max(1, min(self.calls, math.ceil(rate * self.seconds)))
+        return max(1, min(self.calls, math.ceil(rate * seconds)))
+
+    @property
+    def slowest(self) -> float | None:
+        """The rate under which a level is lengthened (None: never)."""
+        if math.isinf(self.seconds) or not self.judged or self.seconds <= self.warmup:
+            return None
+        return self.judged / (self.seconds - self.warmup)
 
     @property
     def worst_seconds(self) -> float:
+        """A level's longest at rates of `slowest` or more (arrivals and drain)."""
         return self.seconds + self.drain
 
 
@@ -186,7 +212,10 @@ def level_length(target: _Rated) -> LevelLength:
         span = math.inf if target.rate_seconds is None else span
     warmup = min(RATE_WARMUP * budget, span / 3)
     hold = min(RATE_HOLD * budget, span - warmup)
-    return LevelLength(span, calls, warmup, hold, drain=target.timeout)
+    auto = target.rate_seconds is None and target.rate_calls is None
+    return LevelLength(
+        span, calls, warmup, hold, drain=target.timeout, judged=RATE_JUDGED if auto else 0
+    )
 
 
 def search_levels() -> int:
@@ -221,14 +250,16 @@ def goodput_plan(target: _Rated, room: int | None = None) -> GoodputPlan | None:
     if room is not None and length.calls * levels > room:
         calls = max(1, room // levels)
         fitted.append(f"max-calls leaves {room:,} calls: at most {calls:,} a level")
-        length = LevelLength(length.seconds, calls, length.warmup, length.hold, length.drain)
+        length = LevelLength(
+            length.seconds, calls, length.warmup, length.hold, length.drain, length.judged
+        )
     if target.goodput_time is not None and length.worst_seconds * levels > target.goodput_time:
         span = max(target.goodput_time / levels - length.drain, 0.0)
         warmup = min(length.warmup, span / 3)
         fitted.append(
             f"goodput-time {target.goodput_time:g} s: at most {span:.0f} s of arrivals a level"
         )
-        length = LevelLength(
+        length = LevelLength(  # the time cap is kept: no level lengthened past it
             span, length.calls, warmup, min(length.hold, span - warmup), length.drain
         )
     worst_calls = length.calls * levels
@@ -272,6 +303,12 @@ def rate_warnings(target: object, room: int) -> list[str]:
         f" and {_minutes(length.seconds)} of arrivals, the first {_minutes(length.warmup)} of "
         "them not judged)"
     )
+    slowest = length.slowest
+    if slowest is not None:
+        said += (
+            f"; at rates under {fmt_rate(slowest)} a level lasts until about {length.judged} "
+            "calls are due after its warm-up (the tests need about 90 to hold), longer than that"
+        )
     if plan.fitted:
         said += f"; levels fitted to the caps: {plan.fitted}"
     return [said]

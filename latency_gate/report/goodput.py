@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.assess.goodput_verdict import (
+from latency_gate.assess.goodput_said import (
+    deciding_levels,
     goodput_headline,
     level_said,
     littles_law,
@@ -37,19 +38,22 @@ class RateRow:
     errors: int
     lag: str
     held: bool
+    near: bool
     client: bool
     how: str
     seconds: str
 
     @property
     def word(self) -> str:
-        return "client behind" if self.client else "held" if self.held else "broke"
+        if self.client:
+            return "client behind"
+        return "held" if self.held else "near" if self.near else "broke"
 
     @property
     def mark(self) -> str:
         if self.client:
             return "⚠️ client behind"
-        return "✅ held" if self.held else "❌ broke"
+        return "✅ held" if self.held else "⚠️ near the budget" if self.near else "❌ broke"
 
 
 @dataclass(frozen=True)
@@ -93,10 +97,11 @@ class GoodputView:
 
 
 def _how(level: RateLevel, goodput: Goodput) -> str:
+    del goodput  # every level is judged by the same tests
     return {
         "test": "by the test",
-        "level cap": f"by {goodput.on_undecided} at its end",
-        "max-calls": f"by {goodput.on_undecided} when a cap stopped it",
+        "level cap": "undecided at its end",
+        "max-calls": "undecided when a cap stopped it",
         "client": "not judged: the client fell behind",
     }[level.decided_by]
 
@@ -112,6 +117,7 @@ def _row(level: RateLevel, goodput: Goodput) -> RateRow:
         errors=level.errors,
         lag=fmt_duration(level.send_lag_p95) if level.send_lag_p95 is not None else "—",
         held=level.held,
+        near=level.near,
         client=level.client_behind,
         how=_how(level, goodput),
         seconds=fmt_duration(level.seconds),
@@ -125,13 +131,19 @@ def _cost(goodput: Goodput) -> str:
         else f"{fmt_duration(goodput.level_seconds)} of arrivals"
     )
     what = "The search" if goodput.search else "The run at a rate"
+    if goodput.level_judged and goodput.level_seconds is not None:
+        span += (
+            f" (longer at rates too low for {goodput.level_judged} calls after the warm-up: "
+            "the tests need about 90 to hold)"
+        )
     return (
         f"{what}: {goodput.calls:,} calls in {fmt_duration(goodput.seconds)}, "
         f"{plural(len(goodput.levels), 'level')} of {goodput.arrivals} arrivals, each call timed "
         f"from when it was due. A level lasts at most {span} and {goodput.level_calls:,} calls; "
         f"the calls due in its first {fmt_duration(goodput.warmup)} are made and not judged "
-        f"(the queue fills from idle), and it holds only once its judged calls span "
-        f"{fmt_duration(goodput.hold)}."
+        f"(the queue fills from idle), it holds only once its judged calls span "
+        f"{fmt_duration(goodput.hold)}, and a level still undecided at its end is near the "
+        "budget."
     )
 
 
@@ -177,13 +189,8 @@ def goodput_view(result: RunResult) -> GoodputView | None:
     if goodput is None:
         return None
     ordered = sorted(goodput.levels, key=lambda lv: lv.rate)
-    deciding = [
-        lv
-        for lv in ordered
-        if (lv.held and lv.rate == goodput.found)
-        or (not lv.held and lv.rate == goodput.breaking)
-        or lv.client_behind
-    ]
+    shown = {id(lv) for lv in deciding_levels(goodput)}
+    deciding = [lv for lv in ordered if not goodput.search or id(lv) in shown or lv.client_behind]
     headline = goodput_headline(goodput) if goodput.search else rate_headline(goodput)
     side = "" if result.capacity is None else littles_law(goodput, result.capacity)
     return GoodputView(
