@@ -71,10 +71,16 @@ def _one_call(base: str) -> float:
 
 
 async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
-    """The search ends on its own, never at 0 on a healthy server (level 1 decided on enough
-    calls: it was decided on 16 and came out 0 in a busy machine's noise); one slot holds 2
+    """The search ends on its own and never breaks one call at a time on a healthy server
+    (level 1 was decided on 16 calls and broke in a busy machine's noise); one slot holds 2
     calls at once within 3 calls' time, more slots at least as many: each within the figure
-    or the interval the search says."""
+    or the interval the search says.
+
+    Level 1 may be near the budget, not held: a level holds only when its calls rule out 5 % of
+    them over the budget, and llama.cpp's own tail sometimes puts 1-5 % of one-at-a-time calls
+    over 3.5 single calls (a 2-slot level 1: p95 771 ms against a budget of 1,270 ms, 130
+    calls, near). The search then says "0 to 3", which is what those calls can show; a level 1
+    broken is what must never happen."""
     slots, base = llama
     single = _one_call(base)
     # One slot: the second of 2 queued calls waits for the first, so level 2's p95 is about twice
@@ -122,7 +128,9 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     )
     assert [s.error_detail for s in result.samples if not s.ok] == []
     assert capacity.complete
-    assert capacity.found >= 1  # one call at a time holds 3 calls' time
+    one = levels.get(1)  # the search starts from the run's burst: it may not try level 1
+    assert one is None or one.held or one.near  # never broken: one call holds 3 calls' time
+    assert capacity.found >= 1 or (one is not None and one.near and capacity.upper is not None)
     if capacity.found:
         assert levels[capacity.found].held
     top = capacity.upper if capacity.upper is not None else capacity.found
