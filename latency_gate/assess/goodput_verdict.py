@@ -169,6 +169,21 @@ def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
             f"FAIL: {figure}; {fmt_rate(goodput.breaking)} broke, at or under the "
             f"{fmt_rate(min_rate)} asked"
         )
+    return _min_rate_row(goodput, min_rate, passed=passed, note=note, meaning=meaning, rests=rests)
+
+
+def _min_rate_row(
+    goodput: Goodput,
+    min_rate: float,
+    *,
+    passed: bool,
+    note: str,
+    meaning: str,
+    rests: str,
+    decided: bool = True,
+) -> Check:
+    """The `goodput` row against `--min-rate`: its sentence followed by what the figure rests
+    on; undecided rows (`decided` False) were passed or failed by policy."""
     if rests:
         meaning += f". {rests[:1].upper()}{rests[1:]}"
     return Check(
@@ -179,6 +194,8 @@ def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
         note=note,
         n=goodput.calls,
         meaning=meaning,
+        decided=decided,
+        by_policy=not decided,
     )
 
 
@@ -222,16 +239,13 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
         f"{word}: undecided, the goodput is {_figure(goodput)} and {why}; "
         f"{'passed' if passed else 'failed'} by policy (on-undecided: {policy})"
     )
-    if rests:
-        meaning += f". {rests[:1].upper()}{rests[1:]}"
-    return Check(
-        number="goodput",
-        value=goodput.found,
-        limit=min_rate,
+    note = note or f"undecided: {_figure(goodput)}"
+    return _min_rate_row(
+        goodput,
+        min_rate,
         passed=passed,
-        note=note or f"undecided: {_figure(goodput)}",
-        n=goodput.calls,
+        note=note,
         meaning=meaning,
+        rests=rests,
         decided=False,
-        by_policy=True,
     )
