@@ -46,6 +46,7 @@ __all__ = [
     "Arrived",
     "OpenLevel",
     "judged_calls",
+    "near_between",
     "near_rates",
     "rate_bracket",
 ]
@@ -125,17 +126,25 @@ def rate_bracket(levels: Sequence[RateLevel]) -> tuple[float, float | None, floa
     return found, broke, broke if near else None
 
 
-def near_rates(levels: Sequence[RateLevel], found: float, broke: float | None) -> list[float]:
-    """The rates near the budget above `found` and below `broke` (all above it when None),
-    lowest first; levels the client fell behind at are left out."""
+def near_between(levels: Sequence[RateLevel], found: float, broke: float | None) -> list[RateLevel]:
+    """The levels near the budget above `found` and below `broke` (all above it when None),
+    lowest rate first; levels the client fell behind at are left out."""
     return sorted(
-        lv.rate
-        for lv in levels
-        if lv.near
-        and not lv.client_behind
-        and lv.rate > found
-        and (broke is None or lv.rate < broke)
+        (
+            lv
+            for lv in levels
+            if lv.near
+            and not lv.client_behind
+            and lv.rate > found
+            and (broke is None or lv.rate < broke)
+        ),
+        key=lambda lv: lv.rate,
     )
+
+
+def near_rates(levels: Sequence[RateLevel], found: float, broke: float | None) -> list[float]:
+    """The rates of `near_between`, lowest first."""
+    return [lv.rate for lv in near_between(levels, found, broke)]
 
 
 @dataclass

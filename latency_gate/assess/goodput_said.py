@@ -5,6 +5,7 @@ could not be told apart), the levels the figure rests on, and the two capacities
 
 from __future__ import annotations
 
+from latency_gate.assess.goodput_levels import near_between
 from latency_gate.config.plan import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside, plural
@@ -111,17 +112,7 @@ def rate_headline(goodput: Goodput) -> str:
 def near_levels(goodput: Goodput) -> list[RateLevel]:
     """The levels near the budget above the figure and below the lowest rate that broke (all
     above the figure when none broke): their calls could not tell."""
-    return sorted(
-        (
-            lv
-            for lv in goodput.levels
-            if lv.near
-            and not lv.client_behind
-            and lv.rate > goodput.found
-            and (goodput.breaking is None or lv.rate < goodput.breaking)
-        ),
-        key=lambda lv: lv.rate,
-    )
+    return near_between(goodput.levels, goodput.found, goodput.breaking)
 
 
 def near_span(levels: list[RateLevel]) -> str:
