@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from latency_gate.config.parsing import parse_count, parse_duration, shown
@@ -250,17 +250,15 @@ def goodput_plan(target: _Rated, room: int | None = None) -> GoodputPlan | None:
     if room is not None and length.calls * levels > room:
         calls = max(1, room // levels)
         fitted.append(f"max-calls leaves {room:,} calls: at most {calls:,} a level")
-        length = LevelLength(
-            length.seconds, calls, length.warmup, length.hold, length.drain, length.judged
-        )
+        length = replace(length, calls=calls)
     if target.goodput_time is not None and length.worst_seconds * levels > target.goodput_time:
         span = max(target.goodput_time / levels - length.drain, 0.0)
         warmup = min(length.warmup, span / 3)
         fitted.append(
             f"goodput-time {target.goodput_time:g} s: at most {span:.0f} s of arrivals a level"
         )
-        length = LevelLength(  # the time cap is kept: no level lengthened past it
-            span, length.calls, warmup, min(length.hold, span - warmup), length.drain
+        length = replace(  # the time cap is kept: no level lengthened past it (judged 0)
+            length, seconds=span, warmup=warmup, hold=min(length.hold, span - warmup), judged=0
         )
     worst_calls = length.calls * levels
     worst_seconds = length.worst_seconds * levels
