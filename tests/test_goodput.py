@@ -271,6 +271,25 @@ def test_a_slow_endpoint_with_a_late_client_is_still_the_endpoint_s() -> None:
     assert (record.client_behind, record.held, record.decided_by) == (False, False, "test")
 
 
+@pytest.mark.parametrize(("lag", "behind"), [(0.05, False), (0.2, True)])
+def test_a_lag_under_a_tenth_of_the_budget_is_not_the_client_falling_behind(
+    lag: float, behind: bool
+) -> None:
+    """Calls the endpoint answers in 0.97 s against a 1 s budget: from due they are over it. A
+    send lag of 50 ms (a loaded machine's, the gate's floor 0.4 ms) is under a tenth of the
+    budget: the level broke, the endpoint's, as the search goes on. A lag of 200 ms is the
+    client's: the level is neither held nor broken."""
+    run = _run(goodput="true", rate="1/s")
+    run.floor = 0.0004
+    assert run.lag_limit == pytest.approx(0.1)
+    level = OpenLevel(50.0, LIMITS, warmup=0.0, hold=1.0, lag_limit=run.lag_limit)
+    calls = _calls([0.97] * 30, lag=lag)
+    level.look(calls, 100.0)
+    record = level.close(calls, 40.0)
+    assert (record.client_behind, record.held) == (behind, False)
+    assert record.decided_by == ("client" if behind else "test")
+
+
 # --- a run of levels -------------------------------------------------------------------------
 
 
