@@ -322,6 +322,9 @@ def test_the_goodput_of_a_one_slot_queue_is_an_interval_where_levels_were_near()
     assert goodput_headline(goodput).endswith(
         "1.83/s and 2/s were near the budget (their calls could not tell); no rate tried broke it"
     )
+    assert goodput.stopped == (  # the stop sentence names the near rates as the headline does
+        "1.68/s held, 1.83/s and 2/s near the budget and no rate tried broke it: at least 1.68/s"
+    )
 
 
 def test_max_calls_stops_the_search_and_the_figure_is_at_least() -> None:

@@ -39,6 +39,7 @@ from latency_gate.assess.goodput_levels import (
     near_rates,
     rate_bracket,
 )
+from latency_gate.assess.goodput_said import near_span
 from latency_gate.assess.sampling import on_undecided_policy
 from latency_gate.config import Target
 from latency_gate.config.rate_plan import (
@@ -236,11 +237,7 @@ class RateRun:
         found, broke, upper = rate_bracket(self.levels)
         near = near_rates(self.levels, found, broke)
         if near:
-            span = (
-                fmt_rate(near[0])
-                if len(near) == 1
-                else f"{fmt_rate(near[0])} to {fmt_rate(near[-1])}"
-            )
+            span = near_span(near)
             held = f"{fmt_rate(found)} held" if found else "no rate held"
             if upper is None:
                 return (

@@ -5,6 +5,8 @@ could not be told apart), the levels the figure rests on, and the two capacities
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from latency_gate.assess.goodput_levels import near_between
 from latency_gate.config.plan import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
 from latency_gate.config.rate_plan import fmt_rate
@@ -115,9 +117,10 @@ def near_levels(goodput: Goodput) -> list[RateLevel]:
     return near_between(goodput.levels, goodput.found, goodput.breaking)
 
 
-def near_span(levels: list[RateLevel]) -> str:
-    """ "2.8/s", "2.8/s and 3/s", or "2.8/s to 3.6/s" (three or more)."""
-    names = [fmt_rate(lv.rate) for lv in levels]
+def near_span(rates: Sequence[float]) -> str:
+    """ "2.8/s", "2.8/s and 3/s", or "2.8/s to 3.6/s" (three or more): the rates near the
+    budget, as the reports and the search's stop sentence name them."""
+    names = [fmt_rate(rate) for rate in rates]
     if len(names) <= 2:
         return " and ".join(names)
     return f"{names[0]} to {names[-1]}"
@@ -165,7 +168,7 @@ def _interval_headline(goodput: Goodput, near: list[RateLevel], tokens: str) -> 
     breaking = _breaking(goodput)
     were = "was" if len(near) == 1 else "were"
     their = "its" if len(near) == 1 else "their"
-    near_said = f"{near_span(near)} {were} near the budget ({their} calls could not tell)"
+    near_said = f"{near_span([lv.rate for lv in near])} {were} near the budget ({their} calls could not tell)"
     held_said = (
         f"{fmt_rate(goodput.found)} held{tokens} ({held_rests_on(held, goodput)})"
         if goodput.found

@@ -228,7 +228,7 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
         why = f"no rate of {asked} or more was decided ({goodput.stopped})"
     elif near:
         why = (
-            f"{near_span(near)} near the budget between (their calls could not tell), no rate "
+            f"{near_span([lv.rate for lv in near])} near the budget between (their calls could not tell), no rate "
             f"at or under {asked} broke"
         )
     elif goodput.breaking is None:
