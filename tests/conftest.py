@@ -8,11 +8,11 @@ never pass as a run that quietly skipped them.
 
 from __future__ import annotations
 
-import gc
 import os
 import shutil
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -165,11 +165,13 @@ def llama_server_one_slot() -> Iterator[str]:
 
 
 def _serve_llama(*, n_parallel: int, n_predict: int = -1) -> Iterator[str]:
-    """A llama.cpp server with `n_parallel` slots; `n_predict` is the answer length in tokens
-    for a request that names none (-1: until the model stops or the context is full)."""
+    """A llama.cpp server with `n_parallel` slots and two threads (both cores of these
+    machines), in a process of its own (tests/llama_process.py says why); `n_predict` is the
+    answer length in tokens for a request that names none (-1: until the model stops or the
+    context is full). Stopped by its PID."""
     require = "LATENCY_GATE_REQUIRE_LLM"
     try:
-        import xllamacpp
+        import xllamacpp  # noqa: F401 - the server process imports it; here only its presence
     except ImportError:
         _unavailable("xllamacpp is not installed (pip install -e '.[llm]')", require)
     model = llm_model_path()
@@ -180,30 +182,31 @@ def _serve_llama(*, n_parallel: int, n_predict: int = -1) -> Iterator[str]:
         )
 
     port = free_port()
-    params = xllamacpp.CommonParams()
-    params.model.path = str(model)
-    params.hostnames = ["127.0.0.1"]
-    params.port = port
-    params.n_ctx = 2048
-    params.n_parallel = n_parallel
-    params.n_predict = n_predict
-    params.cpuparams.n_threads = 2
-    server = xllamacpp.Server(params)
+    script = Path(__file__).with_name("llama_process.py")
+    arguments = [str(model), str(port), str(n_parallel), "2", str(n_predict)]
+    process = subprocess.Popen(
+        [sys.executable, str(script), *arguments],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     base_url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(base_url, LLM_HEALTH_TIMEOUT)
+        _wait_healthy(base_url, LLM_HEALTH_TIMEOUT, process)
         yield base_url
     finally:
-        # The server stops in its destructor (it joins its main loop there).
-        del server
-        gc.collect()
+        stop_process(process)
 
 
-def _wait_healthy(base_url: str, timeout: float) -> None:
-    """Poll /health until it answers 200, for at most `timeout` seconds."""
+def _wait_healthy(
+    base_url: str, timeout: float, process: subprocess.Popen[Any] | None = None
+) -> None:
+    """Poll /health until it answers 200, for at most `timeout` seconds (and while `process`,
+    the server's, runs)."""
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            pytest.fail(f"llama.cpp server at {base_url} exited {process.returncode}")
         try:
             response = httpx.get(f"{base_url}/health", timeout=2.0)
         except httpx.HTTPError as exc:

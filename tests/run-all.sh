@@ -10,16 +10,17 @@
 #    cores, and their budgets are set from the server's own speed measured first, which other
 #    tests' load would move.
 #
-# Arguments are passed to both passes (`bash tests/run-all.sh -x`, `-k capacity`). Exit: 0 when
+# Each pass ends with its 15 slowest tests (`--durations`), so a change that slows the suite is
+# seen in the log of the run that made it. Arguments are passed to both passes (`bash tests/run-all.sh -x`, `-k capacity`). Exit: 0 when
 # both passed; pytest's code otherwise (5 only when neither pass collected a test).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 workers=${LATENCY_GATE_TEST_WORKERS:-3}
 
-python -m pytest -q -n "$workers" --dist loadgroup -m "not llm" "$@"
+python -m pytest -q -n "$workers" --dist loadgroup --durations=15 -m "not llm" "$@"
 spread=$?
-python -m pytest -q -m llm "$@"
+python -m pytest -q --durations=15 -m llm "$@"
 alone=$?
 
 if ((spread == 5 && alone == 5)); then

@@ -1,15 +1,14 @@
 """The capacity search on a real llama.cpp server (SmolLM2-135M, 2 threads) with 1, 2 and 4
-slots: the figure found for a budget of 3 single calls (3.5 with several slots), and the
-search's cost.
+slots: the figure found for a budget set halfway between 2 and 3 queued calls (one slot) or at 3.5
+single calls (several slots), and the search's cost.
 
-The budget is set from the server itself (the median of ten streamed calls made first), so
-the test asks the same question on a fast machine and a slow one: how many calls at once end
-within 3 times one call? Every answer is 16 tokens (`ignore_eos`), so one call and
-a level's calls do the same work. With one slot, calls queue: two do, three do not.
-With more slots llama.cpp batches them on the same two threads, each slot slowing the others,
-so more calls at once hold the budget, but not slots-times more. Kept short for CI: 16-token
-answers, 3 warm calls, the run's bursts of 3 (the search comes down to 2), only concurrent p95
-gated.
+The budget is set from the server itself (calls made first, timed the way the search times its
+levels), so the test asks the same question on a fast machine and a slow one. Every answer is 16
+tokens (`ignore_eos`), so one call and a level's calls do the same work. With one slot, calls
+queue: two do, three do not. With more slots llama.cpp batches them on the same two threads,
+each slot slowing the others, so more calls at once hold the budget, but not slots-times more.
+Kept short for CI: 16-token answers, 3 warm calls, the run's bursts of 3 (the search comes down
+to 2), only concurrent p95 gated.
 """
 
 from __future__ import annotations
@@ -23,9 +22,12 @@ import httpx
 import pytest
 from conftest import _serve_llama
 
+from latency_gate.assess.intervals import linear_percentile
 from latency_gate.config import build_target
+from latency_gate.measure.clients import burst, ssl_context_for
 from latency_gate.report.terminal import render_terminal
 from latency_gate.run import probe
+from latency_gate.sample import Sample
 
 pytestmark = pytest.mark.llm
 
@@ -70,11 +72,55 @@ def _one_call(base: str) -> float:
     return statistics.median(took[1:])  # the first warms the server
 
 
+async def _queued_midpoint(base: str) -> tuple[float, float, float]:
+    """One slot: sixteen bursts of 2 calls and twelve of 3, made by the gate's own burst (after
+    one of each that warms the server), as the search makes its levels 2 and 3; (level 2's p95,
+    level 3's p95, their midpoint) in seconds. The midpoint is the budget.
+
+    Why: the k-th call of a burst on one slot ends near C + kS (C the client's overhead, which
+    overlaps between calls made together, S the server's service), so no multiple of one call
+    sits between 2 queued and 3 (3 times the median call alone broke level 2 in one pass of the
+    tier in four). The search fails this test only by breaking level 2 (about 30 % of its 2nd
+    calls over the budget) or holding level 3 (under about 5 % of its 3rd calls over); a level
+    near the budget is allowed. The client must be the one the search uses (a plain httpx
+    client's 2nd and 3rd calls of 3 came out at 425 and 635 ms against the gate's 514 and 768),
+    and the server must run in a process of its own (tests/llama_process.py): in the pytest
+    process levels 2 and 3 overlapped (rounds of 40 calls: level 2's p95 748-959 ms, level 3's
+    869-1,200 ms; one search's level 2 came out slower than its level 3), and no budget set
+    from calls made before the search held still. In its own process, rounds of 40 calls gave
+    level 2 a p95 of 821-855 ms and level 3 1,117-1,139 ms. A level's p95 is steadier than the
+    median of a position in the burst (the 3rd call's: 908-1,054 ms in the same rounds): a
+    budget at the median 3rd call left a search's level 3 near it (p95 1,211 ms against 1,228)."""
+    target = build_target(
+        {
+            "url": f"{base}/v1/chat/completions",
+            "body": json.dumps(_body(PROMPT)),
+            "stream": "true",
+            "timeout": "60s",
+        }
+    )
+    context = ssl_context_for(target)
+    p95s = []
+    for size, bursts in ((2, 16), (3, 12)):
+        level = target.model_copy(update={"concurrency": size})
+        calls: list[float] = []
+        for i in range(bursts + 1):
+            made: list[Sample] = []
+            await burst(level, context, True, made)
+            assert all(c.ok and c.latency is not None for c in made), [c.error_detail for c in made]
+            if i:  # the first warms the server
+                calls += [c.latency or 0.0 for c in made]
+        p95s.append(linear_percentile(calls, 95.0) or 0.0)
+    two, three = p95s
+    return two, three, (two + three) / 2
+
+
 async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     """The search ends on its own and never breaks one call at a time on a healthy server
     (level 1 was decided on 16 calls and broke in a busy machine's noise); one slot holds 2
-    calls at once within 3 calls' time, more slots at least as many: each within the figure
-    or the interval the search says.
+    calls at once within a budget halfway between 2 and 3 queued calls, and not 3; more slots
+    hold at least 2 within 3.5 single calls: each within the figure or the interval the search
+    says.
 
     Level 1 may be near the budget, not held: a level holds only when its calls rule out 5 % of
     them over the budget, and llama.cpp's own tail sometimes puts 1-5 % of one-at-a-time calls
@@ -83,16 +129,16 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     broken is what must never happen."""
     slots, base = llama
     single = _one_call(base)
-    # One slot: the second of 2 queued calls waits for the first, so level 2's p95 is about twice
-    # one call's p90; the third of 3 waits for two, so level 3's p95 is over three calls' median
-    # and cannot hold a budget of 3. Level 2's p95 came out 2.0-3.2 times the median of three
-    # calls (level 3's 3.1-3.9): with 2.8 one run of six broke at level 2 (889 ms against 850);
-    # 3 times the median of ten sits between with room on both sides. More slots batch 2 calls on
-    # the same two threads at 2.3-2.6 calls' time at p95 (715-912 ms against one call of 305-418
-    # ms, issue 30's runs): a 2-slot level 2 broke at 2.8 in one run of two (p95 1,259 ms on 12
-    # calls against 994 ms), so they get 3.5, and "at least as many as one slot" is asked where
-    # the answer is clear.
-    budget = round((3.0 if slots == 1 else 3.5) * single, 3)
+    # One slot: halfway between levels 2 and 3's p95 as the gate makes them (_queued_midpoint).
+    # It was 3 times the median call alone, and 1 pass of the tier in 4 failed on it (level 2's p95
+    # 881 ms against 756 ms): the k-th queued call ends near C + kS, and 3(C + S) sits anywhere
+    # from level 2's tail to level 3's median as C's share moves.
+    # More slots batch 2 calls on the same two threads at 2.3-2.6 calls' time at p95 (715-912 ms
+    # against one call of 305-418 ms, issue 30's runs): a 2-slot level 2 broke at 2.8 in one run
+    # of two (p95 1,259 ms on 12 calls against 994 ms), so they get 3.5, and "at least 2" is
+    # asked where the answer is clear.
+    queued = await _queued_midpoint(base) if slots == 1 else None
+    budget = round(queued[2] if queued else 3.5 * single, 3)
     target = build_target(
         {
             "url": f"{base}/v1/chat/completions",
@@ -115,7 +161,14 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     assert capacity is not None
     levels = {lv.concurrency: lv for lv in capacity.levels}
     print(  # the figures of docs/benchmarks.md, "Capacity on llama.cpp"
-        f"\n{slots} slots: one call {single * 1000:.0f} ms, budget {budget * 1000:.0f} ms, "
+        f"\n{slots} slots: one call {single * 1000:.0f} ms"
+        + (
+            f", levels 2 and 3 before the search p95 {queued[0] * 1000:.0f} and "
+            f"{queued[1] * 1000:.0f} ms"
+            if queued
+            else ""
+        )
+        + f", budget {budget * 1000:.0f} ms, "
         f"capacity {capacity.found}"
         + (f" to {capacity.upper}" if capacity.upper is not None else "")
         + ", levels "
@@ -138,7 +191,7 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
         assert not levels[capacity.breaking].held
         assert capacity.breaking == top + 1
     if slots == 1:
-        assert capacity.found <= 2 <= top  # 2 queued hold 3 calls' time, 3 do not
+        assert capacity.found <= 2 <= top  # 2 queued hold the budget, 3 do not
         text = " ".join(render_terminal([result]).split())
         assert "as if served about 1 at a time" in text
     else:
