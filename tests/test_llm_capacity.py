@@ -1,5 +1,5 @@
 """The capacity search on a real llama.cpp server (SmolLM2-135M, 2 threads) with 1, 2 and 4
-slots: the figure found for a budget set halfway between 2 and 3 queued calls (one slot) or at 3.5
+slots: the figure found for a budget set at 3 queued calls' p95 (one slot) or at 3.5
 single calls (several slots), and the search's cost.
 
 The budget is set from the server itself (calls made first, timed the way the search times its
@@ -72,25 +72,25 @@ def _one_call(base: str) -> float:
     return statistics.median(took[1:])  # the first warms the server
 
 
-async def _queued_midpoint(base: str) -> tuple[float, float, float]:
+async def _queued_levels(base: str) -> tuple[float, float]:
     """One slot: sixteen bursts of 2 calls and twelve of 3, made by the gate's own burst (after
     one of each that warms the server), as the search makes its levels 2 and 3; (level 2's p95,
-    level 3's p95, their midpoint) in seconds. The midpoint is the budget.
+    level 3's p95) in seconds. Level 3's p95 is the budget.
 
     Why: the k-th call of a burst on one slot ends near C + kS (C the client's overhead, which
     overlaps between calls made together, S the server's service), so no multiple of one call
     sits between 2 queued and 3 (3 times the median call alone broke level 2 in one pass of the
-    tier in four). The search fails this test only by breaking level 2 (about 30 % of its 2nd
-    calls over the budget) or holding level 3 (under about 5 % of its 3rd calls over); a level
-    near the budget is allowed. The client must be the one the search uses (a plain httpx
-    client's 2nd and 3rd calls of 3 came out at 425 and 635 ms against the gate's 514 and 768),
-    and the server must run in a process of its own (tests/llama_process.py): in the pytest
-    process levels 2 and 3 overlapped (rounds of 40 calls: level 2's p95 748-959 ms, level 3's
-    869-1,200 ms; one search's level 2 came out slower than its level 3), and no budget set
-    from calls made before the search held still. In its own process, rounds of 40 calls gave
-    level 2 a p95 of 821-855 ms and level 3 1,117-1,139 ms. A level's p95 is steadier than the
-    median of a position in the burst (the 3rd call's: 908-1,054 ms in the same rounds): a
-    budget at the median 3rd call left a search's level 3 near it (p95 1,211 ms against 1,228)."""
+    tier in four). The search fails this test only by breaking level 2 (about 15 % of its calls
+    over the budget) or holding level 3 (1-2 % over); a level near the budget is allowed. The
+    client must be the one the search uses (a plain httpx client's 2nd and 3rd calls of 3 came
+    out at 425 and 635 ms against the gate's 514 and 768), and the server must run in a process
+    of its own (tests/llama_process.py): in the pytest process levels 2 and 3 overlapped
+    (rounds of 40 calls: level 2's p95 748-959 ms, level 3's 869-1,200 ms). In its own process
+    they are apart, but a level's p95 still moves by a fifth between the calls made here and
+    the search's: the midpoint of the two (919 ms) broke a search's level 2 whose p95 came out
+    at 950 ms against 764 here. Every failure seen was a level 2 broken, none a level 3 held.
+    At level 3's own p95, level 2's p95 is 30-40 % under the budget, and level 3 has about 5 %
+    of its calls over it: near, or broken when the search's calls are slower."""
     target = build_target(
         {
             "url": f"{base}/v1/chat/completions",
@@ -112,13 +112,13 @@ async def _queued_midpoint(base: str) -> tuple[float, float, float]:
                 calls += [c.latency or 0.0 for c in made]
         p95s.append(linear_percentile(calls, 95.0) or 0.0)
     two, three = p95s
-    return two, three, (two + three) / 2
+    return two, three
 
 
 async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     """The search ends on its own and never breaks one call at a time on a healthy server
     (level 1 was decided on 16 calls and broke in a busy machine's noise); one slot holds 2
-    calls at once within a budget halfway between 2 and 3 queued calls, and not 3; more slots
+    calls at once within a budget at 3 queued calls' p95, and not 3; more slots
     hold at least 2 within 3.5 single calls: each within the figure or the interval the search
     says.
 
@@ -129,7 +129,7 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     broken is what must never happen."""
     slots, base = llama
     single = _one_call(base)
-    # One slot: halfway between levels 2 and 3's p95 as the gate makes them (_queued_midpoint).
+    # One slot: level 3's p95 as the gate makes it (_queued_levels).
     # It was 3 times the median call alone, and 1 pass of the tier in 4 failed on it (level 2's p95
     # 881 ms against 756 ms): the k-th queued call ends near C + kS, and 3(C + S) sits anywhere
     # from level 2's tail to level 3's median as C's share moves.
@@ -137,8 +137,8 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     # against one call of 305-418 ms, issue 30's runs): a 2-slot level 2 broke at 2.8 in one run
     # of two (p95 1,259 ms on 12 calls against 994 ms), so they get 3.5, and "at least 2" is
     # asked where the answer is clear.
-    queued = await _queued_midpoint(base) if slots == 1 else None
-    budget = round(queued[2] if queued else 3.5 * single, 3)
+    queued = await _queued_levels(base) if slots == 1 else None
+    budget = round(queued[1] if queued else 3.5 * single, 3)
     target = build_target(
         {
             "url": f"{base}/v1/chat/completions",
