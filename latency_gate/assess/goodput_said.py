@@ -168,7 +168,8 @@ def _interval_headline(goodput: Goodput, near: list[RateLevel], tokens: str) -> 
     breaking = _breaking(goodput)
     were = "was" if len(near) == 1 else "were"
     their = "its" if len(near) == 1 else "their"
-    near_said = f"{near_span([lv.rate for lv in near])} {were} near the budget ({their} calls could not tell)"
+    span = near_span([lv.rate for lv in near])
+    near_said = f"{span} {were} near the budget ({their} calls could not tell)"
     held_said = (
         f"{fmt_rate(goodput.found)} held{tokens} ({held_rests_on(held, goodput)})"
         if goodput.found

@@ -228,8 +228,8 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
         why = f"no rate of {asked} or more was decided ({goodput.stopped})"
     elif near:
         why = (
-            f"{near_span([lv.rate for lv in near])} near the budget between (their calls could not tell), no rate "
-            f"at or under {asked} broke"
+            f"{near_span([lv.rate for lv in near])} near the budget between (their calls could "
+            f"not tell), no rate at or under {asked} broke"
         )
     elif goodput.breaking is None:
         why = f"every rate tried held, the highest under {asked}, and none broke"
