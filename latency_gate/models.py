@@ -275,6 +275,10 @@ class HistoryRun(_Frozen):
     calls: int
     failed: int
     commit: str | None = Field(default=None, description="the commit it measured, when known")
+    goodput: float | None = Field(
+        default=None,
+        description="the rate its goodput search held, requests a second (None: it ran none)",
+    )
 
 
 class History(_Frozen):

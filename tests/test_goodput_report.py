@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from goodput_driver import drive
+from goodput_driver import one_slot_search
 from render.page import (
     CSS,
     MERMAID,
@@ -23,7 +23,6 @@ from render.page import (
 )
 from result_factory import STARTED_AT, TOOL_VERSION, healthy_samples, make_target
 
-from latency_gate.assess.goodput import start_rates
 from latency_gate.assess.result import assess_run
 from latency_gate.models import Capacity, Goodput, RunResult, StampSource
 from latency_gate.report.goodput import goodput_view
@@ -31,17 +30,6 @@ from latency_gate.report.markdown import render_comment, render_summary
 from latency_gate.report.terminal import render_terminal
 
 MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
-
-
-def _goodput() -> Goodput:
-    """The search from 1/s on one slot of 0.25 s a call against a 1 s budget."""
-    target = make_target().model_copy(update={"goodput": True, "rate": 1.0})
-    target = target.model_copy(
-        update={"budget": target.budget.model_copy(update={"max_concurrent_p95": 1.0})}
-    )
-    run = start_rates(target, [], max_calls=20_000)
-    drive(run, 1, lambda _: 0.25)
-    return run.goodput()
 
 
 def _result(goodput: Goodput, *, capacity: Capacity | None = None) -> RunResult:
@@ -68,7 +56,7 @@ def test_the_summary_s_goodput_section() -> None:
     """The sentence (an interval: the levels above the one that held were near the budget),
     the chart, a row per level by rate with the near ones marked, the cost, the send lag, and
     the 2/s minimum inside the interval undecided, passed by on-undecided."""
-    goodput = _goodput()
+    goodput = one_slot_search()
     summary = render_summary([_result(goodput)])
     assert "### Goodput" in summary
     assert (goodput.found, goodput.upper, goodput.breaking) == (1.68, None, None)
@@ -91,7 +79,7 @@ def test_the_summary_s_goodput_section() -> None:
 
 def test_the_chart_is_ours_and_draws_the_budget() -> None:
     """Bars by rate (sorted, as the report prints them), the budget a flat line."""
-    goodput = _goodput()
+    goodput = one_slot_search()
     view = goodput_view(_result(goodput))
     assert view is not None
     assert view.chart is not None
@@ -106,7 +94,7 @@ def test_the_chart_is_ours_and_draws_the_budget() -> None:
 def test_the_comment_and_the_terminal_say_it_briefly() -> None:
     """The comment: the sentence and what it cost; the terminal: the sentence, a line a level,
     the cost, the send lag."""
-    goodput = _goodput()
+    goodput = one_slot_search()
     result = _result(goodput)
     comment = render_comment([result], marker=MARKER)
     assert re.search(r"\*\*Goodput\*\*: holds p95 ≤ 1\.00 s up to at least [\d.]+/s", comment)
@@ -133,7 +121,7 @@ def test_the_two_capacities_are_said_side_by_side() -> None:
         seconds=0.0,
         levels=(),
     )
-    view = goodput_view(_result(_goodput(), capacity=capacity))
+    view = goodput_view(_result(one_slot_search(), capacity=capacity))
     assert view is not None
     assert "Little's law" in view.side_by_side
     assert "3 calls started together held the budget" in view.side_by_side
@@ -164,7 +152,7 @@ def test_the_chart_is_drawn_in_the_summary(tmp_path: Path) -> None:
         if os.environ.get("LATENCY_GATE_REQUIRE_BROWSER") == "1":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
-    goodput = _goodput()
+    goodput = one_slot_search()
     summary = render_summary([_result(goodput)])
     page = tmp_path / "goodput.html"
     page.write_text(

@@ -15,11 +15,13 @@ import itertools
 import json
 import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
 import pytest
+from goodput_driver import one_slot_search
 from render.page import (
     CSS,
     MERMAID,
@@ -32,9 +34,9 @@ from render.page import (
     screenshot,
 )
 from report_scenarios import HOSTILE_NAME, scenario_history, scenario_history_few
-from result_factory import STARTED_AT, make_result, make_target
+from result_factory import STARTED_AT, healthy_samples, make_result, make_target
 
-from latency_gate.assess.history import HistoryPlan
+from latency_gate.assess.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import HistoryRun, Numbers, RunResult, StampSource
@@ -108,6 +110,70 @@ def test_a_budget_far_above_the_values_is_said_not_drawn() -> None:
         " ".join(warm.mermaid)
     )
     assert sum(line.startswith("    line [") for line in warm.mermaid) == 1
+
+
+def _goodput_history(rates: Sequence[float | None]) -> RunResult:
+    """This run's goodput search (1.68/s held, one slot of 0.25 s a call, a 1 s budget, a floor
+    of 1/s) against earlier runs a day apart whose searches held `rates` (None: a run without
+    one), as a nightly workflow's history holds them."""
+    goodput = one_slot_search()
+    target = make_target().model_copy(update={"goodput": True, "min_rate": 1.0})
+    target = target.model_copy(
+        update={"budget": target.budget.model_copy(update={"max_concurrent_p95": 1.0})}
+    )
+    earlier = [
+        make_result().model_copy(
+            update={
+                "started_at": STARTED_AT - (len(rates) - i) * DAY,
+                "goodput": None if rate is None else goodput.model_copy(update={"found": rate}),
+            }
+        )
+        for i, rate in enumerate(rates)
+    ]
+    plan = HistoryPlan(
+        ".latency-history",
+        DEFAULT_LIMIT,
+        targets={"local": TargetHistory(tuple(reversed(earlier)))},
+    )
+    return assess_run(
+        target,
+        healthy_samples(),
+        started_at=STARTED_AT,
+        finished_at=STARTED_AT + 42.5,
+        stamp_source=StampSource.KERNEL,
+        goodput=goodput,
+        history=plan,
+    )
+
+
+def test_the_goodput_is_charted_over_the_history() -> None:
+    """A nightly goodput search's trend: the rate each earlier search held (a run without one
+    left out) and this run's, in requests a second, the floor (--min-rate) the red line."""
+    result = _goodput_history([1.5, None, 1.83, 1.68])
+    assert result.goodput is not None
+    assert result.goodput.found == 1.68
+    assert result.baseline is not None
+    assert result.baseline.history is not None
+    assert [run.goodput for run in result.baseline.history.runs] == [1.5, None, 1.83, 1.68]
+    chart = trend_charts(result)[-1]
+    assert chart.number == "goodput"
+    assert [label for label, _ in chart.points] == ["Nov 10", "Nov 12", "Nov 13", "this run"]
+    assert [value for _, value in chart.points] == [1.5, 1.83, 1.68, 1.68]
+    assert (chart.budget, chart.budget_drawn) == (1.0, True)
+    source = chart.mermaid
+    assert source[source.index("xychart-beta") + 1] == (
+        '    title "goodput at p95 ≤ 1.00 s, 3 earlier runs and this one (red: the minimum, 1/s)"'
+    )
+    assert '    y-axis "requests a second" 0 --> 2' in source
+    assert source[-1] == "    line [1, 1, 1, 1]"
+    assert "goodput at p95" in render_summary([result])
+
+
+def test_no_goodput_chart_without_an_earlier_search() -> None:
+    """Earlier runs that searched no goodput, or a run that searched none itself: no chart."""
+    assert "goodput" not in [c.number for c in trend_charts(_goodput_history([None, None]))]
+    plain = _goodput_history([1.5, 1.6]).model_copy(update={"goodput": None})
+    assert "goodput" not in [c.number for c in trend_charts(plain)]
 
 
 def test_chart_text_is_ours_alone() -> None:
@@ -400,6 +466,24 @@ def test_summary_charts_drawn_with_a_point_per_run(tmp_path: Path) -> None:
     box = drawn.charts[0]["box"]
     assert _ink(drawn.screenshot, box, RUNS_COLOUR) > 200
     assert _ink(drawn.screenshot, box, BUDGET_COLOUR) > 200
+
+
+@pytest.mark.browser
+def test_the_goodput_chart_is_drawn(tmp_path: Path) -> None:
+    """The goodput's trend in the job summary is drawn: a point per run with a search (three
+    and this run), left to right, and the floor a flat red line under them all."""
+    result = _goodput_history([1.5, None, 1.83, 1.68])
+    drawn = _draw(render_summary([result]), _folder(tmp_path), "trend-goodput")
+    chart = next(c for c in drawn.charts if c["title"].startswith("goodput at p95"))
+    assert chart["labels"] == ["Nov 10", "Nov 12", "Nov 13", "this run"]
+    runs, floor = (_points(p) for p in chart["lines"])
+    assert len(runs) == 4
+    assert [x for x, _ in runs] == sorted(x for x, _ in runs)
+    assert len({y for _, y in floor}) == 1  # flat
+    assert floor[0][1] > max(y for _, y in runs)  # under every run (SVG y grows down)
+    assert runs[1][1] == min(y for _, y in runs)  # 1.83/s: the highest point
+    _readable(chart)
+    assert _ink(drawn.screenshot, chart["box"], BUDGET_COLOUR) > 200
 
 
 @pytest.mark.browser

@@ -235,6 +235,7 @@ def _evidence(plan: HistoryPlan, history: TargetHistory, judged: Judged) -> Hist
                 calls=len(run.samples),
                 failed=sum(not s.ok for s in run.samples),
                 commit=run.commit,
+                goodput=run.goodput.found if run.goodput and run.goodput.search else None,
             )
             for run in reversed(history.runs)
         ),

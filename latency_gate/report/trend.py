@@ -2,7 +2,8 @@
 `xychart-beta` that GitHub draws in a job summary and a PR comment.
 
 One chart per number: the runs' values as a line (x: the runs, oldest first, this run at the
-right; y: seconds) and the budget as a flat second line, when it is within reach of the values
+right; y: seconds, or requests a second for the goodput) and the budget as a flat second line
+(the goodput's: its floor, `--min-rate`), when it is within reach of the values
 (a budget far above them would press the values into a flat line at the bottom; the title then
 gives it in words). Every character of a chart is ours: labels are commits, dates and "this
 run", the title a number's label and formatted values; no target name or endpoint text goes in.
@@ -16,12 +17,14 @@ each other are slanted, and a chart of many runs is widened (GitHub scales it to
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from operator import attrgetter
 
+from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.formatting import fmt_duration, plural
-from latency_gate.models import RunResult
+from latency_gate.models import HistoryRun, RunResult
 from latency_gate.report.rows import NUMBER_LABELS
 
 __all__ = [
@@ -68,6 +71,7 @@ class TrendChart:
     points: tuple[tuple[str, float], ...]
     budget: float | None
     budget_drawn: bool
+    unit: str = "seconds"
 
     @property
     def mermaid(self) -> tuple[str, ...]:
@@ -90,7 +94,7 @@ class TrendChart:
         lines = [
             *chart_header(self.title, height, width=width, slanted=slanted),
             f"    x-axis [{labels}]",
-            f'    y-axis "seconds" 0 --> {chart_number(axis_top(top * 1.05))}',
+            f'    y-axis "{self.unit}" 0 --> {chart_number(axis_top(top * 1.05))}',
             f"    line [{', '.join(chart_number(v) for v in values)}]",
         ]
         if self.budget_drawn and self.budget is not None:
@@ -225,7 +229,8 @@ def _utc(started: float, form: str) -> str:
 
 def trend_charts(result: RunResult) -> tuple[TrendChart, ...]:
     """The charts of a run held against a history: each gated percentile (and warm p50) with a
-    value in this run and in at least one earlier run. None without a history."""
+    value in this run and in at least one earlier run, then the goodput (the rate its search
+    held) when this run searched it and an earlier run did too. None without a history."""
     check = result.baseline
     history = None if check is None else check.history
     if history is None or not history.runs:
@@ -237,31 +242,70 @@ def trend_charts(result: RunResult) -> tuple[TrendChart, ...]:
         head = getattr(result.numbers, number)
         if head is None or (budget is None and number != "warm_p50"):
             continue
-        kept = [run for run in history.runs if getattr(run.numbers, number) is not None]
-        if not kept:
-            continue
-        charted = kept[-CHARTED_RUNS:]
-        labels = [*run_labels([(run.started_at, run.commit) for run in charted]), HEAD_LABEL]
-        values = [*(getattr(run.numbers, number) for run in charted), head]
-        drawn = budget is not None and budget <= BUDGET_REACH * max(values)
-        label = NUMBER_LABELS.get(number, number)
-        earlier = plural(len(kept), "earlier run")
-        if len(charted) < len(kept):
-            earlier = f"the newest {len(charted)} of {earlier}"
-        runs_said = f"{label}, {earlier} and this one"
-        if budget is None:
-            title = runs_said
-        elif drawn:
-            title = f"{runs_said} (red: the budget, {fmt_duration(budget)})"
-        else:
-            title = f"{runs_said} (budget {fmt_duration(budget)}, above the chart)"
-        charts.append(
-            TrendChart(
-                number=number,
-                title=title,
-                points=tuple(zip(labels, values, strict=True)),
-                budget=budget,
-                budget_drawn=drawn,
-            )
+        chart = _trend(
+            number,
+            NUMBER_LABELS.get(number, number),
+            history.runs,
+            attrgetter(f"numbers.{number}"),
+            head=head,
+            budget=budget,
         )
+        if chart is not None:
+            charts.append(chart)
+    goodput = result.goodput
+    if goodput is not None and goodput.search:
+        chart = _trend(
+            "goodput",
+            f"goodput at p95 ≤ {fmt_duration(goodput.limit)}",
+            history.runs,
+            lambda run: run.goodput,
+            head=goodput.found,
+            budget=limits.get("goodput"),
+            unit="requests a second",
+            said=fmt_rate,
+            line="the minimum",
+        )
+        if chart is not None:
+            charts.append(chart)
     return tuple(charts)
+
+
+def _trend(
+    number: str,
+    label: str,
+    runs: Sequence[HistoryRun],
+    value_of: Callable[[HistoryRun], float | None],
+    *,
+    head: float,
+    budget: float | None,
+    unit: str = "seconds",
+    said: Callable[[float], str] = fmt_duration,
+    line: str = "the budget",
+) -> TrendChart | None:
+    """One number's chart over the earlier runs that have it and this run (None when none
+    has): its budget (`line`: what the red line is) drawn when within reach of the values."""
+    kept = [(run, value) for run in runs if (value := value_of(run)) is not None]
+    if not kept:
+        return None
+    charted = kept[-CHARTED_RUNS:]
+    labels = [*run_labels([(run.started_at, run.commit) for run, _ in charted]), HEAD_LABEL]
+    values = [*(value for _, value in charted), head]
+    drawn = budget is not None and budget <= BUDGET_REACH * max(values)
+    earlier = plural(len(kept), "earlier run")
+    if len(charted) < len(kept):
+        earlier = f"the newest {len(charted)} of {earlier}"
+    runs_said = f"{label}, {earlier} and this one"
+    if budget is None:
+        title = runs_said
+    elif drawn:
+        title = f"{runs_said} (red: {line}, {said(budget)})"
+    else:
+        title = f"{runs_said} ({line.removeprefix('the ')} {said(budget)}, above the chart)"
+    return TrendChart(
+        number=number,
+        title=title,
+        points=tuple(zip(labels, values, strict=True)),
+        budget=budget,
+        budget_drawn=drawn,
+        unit=unit,
+    )
