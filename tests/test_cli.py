@@ -370,6 +370,36 @@ def test_demo_server_port_zero_prints_its_url() -> None:
     )
 
 
+@pytest.mark.parametrize(("raw", "slots"), [((), None), (("--slots", "2"), 2)])
+def test_demo_server_slots_queue_the_calls_over_them(
+    monkeypatch: pytest.MonkeyPatch, raw: tuple[str, ...], slots: int | None
+) -> None:
+    """--slots serves the preset with that many slots (its own, unlimited for local, when left
+    out), so --capacity and --goodput have an answer against it; --slots 0 is refused."""
+    served: list[EndpointSpec] = []
+
+    class Recorded:
+        url = "http://127.0.0.1:1/v1/chat/completions"
+
+        def __init__(self, spec: EndpointSpec, **_: object) -> None:
+            served.append(spec)
+
+        async def __aenter__(self) -> Recorded:
+            return self
+
+        async def __aexit__(self, *_: object) -> None:
+            return None
+
+    monkeypatch.setattr("latency_gate.demo.DemoServer", Recorded)
+    result = invoke("demo-server", "--port", "0", "--duration", "0.01", *raw)
+    assert result.exit_code == 0, result.output
+    (spec,) = served
+    assert (spec.name, spec.parallelism, spec.latency) == ("local", slots, 0.035)
+    refused = invoke("demo-server", "--slots", "0", "--duration", "0.01")
+    assert refused.exit_code == 2
+    assert "Invalid value for '--slots'" in refused.stderr
+
+
 @pytest.mark.slow
 def test_demo_exits_zero_with_a_failing_environment(demo_run: DemoRun) -> None:
     """The demo exits 0 although the free server fails on purpose."""

@@ -107,13 +107,25 @@ def _write(path: Path, text: str) -> None:
     show_default=True,
     help="Stop by itself after this many seconds.",
 )
-def demo_server_command(preset: str, host: str, port: int, duration: float) -> None:
+@click.option(
+    "--slots",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Serve at most this many calls at once, the others queued in order (the preset's own "
+    "when left out: 1 for free, unlimited for the others): an endpoint whose --capacity and "
+    "--goodput have an answer.",
+)
+def demo_server_command(
+    preset: str, host: str, port: int, duration: float, slots: int | None
+) -> None:
     """Serve one demo endpoint on 127.0.0.1 in the foreground (for workflows and benchmarks)."""
     from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
 
     presets = {spec.name: spec for spec in demo.classic_three()}
     presets["echo"] = demo.EndpointSpec(name="echo", latency=0.0, tokens=1, token_interval=0.0)
     spec = presets[preset]
+    if slots is not None:
+        spec = spec.model_copy(update={"parallelism": slots})
 
     async def serve() -> None:
         async with demo.DemoServer(spec, host=host, port=port) as server:
