@@ -396,10 +396,14 @@ class PullRequestRuns:
 
 
 @contextlib.contextmanager
-def demo_server(host: str) -> Iterator[str]:
-    """`latency-gate demo-server` as a process of its own on `host`, a free port; yields its URL."""
+def demo_server(host: str, *options: str) -> Iterator[str]:
+    """`latency-gate demo-server` as a process of its own on `host`, a free port, with its
+    `options` (`--slots 2`); yields its URL."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "latency_gate", "demo-server", "--host", host, "--port", "0"],
+        [
+            *(sys.executable, "-m", "latency_gate", "demo-server"),
+            *("--host", host, "--port", "0", *options),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

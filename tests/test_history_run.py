@@ -319,10 +319,12 @@ def test_action_bad_history_inputs_exit_2(
     assert server.records == []
 
 
-def test_readme_shows_the_workflow_act_runs() -> None:
-    """README's history workflow is docs/examples/latency-history.yml, character for character:
-    the file tests/test_act_history.py runs under act."""
-    example = (REPO_ROOT / "docs" / "examples" / "latency-history.yml").read_text("utf-8")
+@pytest.mark.parametrize("name", ["latency-history.yml", "goodput-nightly.yml"])
+def test_readme_shows_the_workflow_act_runs(name: str) -> None:
+    """README's history workflow and its nightly goodput workflow are docs/examples' files,
+    character for character: the files tests/test_act_history.py and test_act_nightly.py run
+    under act."""
+    example = (REPO_ROOT / "docs" / "examples" / name).read_text("utf-8")
     assert f"```yaml\n{example}```\n" in (REPO_ROOT / "README.md").read_text("utf-8")
 
 

@@ -114,6 +114,7 @@ def test_workflow_examples_exist() -> None:
     """The documented workflows are there for the linters below."""
     assert WORKFLOW_EXAMPLES == [
         "docs/examples/baseline-from-main.yml",
+        "docs/examples/goodput-nightly.yml",
         "docs/examples/latency-history.yml",
         "docs/examples/matrix-merge.yml",
     ]
