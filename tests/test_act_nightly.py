@@ -8,9 +8,9 @@ again, and appends. What runs: act with the action built from its Dockerfile (a 
 repository as `latency-gate/latency-gate@v0`) and actions/cache v5 built from its source. The
 only changes to the workflow: the endpoint is a demo endpoint on the bridge with two slots
 (`latency-gate demo-server --slots 2`: about 50 ms a call, so the search has an answer within
-its cap), the budget 1 s, the floor 5/s and the search's cap 30 s. The trend chart the
-second night's summary draws is tested where a browser reads it (tests/test_render_trend.py,
-the goodput's chart): act keeps no job summary after the run.
+its cap), the budget 1 s, a 2 s timeout, the search from 20/s, the floor 5/s and the search's
+cap 90 s. The trend chart the second night's summary draws is tested where a browser reads it
+(tests/test_render_trend.py, the goodput's chart): act keeps no job summary after the run.
 """
 
 from __future__ import annotations
@@ -38,9 +38,11 @@ pytestmark = [pytest.mark.act, pytest.mark.docker, pytest.mark.slow]
 EXAMPLE = REPO_ROOT / "docs" / "examples" / "goodput-nightly.yml"
 CHANGES = {
     "url: https://staging.example.com/v1/chat/completions": "url: ${{ env.DEMO_URL }}",
-    "max-concurrent-p95: 3s": "max-concurrent-p95: 1s",
+    # Each of the search's 10 levels may take the timeout to end its calls: a 2 s timeout leaves
+    # most of a 90 s cap to arrivals, and a start at 20/s levels long enough to hold.
+    "max-concurrent-p95: 3s": "max-concurrent-p95: 1s\n          timeout: 2s\n          rate: 20/s",
     "min-rate: 4/s": "min-rate: 5/s",
-    "goodput-time: 20m": "goodput-time: 30s",
+    "goodput-time: 20m": "goodput-time: 90s",
 }
 JOB = "goodput"
 
