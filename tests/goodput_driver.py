@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from result_factory import make_target
 
 from latency_gate.assess.goodput import RateRun, start_rates
+from latency_gate.config import Target
 from latency_gate.measure.arrivals import Arrival, LevelAsk, due_times
 from latency_gate.models import CallPhase, Goodput, Sample
 
@@ -91,13 +92,18 @@ def drive(
         seconds = max(c.end for c in made) if made else 0.0
 
 
+def goodput_target(**update: object) -> Target:
+    """The report tests' target: the goodput searched against a 1 s concurrent p95 budget, with
+    `update` (a rate to start from, a min-rate)."""
+    target = make_target().model_copy(update={"goodput": True, **update})
+    return target.model_copy(
+        update={"budget": target.budget.model_copy(update={"max_concurrent_p95": 1.0})}
+    )
+
+
 def one_slot_search() -> Goodput:
     """The search from 1/s on one slot of 0.25 s a call against a 1 s budget (a figure of
     1.68/s, with 1.83/s and 2/s near the budget): what the report tests draw."""
-    target = make_target().model_copy(update={"goodput": True, "rate": 1.0})
-    target = target.model_copy(
-        update={"budget": target.budget.model_copy(update={"max_concurrent_p95": 1.0})}
-    )
-    run = start_rates(target, [], max_calls=20_000)
+    run = start_rates(goodput_target(rate=1.0), [], max_calls=20_000)
     drive(run, 1, lambda _: 0.25)
     return run.goodput()

@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import pytest
-from goodput_driver import one_slot_search
+from goodput_driver import goodput_target, one_slot_search
 from render.page import (
     CSS,
     MERMAID,
@@ -21,7 +21,7 @@ from render.page import (
     github_html,
     mermaid_script,
 )
-from result_factory import STARTED_AT, TOOL_VERSION, healthy_samples, make_target
+from result_factory import STARTED_AT, TOOL_VERSION, healthy_samples
 
 from latency_gate.assess.result import assess_run
 from latency_gate.models import Capacity, Goodput, RunResult, StampSource
@@ -33,10 +33,7 @@ MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
 
 
 def _result(goodput: Goodput, *, capacity: Capacity | None = None) -> RunResult:
-    target = make_target().model_copy(update={"goodput": True, "min_rate": 2.0})
-    target = target.model_copy(
-        update={"budget": target.budget.model_copy(update={"max_concurrent_p95": 1.0})}
-    )
+    target = goodput_target(min_rate=2.0)
     judged = assess_run(
         target,
         healthy_samples(),

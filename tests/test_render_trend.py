@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import pytest
-from goodput_driver import one_slot_search
+from goodput_driver import goodput_target, one_slot_search
 from render.page import (
     CSS,
     MERMAID,
@@ -117,10 +117,7 @@ def _goodput_history(rates: Sequence[float | None]) -> RunResult:
     of 1/s) against earlier runs a day apart whose searches held `rates` (None: a run without
     one), as a nightly workflow's history holds them."""
     goodput = one_slot_search()
-    target = make_target().model_copy(update={"goodput": True, "min_rate": 1.0})
-    target = target.model_copy(
-        update={"budget": target.budget.model_copy(update={"max_concurrent_p95": 1.0})}
-    )
+    target = goodput_target(min_rate=1.0)
     earlier = [
         make_result().model_copy(
             update={
