@@ -102,6 +102,12 @@ class Goodput(Frozen):
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     arrivals: Literal["poisson", "constant"] = "poisson"
     start: float = Field(gt=0, description="the first rate tried")
+    restarted_at: float | None = Field(
+        default=None,
+        description="the rate the search went on from when its first level, at `start`, was too "
+        "short to hold (too few calls after the warm-up in a level fitted to the caps) and did "
+        "not break: the lowest rate at which such a level can hold; None: it did not",
+    )
     precision: float = Field(description="bisected until broke / held was at most this")
     level_seconds: float | None = Field(
         description="a level's arrivals lasted at most this (None: no time limit, --rate-for N)"

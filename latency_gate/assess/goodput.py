@@ -48,6 +48,7 @@ from latency_gate.config.rate_plan import (
     GoodputPlan,
     fmt_rate,
     goodput_plan,
+    hold_calls,
     rate_room,
 )
 from latency_gate.config.search import LevelOutcome
@@ -59,6 +60,16 @@ __all__ = ["RateAsk", "RateRun", "RateSearch", "start_rate", "start_rates"]
 def _round(rate: float) -> float:
     """Three significant digits: rates a report can say as they were tried."""
     return float(f"{rate:.3g}")
+
+
+def _round_up(rate: float) -> float:
+    """Three significant digits, never under `rate`."""
+    rounded = _round(rate)
+    if rounded >= rate:
+        return rounded
+    digits = 2 - math.floor(math.log10(rate))
+    scale = 10.0**digits
+    return math.ceil(rate * scale) / scale
 
 
 @dataclass
@@ -103,9 +114,13 @@ class RateSearch:
         ceiling = self.ceiling
         if ceiling is None:
             held = self.held or self.start
-            return None if held >= self.highest else min(_round(2 * held), self.highest)
+            if held * self.precision >= self.highest:  # the next step would be within precision
+                return None
+            return min(_round(2 * held), self.highest)
         if self.held is None:
-            return None if ceiling <= self.lowest else max(_round(ceiling / 2), self.lowest)
+            if ceiling <= self.lowest * self.precision:
+                return None
+            return max(_round(ceiling / 2), self.lowest)
         if ceiling / self.held <= self.precision:
             return None
         middle = _round(math.sqrt(self.held * ceiling))
@@ -148,6 +163,7 @@ class RateRun:
     stopped: str = ""
     cut_by_cap: bool = False
     client_limit: float | None = None
+    restarted_at: float | None = None  # where the search went on after a first level too short
 
     @property
     def lag_limit(self) -> float:
@@ -171,6 +187,9 @@ class RateRun:
             self.stopped = self._finished()
             return None
         length = self.plan.length
+        if self.searching and self.levels and not length.holds_at(rate):
+            self._stop_unholdable(rate)
+            return None
         calls = length.calls_at(rate)
         if self.room is not None and calls > self.room - self.calls:
             self._stop_for_cap(f"max-calls left {max(0, self.room - self.calls):,} calls", rate)
@@ -222,8 +241,44 @@ class RateRun:
                 "the budget: a faster client, or several, is needed above this rate"
             )
             return
+        if self.searching and self._restart(record):
+            return
         self.search.record(
             record.rate, "held" if record.held else "near" if record.near else "broke"
+        )
+
+    def _restart(self, record: RateLevel) -> bool:
+        """Whether the search goes on from a higher start after its first level, `record`: one
+        too short to hold (too few calls after its warm-up, levels fitted to goodput-time or
+        max-calls) that did not break says nothing of where the goodput is, and the search
+        goes on from the lowest rate whose level can hold (halving under it went down to a
+        level with no call judged, which broke it: a goodput of 0 against a fast endpoint)."""
+        length = self.plan.length
+        if len(self.levels) != 1 or record.held or not record.near or length.holds_at(record.rate):
+            return False
+        lowest, highest = length.holding_rates()
+        if not record.rate < lowest <= highest:
+            return False
+        self.restarted_at = _round_up(lowest)
+        self.search = RateSearch(self.restarted_at, self.search.steps, self.search.precision)
+        return True
+
+    def _stop_unholdable(self, rate: float) -> None:
+        """The next level, at `rate`, could not hold: the search stops, cut by its cap (below
+        the rates a level can hold at, it could only end near the budget or break)."""
+        length = self.plan.length
+        lowest, highest = length.holding_rates()
+        self.cut_by_cap = True
+        self.stopped = (
+            f"a level at {fmt_rate(rate)} would judge about {length.judged_at(rate):.0f} calls "
+            f"after its warm-up, under the {hold_calls()} a level needs to hold "
+            f"({self.plan.fitted or 'its length'}): levels can "
+            + (
+                f"hold only from {fmt_rate(lowest)} to {fmt_rate(highest)}"
+                if lowest <= highest
+                else "hold at no rate"
+            )
+            + ", so the search stops there"
         )
 
     def _stop_for_cap(self, why: str, rate: float) -> None:
@@ -284,7 +339,8 @@ class RateRun:
             error_limit=self.limits.error_rate,
             on_undecided=on_undecided_policy(self.limits.on_undecided),
             arrivals="constant" if self.arrivals == "constant" else "poisson",
-            start=self.search.start,
+            start=self.search.start if self.restarted_at is None else self.levels[0].rate,
+            restarted_at=self.restarted_at,
             precision=self.search.precision,
             level_seconds=None if math.isinf(length.seconds) else length.seconds,
             level_calls=length.calls,

@@ -46,6 +46,7 @@ __all__ = [
     "fmt_rate",
     "goodput_plan",
     "goodput_problems",
+    "hold_calls",
     "level_length",
     "parse_arrivals",
     "parse_min_rate",
@@ -187,6 +188,30 @@ class LevelLength:
             return self.calls
         return max(1, min(self.calls, math.ceil(rate * seconds)))
 
+    def judged_at(self, rate: float) -> float:
+        """About how many calls a level at `rate` judges: those due after its warm-up, within
+        its span and its most calls."""
+        seconds = self.seconds_at(rate)
+        made = self.calls if math.isinf(seconds) else min(self.calls, rate * seconds)
+        return max(0.0, made - rate * self.warmup)
+
+    def holds_at(self, rate: float) -> bool:
+        """Whether a level at `rate` can hold: its judged calls, two Poisson standard deviations
+        short of what it expects, still as many as a hold needs with none over the budget."""
+        judged = self.judged_at(rate)
+        return judged - 2 * math.sqrt(judged) >= hold_calls()
+
+    def holding_rates(self) -> tuple[float, float]:
+        """The rates at which a level can hold (`holds_at`): (lowest, highest), the lowest
+        above the highest when none can; 0 and infinity where nothing bounds them."""
+        need = (1 + math.sqrt(1 + hold_calls())) ** 2  # n - 2 sqrt(n) = hold_calls()
+        span = self.seconds - self.warmup
+        lowest = 0.0 if math.isinf(self.seconds) or self.judged >= need else need / span
+        if span <= 0:
+            lowest = math.inf
+        highest = math.inf if self.warmup <= 0 else (self.calls - need) / self.warmup
+        return lowest, highest
+
     @property
     def slowest(self) -> float | None:
         """The rate under which a level is lengthened (None: never)."""
@@ -216,6 +241,19 @@ def level_length(target: _Rated) -> LevelLength:
     return LevelLength(
         span, calls, warmup, hold, drain=target.timeout, judged=RATE_JUDGED if auto else 0
     )
+
+
+def hold_calls() -> int:
+    """The fewest judged calls, none over the budget, that hold a level (its test of 5 % against
+    1 % of calls over the budget, assess/capacity_levels.HOLD_TEST)."""
+    from latency_gate.config.plan import (  # noqa: PLC0415 (plan imports this module)
+        LEVEL_BETA,
+        LEVEL_HELD_SHARE,
+        LEVEL_SHARE,
+        clean_calls_to_pass,
+    )
+
+    return clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
 
 
 def search_levels() -> int:

@@ -144,6 +144,13 @@ def _cost(goodput: Goodput) -> str:
         f"(the queue fills from idle), it holds only once its judged calls span "
         f"{fmt_duration(goodput.hold)}, and a level still undecided at its end is near the "
         "budget."
+        + (
+            ""
+            if goodput.restarted_at is None
+            else f" A level this short judges too few calls to hold under "
+            f"{fmt_rate(goodput.restarted_at)}: after {fmt_rate(goodput.start)}, the search went "
+            f"on from {fmt_rate(goodput.restarted_at)}."
+        )
     )
 
 
