@@ -5,8 +5,9 @@ single calls (several slots), and the search's cost.
 The budget is set from the server itself (calls made first, timed the way the search times its
 levels), so the test asks the same question on a fast machine and a slow one. Every answer is 16
 tokens (`ignore_eos`), so one call and a level's calls do the same work. With one slot, calls
-queue: two do, three do not. With more slots llama.cpp batches them on the same two threads,
-each slot slowing the others, so more calls at once hold the budget, but not slots-times more.
+queue: two do, four do not (three sit on the budget). With more slots llama.cpp batches them
+on the same two threads, each slot slowing the others, so more calls at once hold the budget,
+but not slots-times more.
 Kept short for CI: 16-token answers, 3 warm calls, the run's bursts of 3 (the search comes down
 to 2), only concurrent p95 gated.
 """
@@ -118,7 +119,8 @@ async def _queued_levels(base: str) -> tuple[float, float]:
 async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
     """The search ends on its own and never breaks one call at a time on a healthy server
     (level 1 was decided on 16 calls and broke in a busy machine's noise); one slot holds 2
-    calls at once within a budget at 3 queued calls' p95, and not 3; more slots
+    calls at once within a budget at 3 queued calls' p95, and not 4 (3, at the budget's own
+    level, goes either way); more slots
     hold at least 2 within 3.5 single calls: each within the figure or the interval the search
     says.
 
@@ -191,7 +193,12 @@ async def test_capacity_of_a_real_llm_server(llama: tuple[int, str]) -> None:
         assert not levels[capacity.breaking].held
         assert capacity.breaking == top + 1
     if slots == 1:
-        assert capacity.found <= 2 <= top  # 2 queued hold the budget, 3 do not
+        # 2 queued hold the budget, 4 do not. Level 3 sits on it by construction, and a level's
+        # p95 moves by a fifth between the calls made before the search and the search's own,
+        # either way: CI's fresh machine at stop 34 held level 3 (p95 1,111 ms in the search
+        # against 1,351 ms measured before), where "found <= 2" failed.
+        assert capacity.found <= 3
+        assert top >= 2
         text = " ".join(render_terminal([result]).split())
         assert "as if served about 1 at a time" in text
     else:
