@@ -92,12 +92,14 @@ def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> 
     return {
         "goodput": goodput["found"],
         "breaking": goodput["breaking"],
+        "upper": goodput.get("upper"),
         "complete": goodput["complete"],
         "stopped": goodput["stopped"],
         "levels": [
             {
                 "rate": lv["rate"],
                 "held": lv["held"],
+                "near": lv.get("near", False),
                 "p95_ms": None if lv["p95"] is None else round(lv["p95"] * 1000),
                 "lag_p95_ms": None
                 if lv["send_lag_p95"] is None
@@ -195,6 +197,27 @@ def run_guidellm(
     }
 
 
+def _outcome(level: dict[str, Any]) -> str:
+    """held, near (undecided at its end: its calls could not tell) or broke; results written
+    before `near` was kept say it by the level's end ("level cap")."""
+    if level["held"]:
+        return "held"
+    near = level.get("near", level.get("by") == "level cap")
+    return "near" if near else "broke"
+
+
+def _figure(got: dict[str, Any]) -> str:
+    """latency-gate's goodput as its report says it: a rate, an interval, at least or under."""
+    found = got["goodput"]
+    upper = got.get("upper")
+    if upper is None and any(
+        _outcome(lv) == "near" and lv["rate"] > found for lv in got["levels"]
+    ):  # results written before `upper` was kept: the lowest rate that broke above the near ones
+        upper = got.get("breaking")
+    said = f"{found:.3g}/s" if upper is None else f"{found:.3g} to {upper:.3g}/s"
+    return said if got.get("complete", True) else f"{said} (cut by its cap)"
+
+
 def render(results: dict[str, Any]) -> str:
     lines = [
         f"# Goodput on llama.cpp: latency-gate beside guidellm ({results['date']})",
@@ -211,8 +234,7 @@ def render(results: dict[str, Any]) -> str:
                 continue
             if tool == "latency-gate":
                 shown = ", ".join(
-                    f"{lv['rate']:g}/s {'held' if lv['held'] else 'broke'} ({lv['p95_ms']} ms, "
-                    f"{lv['calls']})"
+                    f"{lv['rate']:g}/s {_outcome(lv)} ({lv['p95_ms']} ms, {lv['calls']})"
                     for lv in got["levels"]
                 )
                 calls = f"{got['calls']} ({got['search_calls']} at a rate)"
@@ -225,9 +247,10 @@ def render(results: dict[str, Any]) -> str:
                     if (lv["rate"] or lv["achieved"]) is not None
                 )
                 calls, seconds = str(got["calls"]), str(got["wall_seconds"])
+            figure = _figure(got) if tool == "latency-gate" else f"{got['goodput']:.3g}/s"
             lines.append(
                 f"| {row['slots']} | {row['one_call_ms']} ms | {row['budget_ms']} ms | {tool} "
-                f"| {got['goodput']:.3g}/s | {shown} | {calls} | {seconds} | {got['load']} |"
+                f"| {figure} | {shown} | {calls} | {seconds} | {got['load']} |"
             )
     return "\n".join(lines) + "\n"
 
