@@ -6,9 +6,11 @@
 #    CPU, so three workers on two cores finish it in about half the time of one. Tests that share
 #    something expensive (the Docker and act tiers, the demo run) run on one worker, so it is made
 #    once (tests/conftest.py, XDIST_GROUPS);
-# 2. the llama.cpp tests (`llm`) alone, one after another: they time a real model on the same two
-#    cores, and their budgets are set from the server's own speed measured first, which other
-#    tests' load would move.
+# 2. the llama.cpp tests (`llm`) and the tests marked `alone` by themselves, one after another:
+#    they time a real model (or the client itself) on the same two cores, and what they assert
+#    rests on a pace other tests' load would move (the llama.cpp budgets are set from the
+#    server's speed measured first; a busy client's send lag is told from a 2 ms endpoint's own
+#    latency, which a loaded machine slows too).
 #
 # Each pass ends with its 15 slowest tests (`--durations`), so a change that slows the suite is
 # seen in the log of the run that made it. Arguments are passed to both passes (`bash tests/run-all.sh -x`, `-k capacity`). Exit: 0 when
@@ -18,9 +20,9 @@ set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 workers=${LATENCY_GATE_TEST_WORKERS:-3}
 
-python -m pytest -q -n "$workers" --dist loadgroup --durations=15 -m "not llm" "$@"
+python -m pytest -q -n "$workers" --dist loadgroup --durations=15 -m "not (llm or alone)" "$@"
 spread=$?
-python -m pytest -q --durations=15 -m llm "$@"
+python -m pytest -q --durations=15 -m "llm or alone" "$@"
 alone=$?
 
 if ((spread == 5 && alone == 5)); then

@@ -139,10 +139,20 @@ async def _with_a_busy_loop(url: str, **raw: str) -> RunResult:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # on a loaded machine the 2 ms server is slow too (see below)
 def test_a_client_that_cannot_keep_up_is_named_not_the_endpoint() -> None:
     """A client whose loop is busy sends its calls late: against a 2 ms server in another process
     the level is the client's (not counted against the endpoint), the rate row is undecided and
-    does not fail the run, and the report says so."""
+    does not fail the run, and the report says so.
+
+    It runs in tests/run-all.sh's second pass, by itself. In the first, on three workers beside
+    Docker builds (stop 35's fresh-clone run), the client was not named (p95 332 ms from due,
+    send lag 243 ms): the level's latencies from each call's t0 must have broken the 50 ms
+    budget too, which only a slow endpoint (or a floor over 24 ms) explains, and then the gate
+    is right not to blame the client alone. Run alone afterwards, 2 of the 3 runs made while
+    that run's engine was stopping failed the same way; 32 runs of 32 named the client on an
+    idle machine or beside two or three busy loops of other processes (endpoint p95 3-11 ms
+    from t0). The cause was not seen directly."""
     with demo_process(0.002) as url:
         result = asyncio.run(
             _with_a_busy_loop(
