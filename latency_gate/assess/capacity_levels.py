@@ -196,6 +196,9 @@ def judge_level(
     check leaves the level near the budget and the error rate goes by the nearer of its two
     shares."""
     del looks  # Ville's bounds hold at any looks: the decision needs only the calls so far
+    if not calls.calls:  # no call judged (a level at a rate whose calls were all in its
+        # warm-up): it says nothing, where no successful call among some breaks it
+        return LevelJudged(False, "level cap", (), None, near=True) if last else LevelJudged(None)
     checks = level_checks(calls, limits, level_decision)
     broke, pending, errors_pending = checks.broke, checks.pending, checks.errors_pending
     if broke:

@@ -238,8 +238,6 @@ class OpenLevel:
                 [*self.looks, calls.calls] if calls.calls > (self.looks or [0])[-1] else self.looks
             )
             judged = judge_level(calls, self.limits, looks=looks or [calls.calls], last=True)
-            if not calls.calls:  # no call judged: it says nothing (not broken by "no data")
-                judged = LevelJudged(False, "level cap", (), None, near=True)
             if by_cap and judged.by == "level cap":
                 judged = LevelJudged(
                     judged.held, "max-calls", judged.broke_on, judged.wrong_at_most, judged.near

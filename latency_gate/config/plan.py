@@ -51,6 +51,7 @@ __all__ = [
     "clean_calls_to_pass_errors",
     "effective_max_calls",
     "error_shares",
+    "hold_calls",
     "level_bursts",
     "needs_of",
     "odds_shifted",
@@ -129,6 +130,13 @@ def error_shares(budget: float) -> tuple[float, float] | None:
 def clean_calls_to_pass(healthy: float, failing: float, beta: float) -> int:
     """The fewest calls, none of them over the limit (or failed), that decide PASS."""
     return math.ceil(math.log(beta) / math.log((1 - failing) / (1 - healthy)) - 1e-9)
+
+
+def hold_calls() -> int:
+    """The fewest judged calls, none over the budget, that hold a level (its test of
+    LEVEL_SHARE against LEVEL_HELD_SHARE of calls over the budget, assess/capacity_levels.py's
+    HOLD_TEST)."""
+    return clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
 
 
 def clean_calls_to_pass_errors(budget: float) -> int | None:
@@ -290,7 +298,7 @@ def search_least_calls(start: int, floor: int, maximum: int) -> tuple[int, int]:
     burst): a clean level holds once its calls rule out LEVEL_SHARE over the budget (the test
     of assess/capacity_levels.HOLD_TEST). (0, start) when the run's own level already reaches
     the floor (a lower bound: the run's level may take bursts of its own)."""
-    clean = clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
+    clean = hold_calls()
     level, calls = min(start, maximum), 0
     while level < floor and level < maximum:
         level = min(2 * level, maximum)

@@ -244,16 +244,10 @@ def level_length(target: _Rated) -> LevelLength:
 
 
 def hold_calls() -> int:
-    """The fewest judged calls, none over the budget, that hold a level (its test of 5 % against
-    1 % of calls over the budget, assess/capacity_levels.HOLD_TEST)."""
-    from latency_gate.config.plan import (  # noqa: PLC0415 (plan imports this module)
-        LEVEL_BETA,
-        LEVEL_HELD_SHARE,
-        LEVEL_SHARE,
-        clean_calls_to_pass,
-    )
+    """The fewest judged calls, none over the budget, that hold a level (config/plan.py's)."""
+    from latency_gate.config.plan import hold_calls as calls  # noqa: PLC0415 (plan imports this)
 
-    return clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
+    return calls()
 
 
 def search_levels() -> int:
