@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Literal
 
 from latency_gate.assess.baseline import BaselinePlan
-from latency_gate.assess.history import MIN_RUNS, HistoryPlan
+from latency_gate.assess.history import HistoryPlan, earlier_runs
 from latency_gate.config.plan import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside, plural
@@ -359,10 +360,13 @@ def capacity_delta(
     limit: RegressionLimit,
     *,
     history: bool = False,
+    on_undecided: Literal["fail", "pass"] = "pass",
 ) -> NumberDelta | None:
     """The capacity against the base's (an earlier run's; with `history`, the median of its
     runs' capacities): regressed when head < base / (1 + relative limit), both read up to the
-    lower of their capacity-max. None when neither side searched."""
+    lower of their capacity-max; undecided where this run's levels do not say on which side of
+    that threshold its capacity lies (`on_undecided`, on-undecided-regression, then decides).
+    None when neither side searched."""
     if head is None and not bases:
         return None
     relative = limit.relative if limit.relative is not None else 0.0
@@ -389,26 +393,22 @@ def capacity_delta(
         f"regresses below {threshold:.4g} calls at once (the base's {base_found:g} less the "
         f"{relative * 100:.0f} % limit)"
     )
+    why_undecided = ""
     if not head.complete and head_found < threshold:
         # "At least" that many: it cannot show a drop, nor rule one out.
-        return NumberDelta(
-            number="capacity",
-            base=float(base_found),
-            head=float(head.found),
-            decided=False,
-            outcome="undecided",
-            note=f"{note}; this run's search did not end ({head.stopped}): at least its figure",
-        )
-    if head.upper is not None and head_found < threshold <= min(head.upper, reach):
+        why_undecided = f"this run's search did not end ({head.stopped}): at least its figure"
+    elif head.upper is not None and head_found < threshold <= min(head.upper, reach):
         # Levels near the budget: the capacity is somewhere from the figure to `upper`.
-        return NumberDelta(
-            number="capacity",
-            base=float(base_found),
-            head=float(head.found),
-            decided=False,
-            outcome="undecided",
-            note=f"{note}; this run's capacity is between {head.found} and {head.upper} (levels "
-            "near the budget)",
+        why_undecided = (
+            f"this run's capacity is between {head.found} and {head.upper} (levels near the budget)"
+        )
+    if why_undecided:
+        return undecided_delta(
+            "capacity",
+            float(base_found),
+            float(head.found),
+            f"{note}; {why_undecided}",
+            on_undecided,
         )
     regressed = head_found < threshold
     return NumberDelta(
@@ -433,18 +433,34 @@ def base_capacities(
     target: str, baseline: BaselinePlan | None, history: HistoryPlan | None
 ) -> tuple[list[Capacity], bool] | None:
     """The capacities a run's capacity is compared with, and whether they are a history's
-    (several runs): the baseline run's, the history's runs' (with MIN_RUNS or more; else its
-    newest, as the rest of the comparison does). None when there is no base run at all."""
-    if history is not None:
-        runs = history.of(target).runs
-        if len(runs) >= MIN_RUNS:
-            return [run.capacity for run in runs if run.capacity is not None], True
-        if runs:
-            return [runs[0].capacity] if runs[0].capacity is not None else [], False
+    (several runs): those of `earlier_runs` that searched one. None when there is no base run
+    at all."""
+    earlier = earlier_runs(target, baseline, history)
+    if earlier is None:
         return None
-    if baseline is None or baseline.runs is None:
-        return None
-    base = baseline.runs.get(target)
-    if base is None:
-        return None
-    return ([base.capacity] if base.capacity is not None else []), False
+    runs, several = earlier
+    return [run.capacity for run in runs if run.capacity is not None], several
+
+
+def undecided_delta(
+    number: Literal["capacity", "goodput"],
+    base: float,
+    head: float,
+    note: str,
+    on_undecided: Literal["fail", "pass"],
+) -> NumberDelta:
+    """A search's figure whose levels do not say on which side of the regression's threshold it
+    lies: undecided, and a regression by policy with on-undecided-regression: fail (said in the
+    note, as the percentiles' rows say it)."""
+    fails = on_undecided == "fail"
+    policy = "; counted as a regression by policy (on-undecided-regression: fail)"
+    return NumberDelta(
+        number=number,
+        base=base,
+        head=head,
+        decided=False,
+        outcome="undecided",
+        regressed=fails,
+        by_policy=fails,
+        note=note + (policy if fails else ""),
+    )

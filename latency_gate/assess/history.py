@@ -63,6 +63,7 @@ __all__ = [
     "HistoryPlan",
     "Prediction",
     "TargetHistory",
+    "earlier_runs",
     "history_check",
     "history_test_name",
     "match_history",
@@ -214,6 +215,24 @@ def match_history(
         usable.sort(key=lambda run: run.started_at, reverse=True)
         matched[target.name] = TargetHistory(tuple(usable[:size]), len(mine) - len(usable))
     return matched
+
+
+def earlier_runs(
+    target: str, baseline: BaselinePlan | None, history: HistoryPlan | None
+) -> tuple[list[RunResult], bool] | None:
+    """The earlier runs a search's figure (the capacity, the goodput) is compared with, and
+    whether they are a history's (several runs, their median): the history's runs when it has
+    MIN_RUNS or more, else its newest (as the rest of the comparison does), else the baseline
+    run. None when there is no earlier run at all."""
+    if history is not None:
+        runs = list(history.of(target).runs)
+        if len(runs) >= MIN_RUNS:
+            return runs, True
+        return (runs[:1], False) if runs else None
+    if baseline is None or baseline.runs is None:
+        return None
+    base = baseline.runs.get(target)
+    return None if base is None else ([base], False)
 
 
 def history_test_name(alpha: float = HISTORY_ALPHA) -> str:
