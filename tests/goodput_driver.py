@@ -10,14 +10,18 @@ import math
 import random
 from collections.abc import Callable, Sequence
 
-from result_factory import make_target
+from result_factory import STARTED_AT, healthy_samples, make_result, make_target
 
 from latency_gate.assess.goodput import RateRun, start_rates
+from latency_gate.assess.history import HistoryPlan, TargetHistory
+from latency_gate.assess.result import assess_run
 from latency_gate.config import Target
+from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.measure.arrivals import Arrival, LevelAsk, due_times
-from latency_gate.models import CallPhase, Goodput, Sample
+from latency_gate.models import CallPhase, Goodput, RunResult, Sample, StampSource
 
 Service = Callable[[int], float]
+DAY = 86_400.0
 
 
 class Clocked(Arrival):
@@ -107,3 +111,37 @@ def one_slot_search() -> Goodput:
     run = start_rates(goodput_target(rate=1.0), [], max_calls=20_000)
     drive(run, 1, lambda _: 0.25)
     return run.goodput()
+
+
+def goodput_against_history(
+    rates: Sequence[float | None], head: Goodput | None = None, **update: object
+) -> RunResult:
+    """This run's goodput search (`head`; by default `one_slot_search`'s, 1.68/s held, one slot
+    of 0.25 s a call, a 1 s budget), its target a floor of 1/s and `update` (a regression
+    policy), against earlier runs a day apart whose searches held `rates` (None: a run without
+    one), as a nightly workflow's history holds them."""
+    goodput = one_slot_search()
+    target = goodput_target(min_rate=1.0, **update)
+    earlier = [
+        make_result().model_copy(
+            update={
+                "started_at": STARTED_AT - (len(rates) - i) * DAY,
+                "goodput": None if rate is None else goodput.model_copy(update={"found": rate}),
+            }
+        )
+        for i, rate in enumerate(rates)
+    ]
+    plan = HistoryPlan(
+        ".latency-history",
+        DEFAULT_LIMIT,
+        targets={"local": TargetHistory(tuple(reversed(earlier)))},
+    )
+    return assess_run(
+        target,
+        healthy_samples(),
+        started_at=STARTED_AT,
+        finished_at=STARTED_AT + 42.5,
+        stamp_source=StampSource.KERNEL,
+        goodput=goodput if head is None else head,
+        history=plan,
+    )

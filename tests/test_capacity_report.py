@@ -89,8 +89,15 @@ def _result(
     min_capacity: int | None = None,
     baseline: BaselinePlan | None = None,
     history: HistoryPlan | None = None,
+    on_undecided_regression: str = "pass",
 ) -> RunResult:
-    target = make_target().model_copy(update={"capacity": True, "min_capacity": min_capacity})
+    target = make_target().model_copy(
+        update={
+            "capacity": True,
+            "min_capacity": min_capacity,
+            "on_undecided_regression": on_undecided_regression,
+        }
+    )
     judged = assess_run(
         target,
         healthy_samples(),
@@ -229,7 +236,10 @@ def test_a_drop_in_capacity_against_the_baseline_is_a_regression() -> None:
         "regressed",
     )
     assert not head.verdict.passed
-    assert "regression: capacity 26 at once → 13 at once (-50 %)" in head.verdict.reasons
+    assert head.verdict.reasons == (
+        "regression: capacity 26 at once → 13 at once (-50 %): regresses below 23.64 calls at "
+        "once (the base's 26 less the 10 % limit)",
+    )
     same = _result(_searched(0.11), baseline=plan)
     assert same.verdict.passed
 
@@ -374,7 +384,8 @@ def test_the_chart_is_drawn_in_the_summary(tmp_path: Path) -> None:
 
 def test_a_search_stopped_by_the_cap_cannot_show_a_drop() -> None:
     """Head stopped by max-calls at "at least 13" against a base of 26: undecided, not a
-    regression, said beside the verdict."""
+    regression, said beside the verdict; with on-undecided-regression: fail, a regression by
+    policy that fails the run (as the percentiles' undecided rows do)."""
     base = _result(_searched(0.11))
     plan = BaselinePlan("base.json", DEFAULT_LIMIT, {"local": base})
     cut = _searched(0.11).model_copy(
@@ -385,6 +396,13 @@ def test_a_search_stopped_by_the_cap_cannot_show_a_drop() -> None:
     assert (delta.regressed, delta.outcome, delta.decided) == (False, "undecided", False)
     assert head.verdict.passed
     assert any(item.startswith("capacity regression undecided") for item in head.verdict.undecided)
+    failing = _result(cut, baseline=plan, on_undecided_regression="fail")
+    assert not failing.verdict.passed
+    (reason,) = failing.verdict.reasons
+    assert reason.startswith(
+        "undecided regression, counted as one by policy (on-undecided-regression: fail): "
+        "capacity 26 at once → 13 at once (-50 %): regresses below 23.64 calls at once"
+    )
 
 
 def _near_budget(on_undecided: str = "estimate") -> Capacity:

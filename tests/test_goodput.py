@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from goodput_driver import Clocked, drive
+from goodput_driver import Clocked, drive, goodput_against_history
 from result_factory import make_result
 
 from latency_gate.action.outputs import output_values
@@ -17,15 +17,17 @@ from latency_gate.assess.capacity_levels import HOLD_TEST, LevelLimits
 from latency_gate.assess.goodput import RateRun, RateSearch, start_rates
 from latency_gate.assess.goodput_levels import OpenLevel, judged_calls
 from latency_gate.assess.goodput_said import goodput_headline, littles_law
-from latency_gate.assess.goodput_verdict import goodput_checks
+from latency_gate.assess.goodput_verdict import goodput_checks, goodput_delta
 from latency_gate.config import Target, build_target
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.config.rate_plan import goodput_plan, hold_calls, parse_rate, parse_rate_for
+from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.targets_file import parse_targets
 from latency_gate.errors import ConfigError
 from latency_gate.measure.limits import largest_burst
 from latency_gate.models import Capacity, Goodput
 from latency_gate.report.goodput import goodput_view
+from latency_gate.report.markdown import render_summary
 
 URL = "http://127.0.0.1:1/"
 URL_PATH = Path("/tmp/workspace/result.json")
@@ -511,6 +513,90 @@ def test_a_search_stopped_below_the_minimum_is_undecided() -> None:
     assert row.passed is False
 
 
+def test_a_goodput_held_within_the_limit_of_the_base_s_is_not_a_regression() -> None:
+    """Against an earlier search that held 2.1/s, with a 10 % limit, the goodput regresses below
+    2.1 / 1.1 = 1.91/s: 2/s held there is NOT REGRESSED, whatever broke above it."""
+    delta = goodput_delta(_goodput(2.0, 2.2), [_goodput(2.1, 2.3)], RegressionLimit(0.10, None))
+    assert delta is not None
+    assert (delta.number, delta.base, delta.head) == ("goodput", 2.1, 2.0)
+    assert (delta.outcome, delta.regressed, delta.decided) == ("not regressed", False, True)
+
+
+def test_a_rate_under_the_threshold_that_broke_is_a_regression() -> None:
+    """1.6/s broke, under the 1.82/s a 2/s base less 10 % sets: the goodput is under it,
+    REGRESSED, and the row says the threshold, the base and the rate that broke; a near level
+    above the rate held bounds it the same way (`upper`)."""
+    limit = RegressionLimit(0.10, None)
+    delta = goodput_delta(_goodput(1.41, 1.6), [_goodput(2.0, 2.2)], limit)
+    assert delta is not None
+    assert (delta.outcome, delta.regressed, delta.by_policy) == ("regressed", True, False)
+    assert delta.note == (
+        "regresses below 1.82/s (the base's 2/s, the rate it held, less the 10 % limit); "
+        "1.6/s broke"
+    )
+    near = _goodput(1.41, 2.0, upper=1.7)
+    delta = goodput_delta(near, [_goodput(2.0, 2.2)], limit)
+    assert delta is not None
+    assert delta.regressed
+    assert delta.note.endswith("; 1.7/s broke")
+
+
+def test_a_threshold_inside_the_search_s_last_step_is_undecided() -> None:
+    """1.68/s held and 2/s broke around the 1.82/s threshold: neither level says on which side
+    the goodput lies, so it is undecided; not a regression but said beside the verdict, and a
+    regression by policy with on-undecided-regression: fail. A search a cap stopped under the
+    threshold is undecided the same way."""
+    limit = RegressionLimit(0.10, None)
+    head, bases = _goodput(1.68, 2.0), [_goodput(2.0, 2.2)]
+    delta = goodput_delta(head, bases, limit)
+    assert delta is not None
+    assert (delta.outcome, delta.decided, delta.regressed) == ("undecided", False, False)
+    assert delta.left_undecided
+    assert delta.note.endswith("this run's goodput is 1.68/s (held; 2/s broke)")
+    failing = goodput_delta(head, bases, limit, on_undecided="fail")
+    assert failing is not None
+    assert (failing.outcome, failing.regressed, failing.by_policy) == ("undecided", True, True)
+    assert failing.note.endswith("(on-undecided-regression: fail)")
+    capped = _goodput(1.41, None, complete=False, stopped="max-calls left 12 calls")
+    delta = goodput_delta(capped, bases, limit)
+    assert delta is not None
+    assert delta.outcome == "undecided"
+    assert "this run's search did not end (max-calls left 12 calls): at least 1.41/s" in delta.note
+
+
+def test_against_a_history_the_base_is_the_median_of_the_rates_held() -> None:
+    """Three earlier searches that held 1.9, 2.1 and 2/s: the base is 2/s, and the row says it
+    is the history's median."""
+    bases = [_goodput(rate, 2.3) for rate in (1.9, 2.1, 2.0)]
+    delta = goodput_delta(_goodput(1.41, 1.6), bases, RegressionLimit(0.10, None), history=True)
+    assert delta is not None
+    assert (delta.base, delta.regressed) == (2.0, True)
+    assert "the median of the rates the history's runs held" in delta.note
+
+
+def test_a_goodput_not_searched_on_both_sides_or_at_another_budget_is_not_compared() -> None:
+    """No search on either side: no row. One side without one (or a run at --rate alone), or a
+    base held to another budget: a row that says why it was not compared, never a regression."""
+    limit = RegressionLimit(0.10, None)
+    assert goodput_delta(None, [], limit) is None
+    at_a_rate = _goodput(1.0, None, search=False)
+    assert goodput_delta(at_a_rate, [], limit) is None
+    cases = [
+        (None, [_goodput(2.0, 2.2)], "not compared: this run did not search the goodput"),
+        (_goodput(2.0, 2.2), [], "not compared: the base did not search the goodput"),
+        (
+            _goodput(1.41, 1.6),
+            [_goodput(2.0, 2.2, limit=2.0)],
+            "not compared: the base held its levels to another budget than this run's 1.00 s",
+        ),
+    ]
+    for head, bases, said in cases:
+        delta = goodput_delta(head, bases, limit)
+        assert delta is not None
+        assert delta.note.startswith(said), delta.note
+        assert (delta.regressed, delta.outcome) == (False, None)
+
+
 def test_the_rate_row_is_the_level_at_the_rate_asked() -> None:
     """--rate's row: that level's p95 from due against the budget, PASS when it held."""
     goodput = _goodput(2.6, 2.83)
@@ -550,3 +636,38 @@ def test_the_goodput_output_is_the_rate_held() -> None:
     values = output_values([result], True, URL_PATH, URL_PATH.parent, None)
     assert values["goodput"] == "2.6"
     assert output_values([make_result()], True, URL_PATH, URL_PATH.parent, None)["goodput"] == ""
+
+
+def test_a_nightly_goodput_under_its_history_s_fails_the_run() -> None:
+    """A run whose search broke at 1.6/s against a history that held 1.9, 2.1 and 2/s: the
+    comparison's goodput row is REGRESSED and the verdict names it; the history's median
+    held again passes with the row NOT REGRESSED; an undecided one is said beside the verdict
+    and fails it with on-undecided-regression: fail."""
+    result = goodput_against_history([1.9, 2.1, 2.0], head=_goodput(1.41, 1.6))
+    assert result.baseline is not None
+    (row,) = [d for d in result.baseline.deltas if d.number == "goodput"]
+    assert (row.base, row.head, row.outcome) == (2.0, 1.41, "regressed")
+    assert not result.verdict.passed
+    assert result.verdict.reasons == (
+        "regression: goodput 2/s → 1.41/s (-30 %): regresses below 1.82/s (the base's 2/s, the "
+        "median of the rates the history's runs held, less the 10 % limit); 1.6/s broke",
+    )
+    summary = render_summary([result])
+    assert "regresses below 1.82/s" in summary
+
+    result = goodput_against_history([1.9, 2.1, 2.0], head=_goodput(2.0, 2.2))
+    assert result.verdict.passed, result.verdict.reasons
+    assert result.baseline is not None
+    (row,) = [d for d in result.baseline.deltas if d.number == "goodput"]
+    assert row.outcome == "not regressed"
+
+    result = goodput_against_history([1.9, 2.1, 2.0])  # 1.68/s held, at least: none broke
+    assert result.verdict.passed, result.verdict.reasons
+    assert result.verdict.undecided == (
+        "goodput regression undecided: 2/s → 1.68/s (-16 %): regresses below 1.82/s (the base's "
+        "2/s, the median of the rates the history's runs held, less the 10 % limit); this run's "
+        "goodput is at least 1.68/s (held; none broke); not called a regression",
+    )
+    failing = goodput_against_history([1.9, 2.1, 2.0], on_undecided_regression="fail")
+    assert not failing.verdict.passed
+    assert any("counted as one by policy" in r for r in failing.verdict.reasons)

@@ -15,13 +15,12 @@ import itertools
 import json
 import os
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
 import pytest
-from goodput_driver import goodput_target, one_slot_search
+from goodput_driver import goodput_against_history
 from render.page import (
     CSS,
     MERMAID,
@@ -34,9 +33,9 @@ from render.page import (
     screenshot,
 )
 from report_scenarios import HOSTILE_NAME, scenario_history, scenario_history_few
-from result_factory import STARTED_AT, healthy_samples, make_result, make_target
+from result_factory import STARTED_AT, make_result, make_target
 
-from latency_gate.assess.history import HistoryPlan, TargetHistory
+from latency_gate.assess.history import HistoryPlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import HistoryRun, Numbers, RunResult, StampSource
@@ -112,41 +111,10 @@ def test_a_budget_far_above_the_values_is_said_not_drawn() -> None:
     assert sum(line.startswith("    line [") for line in warm.mermaid) == 1
 
 
-def _goodput_history(rates: Sequence[float | None]) -> RunResult:
-    """This run's goodput search (1.68/s held, one slot of 0.25 s a call, a 1 s budget, a floor
-    of 1/s) against earlier runs a day apart whose searches held `rates` (None: a run without
-    one), as a nightly workflow's history holds them."""
-    goodput = one_slot_search()
-    target = goodput_target(min_rate=1.0)
-    earlier = [
-        make_result().model_copy(
-            update={
-                "started_at": STARTED_AT - (len(rates) - i) * DAY,
-                "goodput": None if rate is None else goodput.model_copy(update={"found": rate}),
-            }
-        )
-        for i, rate in enumerate(rates)
-    ]
-    plan = HistoryPlan(
-        ".latency-history",
-        DEFAULT_LIMIT,
-        targets={"local": TargetHistory(tuple(reversed(earlier)))},
-    )
-    return assess_run(
-        target,
-        healthy_samples(),
-        started_at=STARTED_AT,
-        finished_at=STARTED_AT + 42.5,
-        stamp_source=StampSource.KERNEL,
-        goodput=goodput,
-        history=plan,
-    )
-
-
 def test_the_goodput_is_charted_over_the_history() -> None:
     """A nightly goodput search's trend: the rate each earlier search held (a run without one
     left out) and this run's, in requests a second, the floor (--min-rate) the red line."""
-    result = _goodput_history([1.5, None, 1.83, 1.68])
+    result = goodput_against_history([1.5, None, 1.83, 1.68])
     assert result.goodput is not None
     assert result.goodput.found == 1.68
     assert result.baseline is not None
@@ -168,8 +136,8 @@ def test_the_goodput_is_charted_over_the_history() -> None:
 
 def test_no_goodput_chart_without_an_earlier_search() -> None:
     """Earlier runs that searched no goodput, or a run that searched none itself: no chart."""
-    assert "goodput" not in [c.number for c in trend_charts(_goodput_history([None, None]))]
-    plain = _goodput_history([1.5, 1.6]).model_copy(update={"goodput": None})
+    assert "goodput" not in [c.number for c in trend_charts(goodput_against_history([None, None]))]
+    plain = goodput_against_history([1.5, 1.6]).model_copy(update={"goodput": None})
     assert "goodput" not in [c.number for c in trend_charts(plain)]
 
 
@@ -469,7 +437,7 @@ def test_summary_charts_drawn_with_a_point_per_run(tmp_path: Path) -> None:
 def test_the_goodput_chart_is_drawn(tmp_path: Path) -> None:
     """The goodput's trend in the job summary is drawn: a point per run with a search (three
     and this run), left to right, and the floor a flat red line under them all."""
-    result = _goodput_history([1.5, None, 1.83, 1.68])
+    result = goodput_against_history([1.5, None, 1.83, 1.68])
     drawn = _draw(render_summary([result]), _folder(tmp_path), "trend-goodput")
     chart = next(c for c in drawn.charts if c["title"].startswith("goodput at p95"))
     assert chart["labels"] == ["Nov 10", "Nov 12", "Nov 13", "this run"]

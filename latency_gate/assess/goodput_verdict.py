@@ -14,16 +14,31 @@
   "at least" the rate held when none broke), one inside the search's last step (between the
   rate held and the rate broken), one above every rate tried when none broke, and a search
   stopped (by a cap or the client) before a level at or above the minimum was decided.
+- The regression ("goodput" among the comparison's rows, `goodput_delta`): against an earlier
+  run, or a history (the median of the rates its runs held), searched at the same budget. The
+  limit is `max-regression`'s relative one: the goodput regresses below base / (1 + limit).
+  Each side is what its levels showed: NOT REGRESSED when this run held a rate at or above that
+  threshold (its test rules out a p95 over the budget there); REGRESSED when a rate at or under
+  it broke (its test rules out a p95 within the budget there); otherwise (the threshold among
+  levels near the budget, inside the search's last step, or past where a cap stopped it)
+  undecided, and `on-undecided-regression` decides (pass: said beside the verdict).
 """
 
 from __future__ import annotations
 
+import math
+import statistics
+from collections.abc import Sequence
+from typing import Literal
+
+from latency_gate.assess.capacity_verdict import undecided_delta
 from latency_gate.assess.goodput_said import deciding_levels, level_said, near_levels, near_span
 from latency_gate.config.rate_plan import fmt_rate
+from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_duration
-from latency_gate.models import Check, Goodput, RateLevel
+from latency_gate.models import Check, Goodput, NumberDelta, RateLevel
 
-__all__ = ["goodput_checks"]
+__all__ = ["goodput_checks", "goodput_delta"]
 
 
 def goodput_checks(
@@ -249,3 +264,64 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
         rests=rests,
         decided=False,
     )
+
+
+def goodput_delta(
+    head: Goodput | None,
+    bases: Sequence[Goodput],
+    limit: RegressionLimit,
+    *,
+    history: bool = False,
+    on_undecided: Literal["fail", "pass"] = "pass",
+) -> NumberDelta | None:
+    """The goodput against the base's (an earlier run's search; with `history`, the median of
+    the rates its runs' searches held): see the module's docstring. None when neither side
+    searched; `bases` holds searches only (a run at `--rate` alone has no figure)."""
+    head = head if head is not None and head.search else None
+    if head is None and not bases:
+        return None
+    base_found = statistics.median([b.found for b in bases]) if bases else None
+    if head is None or base_found is None:
+        side = "this run" if head is None else "the base"
+        return NumberDelta(
+            number="goodput",
+            base=base_found,
+            head=None if head is None else head.found,
+            note=f"not compared: {side} did not search the goodput (--goodput)",
+        )
+    if any(not math.isclose(b.limit, head.limit) for b in bases):
+        whose = "some of the history's runs held their" if history else "the base held its"
+        return NumberDelta(
+            number="goodput",
+            base=base_found,
+            head=head.found,
+            note=f"not compared: {whose} levels to another budget than this run's "
+            f"{fmt_duration(head.limit)}",
+        )
+    relative = limit.relative if limit.relative is not None else 0.0
+    threshold = base_found / (1.0 + relative)
+    held = "the median of the rates the history's runs held" if history else "the rate it held"
+    said = (
+        f"regresses below {fmt_rate(threshold)} (the base's {fmt_rate(base_found)}, {held}, "
+        f"less the {relative * 100:g} % limit)"
+    )
+    top = head.upper if head.upper is not None else head.breaking
+    if head.found >= threshold:
+        return NumberDelta(
+            number="goodput", base=base_found, head=head.found, outcome="not regressed"
+        )
+    if top is not None and top <= threshold:
+        return NumberDelta(
+            number="goodput",
+            base=base_found,
+            head=head.found,
+            regressed=True,
+            outcome="regressed",
+            note=f"{said}; {fmt_rate(top)} broke",
+        )
+    why = (
+        f"this run's goodput is {_figure(head)}"
+        if head.complete
+        else f"this run's search did not end ({head.stopped}): at least {fmt_rate(head.found)}"
+    )
+    return undecided_delta("goodput", base_found, head.found, f"{said}; {why}", on_undecided)

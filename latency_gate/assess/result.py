@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from functools import partial
+from typing import Literal
 
 from latency_gate.assess import stats
 from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare, with_origins
@@ -14,8 +15,8 @@ from latency_gate.assess.capacity_verdict import base_capacities, capacity_check
 from latency_gate.assess.creep import creep, creep_note
 from latency_gate.assess.findings import find
 from latency_gate.assess.gate import Gate, plan_for
-from latency_gate.assess.goodput_verdict import goodput_checks
-from latency_gate.assess.history import HistoryPlan, history_check
+from latency_gate.assess.goodput_verdict import goodput_checks, goodput_delta
+from latency_gate.assess.history import HistoryPlan, earlier_runs, history_check
 from latency_gate.assess.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
@@ -120,6 +121,7 @@ def assess_run(
         capacity=capacity,
         searched=target.capacity,
         min_capacity=target.min_capacity,
+        goodput=goodput if target.goodput else None,
         extra=goodput_checks(
             goodput, asked=target.rate, min_rate=target.min_rate, searched=target.goodput
         ),
@@ -207,6 +209,7 @@ def judge_samples(
     capacity: Capacity | None = None,
     searched: bool = False,
     min_capacity: int | None = None,
+    goodput: Goodput | None = None,
     extra: Sequence[Check] = (),
     intervals: bool = True,
 ) -> tuple[tuple[Check, ...], BaselineCheck | None, Verdict]:
@@ -217,7 +220,8 @@ def judge_samples(
 
     `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
-    history's (assess/history.py), made once here. `extra`: rows of their own (calls at a rate)."""
+    history's (assess/history.py), made once here. `goodput` (a --goodput search's) is compared
+    with the base's search, as the capacity is. `extra`: rows of their own (calls at a rate)."""
     checks = gate.checks(samples, numbers)
     gated = gate.budget.compared()
     if history is not None and baseline is None:
@@ -260,6 +264,11 @@ def judge_samples(
             baseline=baseline,
             history=history,
             earlier=base_arm is None,
+            on_undecided=gate.plan.on_undecided_regression,
+        )
+    if goodput is not None and base_arm is None:
+        check = _with_goodput(
+            check, goodput, gate, target=target, baseline=baseline, history=history
         )
     checks = (*checks, *extra)
     verdict = judge(
@@ -299,6 +308,7 @@ def _with_capacity(
     baseline: BaselinePlan | None,
     history: HistoryPlan | None,
     earlier: bool,
+    on_undecided: Literal["fail", "pass"],
 ) -> tuple[tuple[Check, ...], BaselineCheck | None]:
     """The capacity's row among the checks, and against an earlier run or a history, its row
     among the comparison's (an A/B run's base arm is not searched)."""
@@ -309,10 +319,45 @@ def _with_capacity(
     if check is None or check.status != "compared" or bases is None:
         return checks, check
     limit = history.limit if history is not None else baseline.limit if baseline else None
-    delta = capacity_delta(capacity, bases[0], limit or DEFAULT_LIMIT, history=bases[1])
+    delta = capacity_delta(
+        capacity,
+        bases[0],
+        limit or DEFAULT_LIMIT,
+        history=bases[1],
+        on_undecided=on_undecided,
+    )
     if delta is not None:
         check = check.model_copy(update={"deltas": (*check.deltas, delta)})
     return checks, check
+
+
+def _with_goodput(
+    check: BaselineCheck | None,
+    goodput: Goodput,
+    gate: Gate,
+    *,
+    target: str,
+    baseline: BaselinePlan | None,
+    history: HistoryPlan | None,
+) -> BaselineCheck | None:
+    """The goodput against an earlier run's or a history's searches, a row among the
+    comparison's (assess/goodput_verdict.goodput_delta)."""
+    earlier = earlier_runs(target, baseline, history)
+    if check is None or check.status != "compared" or earlier is None:
+        return check
+    runs, several = earlier
+    bases = [run.goodput for run in runs if run.goodput is not None and run.goodput.search]
+    limit = history.limit if history is not None else baseline.limit if baseline else None
+    delta = goodput_delta(
+        goodput,
+        bases,
+        limit or DEFAULT_LIMIT,
+        history=several,
+        on_undecided=gate.plan.on_undecided_regression,
+    )
+    if delta is None:
+        return check
+    return check.model_copy(update={"deltas": (*check.deltas, delta)})
 
 
 def floor_from(

@@ -116,6 +116,8 @@ def undecided_reason(delta: NumberDelta) -> str:
     label, moved = _movement(delta)
     if delta.missing:
         return f"{label} regression undecided: {delta.missing}, so it was not compared"
+    if delta.number in ("capacity", "goodput") and delta.note:  # a search's levels, not noise
+        return f"{label} regression undecided: {moved}: {delta.note}; not called a regression"
     return (
         f"{label} regression undecided: {moved}; the calls could not tell it from noise, so it "
         "was not called a regression"
@@ -134,4 +136,6 @@ def regression_reason(delta: NumberDelta) -> str:
         return f"{what}: {label} not compared: {delta.missing}"
     if delta.by_length:
         what += " by its answers' length (longer beyond the limit; an answer's tokens are the wait)"
+    if delta.number in ("capacity", "goodput") and delta.note:
+        moved += f": {delta.note}"  # a search's figure: its threshold, and the level that broke
     return f"{what}: {label} {moved}"
