@@ -67,13 +67,15 @@ def budget_of(sigma: float) -> float:
     return BUDGET_TIMES_P95 * math.exp(P95_Z * sigma)
 
 
-def queue(dues: Sequence[float], slots: int, sigma: float, rng: random.Random) -> list[float]:
+def queue(
+    dues: Sequence[float], slots: int, sigma: float, rng: random.Random, scale: float = 1.0
+) -> list[float]:
     """Each call's latency from its arrival at `dues` (sorted), first come first served on
-    `slots` slots, service times lognormal (median 1, `sigma`), from an idle endpoint."""
+    `slots` slots, service times lognormal (median `scale`, `sigma`), from an idle endpoint."""
     free = [0.0] * slots
     latencies = []
     for due in dues:
-        service = math.exp(rng.gauss(0.0, sigma))
+        service = scale * math.exp(rng.gauss(0.0, sigma))
         start = max(due, heapq.heappop(free))
         heapq.heappush(free, start + service)
         latencies.append(start + service - due)
@@ -164,11 +166,12 @@ def one_level(
     limits: LevelLimits,
     length: LevelLength,
     rng: random.Random,
+    scale: float = 1.0,
 ) -> Level:
     """One level as the engine runs it and OpenLevel judges it."""
     ask = LevelAsk(rate, length.calls_at(rate), length.seconds_at(rate))
     dues = due_times(ask, rng)
-    latencies = queue(dues, slots, sigma, rng)
+    latencies = queue(dues, slots, sigma, rng, scale)
     arrivals = [_Arrival(d, lat, i) for i, (d, lat) in enumerate(zip(dues, latencies, strict=True))]
     level = OpenLevel(rate, limits, length.warmup, length.hold, lag_limit=math.inf)
     budget = limits.concurrent_p95
@@ -215,6 +218,7 @@ def _first_at_least(events: Sequence[float], value: float) -> float | None:
 class Found:
     rate: float
     upper: float | None
+    broke: float | None  # the lowest rate that broke
     open: bool  # levels above the figure were near and none broke: "at least" the figure
     calls: int
     seconds: float
@@ -225,9 +229,9 @@ class Found:
 _TARGET = build_target({"url": "http://127.0.0.1:1/", "goodput": "true"})
 
 
-def start_of(slots: int, sigma: float, rng: random.Random) -> float:
+def start_of(slots: int, sigma: float, rng: random.Random, scale: float = 1.0) -> float:
     """The shipped start rate from a simulated run's burst of 10 calls at once."""
-    latencies = queue([0.0] * BURST, slots, sigma, rng)
+    latencies = queue([0.0] * BURST, slots, sigma, rng, scale)
     samples = [
         Sample.model_construct(
             phase=CallPhase.CONCURRENT, index=i, started_at=0.0, ok=True, latency=lat
@@ -252,21 +256,24 @@ def searched(
     limits: LevelLimits,
     length: LevelLength,
     rng: random.Random,
+    scale: float = 1.0,
 ) -> Found:
-    """One search from `start`, its levels simulated; the figure and its interval as
-    `RateRun.goodput` reads them (`rate_bracket`)."""
+    """One search from `start`, its levels simulated (service times `scale` times the
+    endpoint's); the figure and its interval as `RateRun.goodput` reads them (`rate_bracket`)."""
     search = RateSearch(start)
     calls, seconds = 0, 0.0
     tried: list[RateLevel] = []
     while (rate := search.next_rate()) is not None:
-        level = one_level(rate, slots=slots, sigma=sigma, limits=limits, length=length, rng=rng)
+        level = one_level(
+            rate, slots=slots, sigma=sigma, limits=limits, length=length, rng=rng, scale=scale
+        )
         search.record(rate, level.outcome)
         calls += level.calls
         seconds += level.seconds
         tried.append(level.record)
     found, broke, upper = rate_bracket(tried)
     open_ = upper is None and bool(near_rates(tried, found, broke))
-    return Found(found, upper, open_, calls, seconds, len(tried), start)
+    return Found(found, upper, broke, open_, calls, seconds, len(tried), start)
 
 
 def length_for(budget: float) -> LevelLength:
