@@ -654,6 +654,10 @@ def test_a_nightly_goodput_under_its_history_s_fails_the_run() -> None:
     )
     summary = render_summary([result])
     assert "regresses below 1.82/s" in summary
+    assert (  # held to the runs' median by its levels' tests, not to the runs' spread
+        "- Against the history of 3 runs (prediction interval, drift between runs included): "
+        "the goodput fell under the runs' median less the 10 % limit, by its levels' tests."
+    ) in summary
 
     result = goodput_against_history([1.9, 2.1, 2.0], head=_goodput(2.0, 2.2))
     assert result.verdict.passed, result.verdict.reasons

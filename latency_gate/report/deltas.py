@@ -6,7 +6,7 @@ bound."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from latency_gate.formatting import (
@@ -18,7 +18,7 @@ from latency_gate.formatting import (
     md_escape,
     plural,
 )
-from latency_gate.models import BaselineCheck
+from latency_gate.models import BaselineCheck, NumberDelta
 from latency_gate.report.markup import md_url
 from latency_gate.report.view import NUMBER_LABELS
 
@@ -200,6 +200,37 @@ def regression_limit_text(check: BaselineCheck) -> str:
     if check.max_absolute is not None:
         parts.append(fmt_duration(check.max_absolute))
     return " and ".join(parts) or "any amount"
+
+
+# A search's figure is held to its base less the limit, by its levels' tests: not to noise or
+# to the runs' spread as a percentile is (assess/capacity_verdict.py, goodput_verdict.py).
+SEARCH_FIGURES = ("capacity", "goodput")
+
+
+def regressed_text(
+    check: BaselineCheck, beyond: str, regressions: Sequence[NumberDelta] | None = None
+) -> str:
+    """What regressed (`check.regressions`, or the `regressions` given), `beyond` "noise" or
+    "the runs' spread": "2 numbers regressed beyond noise and the 10 % limit"; a search's
+    figure said apart, as it was judged: "the goodput fell under the runs' median less the 10 %
+    limit, by its levels' tests"."""
+    regressed = check.regressions if regressions is None else regressions
+    limit = regression_limit_text(check)
+    numbers = [d for d in regressed if d.number not in SEARCH_FIGURES]
+    figures = [d.number for d in regressed if d.number in SEARCH_FIGURES]
+    said = []
+    if numbers:
+        said.append(
+            f"{plural(len(numbers), 'number')} regressed beyond {beyond} and the {limit} limit"
+        )
+    if figures:
+        several = check.history is not None and check.history.judged == "prediction"
+        base = "the runs' median" if several else "the base's"
+        said.append(
+            f"the {' and the '.join(figures)} fell under {base} less the {limit} limit, by "
+            "its levels' tests"
+        )
+    return "; ".join(said)
 
 
 def no_regression_text(check: BaselineCheck, beyond: str) -> str:

@@ -34,6 +34,7 @@ from latency_gate.report.deltas import (
     no_regression_text,
     origins_text,
     part_rows,
+    regressed_text,
     regression_limit_text,
     what_changed_sentence,
 )
@@ -111,6 +112,7 @@ def environment() -> jinja2.Environment:
     env.globals["history_heading"] = history_heading
     env.globals["regression_limit"] = regression_limit_text
     env.globals["no_regression"] = no_regression_text
+    env.globals["regressed_text"] = regressed_text
     env.globals["baseline_source"] = baseline_source_markdown
     env.globals["origins"] = lambda check: origins_text(check, md_url)
     env.filters["chain"] = chain_cell

@@ -20,7 +20,7 @@ from latency_gate.report.deltas import (
     history_heading,
     no_regression_text,
     origins_text,
-    regression_limit_text,
+    regressed_text,
     what_changed_sentence,
 )
 from latency_gate.report.goodput_terminal import rate_lines
@@ -220,13 +220,12 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             continue
         who = f" for {name}" if len(results) > 1 else ""
         judged = None if check.history is None else check.history.judged
-        limit = regression_limit_text(check)
         if check.status != "compared":
             what = "baseline" if judged is None else "history"
             text = f"no {what}{who}: {_one_line_long(check.message)}; regressions not checked"
         elif judged == "prediction":
             found = (
-                f"{len(check.regressions)} regressed beyond the runs' spread and the {limit} limit"
+                regressed_text(check, "the runs' spread")
                 if check.regressions
                 else no_regression_text(check, "the runs' spread")
             )
@@ -243,7 +242,7 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
                 found = f"not compared: {check.not_compared}; of the rest, {found}"
             text = f"against the base measured beside it{who}: {found}"
         elif check.regressions:
-            text = f"baseline{who}: {len(check.regressions)} regressed beyond noise"
+            text = f"baseline{who}: {regressed_text(check, 'noise')}"
         else:
             text = f"baseline{who}: {no_regression_text(check, 'noise')}"
         if check.not_compared and check.kind != "side-by-side":
