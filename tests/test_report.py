@@ -42,6 +42,7 @@ from latency_gate.report.markdown import (
     render_summary,
 )
 from latency_gate.report.terminal import render_terminal
+from latency_gate.report.text_lines import WIDTH, wrap
 
 GOLDEN = Path(__file__).parent / "golden"
 MARKER = "<!-- latency-gate:comment:ci/gate:abc123 -->"
@@ -671,3 +672,20 @@ def test_comment_refuses_a_run_url_that_could_break_the_link() -> None:
             marker=MARKER,
             run_url="https://github.com/o/r/actions/runs/1)[x](https://evil.example",
         )
+
+
+def test_terminal_lines_keep_a_number_with_its_unit() -> None:
+    """A wrapped terminal sentence never leaves "%", "ms" or "s" alone at a line's start: the
+    number and its unit move together ("clearly over 10.0\\n  %" was printed), and the words are
+    otherwise the same."""
+    sentence = (
+        "a failure (a PASS rules out 60.0 % failing or more) and fails once failures are clearly "
+        "over 10.0 % (at 9 calls: from 5 failures apart), 257 ms slower, over 3.00 s in all"
+    )
+    for shift in range(1, 60):  # every place a line's end can fall
+        text = "x" * shift + " " + sentence
+        lines = wrap(text)
+        assert all(len(line) <= WIDTH for line in lines)
+        assert not any(re.match(r"\s*(%|ms|s)\b", line) for line in lines[1:]), lines
+        assert " ".join(line.strip() for line in lines) == text
+    assert any("over 10.0 %" in line for line in wrap(sentence))

@@ -3,6 +3,7 @@ and tables of aligned columns whose last column runs free."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Collection, Sequence
 
@@ -11,17 +12,24 @@ __all__ = ["WIDTH", "aligned", "wrap"]
 WIDTH = 100
 
 
+# A number and its unit ("97.5 %", "120 ms", "3.62 s") stay on one line: the space between them
+# is held by a private-use character while the text is wrapped.
+_UNIT_SPACE = re.compile(r"(?<=\d) (?=(?:%|ms|s)(?![\w]))")
+_GLUE = "\ue000"
+
+
 def wrap(text: str, indent: str = "") -> list[str]:
     """`text` in lines of at most WIDTH characters, each starting with `indent`, the continued
-    ones two spaces further in (words are never broken)."""
-    return textwrap.wrap(
-        text,
+    ones two spaces further in (words are never broken, nor a number from its unit)."""
+    lines = textwrap.wrap(
+        _UNIT_SPACE.sub(_GLUE, text.replace(_GLUE, " ")),
         width=WIDTH,
         initial_indent=indent,
         subsequent_indent=indent + "  ",
         break_long_words=False,
         break_on_hyphens=False,
-    ) or [indent.rstrip()]
+    )
+    return [line.replace(_GLUE, " ") for line in lines] or [indent.rstrip()]
 
 
 def aligned(table: Sequence[Sequence[str]], right: Collection[int] = ()) -> list[str]:
