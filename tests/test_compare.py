@@ -69,8 +69,8 @@ def test_priced_comparison_is_worded_from_the_costs() -> None:
     )
     assert comparison.sentences() == (
         "premium ($2 / 1M tokens) costs more than standard and is 400 ms faster at warm p95 "
-        "(p95s x0.60 to x0.60, 95 %) and 500 ms faster at concurrent p95 (p95s x0.75 to x0.75, "
-        "95 %).",
+        "(p95s x0.60 to x0.60, 97.5 %) and 500 ms faster at concurrent p95 (p95s x0.75 to x0.75, "
+        "97.5 %).",
     )
 
 
@@ -89,7 +89,7 @@ def test_priced_slower_over_budget_and_same_price() -> None:
         "*b* (free) costs as much as *a* and is no faster at p95: no difference the calls can "
         "tell.",
         "*c* ($1) costs more than *a* and is 100 ms faster at concurrent p95 (p95s x0.83 to "
-        "x0.83, 95 %) but 400 ms slower at warm p95 (p95s x1.80 to x1.80, 95 %); it is over "
+        "x0.83, 97.5 %) but 400 ms slower at warm p95 (p95s x1.80 to x1.80, 97.5 %); it is over "
         "budget.",
     )
 
@@ -107,9 +107,9 @@ def test_unpriced_comparison_is_neutral() -> None:
     assert comparison is not None
     assert comparison.headline() is None
     assert comparison.sentences() == (
-        "staging is 30 ms slower at warm p95 (p95s x1.06 to x1.06, 95 %) than preview; it is "
+        "staging is 30 ms slower at warm p95 (p95s x1.06 to x1.06, 97.5 %) than preview; it is "
         "over budget.",
-        "canary is 30 ms slower at warm p95 (p95s x1.06 to x1.06, 95 %) than preview.",
+        "canary is 30 ms slower at warm p95 (p95s x1.06 to x1.06, 97.5 %) than preview.",
     )
 
 
@@ -150,7 +150,8 @@ def test_summary_names_the_cheapest_with_its_cost() -> None:
     assert "Cheapest within budget: **local** (free\\_tier \\*0\\*).\n" in text
     assert (
         "* **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 (p95s x0.20 "
-        "to x0.20, 95 %) and 400 ms faster at concurrent p95 (p95s x0.33 to x0.33, 95 %).\n" in text
+        "to x0.20, 97.5 %) and 400 ms faster at concurrent p95 (p95s x0.33 to x0.33, 97.5 %).\n"
+        in text
     )
 
 
@@ -158,8 +159,8 @@ def test_summary_compares_neutrally_without_costs() -> None:
     """Without costs the summary neither prices nor says "cheapest"."""
     text = render_summary([_run("staging", 0.5, 0.6), _run("preview", 0.529, 0.6)])
     assert (
-        "* **preview** is 29 ms slower at warm p95 (p95s x1.06 to x1.06, 95 %) than **staging**.\n"
-        in text
+        "* **preview** is 29 ms slower at warm p95 (p95s x1.06 to x1.06, 97.5 %) than "
+        "**staging**.\n" in text
     )
     assert "heapest" not in text
     assert "aying" not in text
