@@ -45,7 +45,7 @@ CHANGES = {
     # it down to a level with no judged call, which it called broken: goodput 0).
     "max-concurrent-p95: 3s": "max-concurrent-p95: 1s\n          timeout: 2s\n          rate: 20/s",
     "min-rate: 4/s": "min-rate: 5/s",
-    "goodput-time: 20m": "goodput-time: 90s",
+    "goodput-time: 55m": "goodput-time: 90s",
 }
 JOB = "goodput"
 

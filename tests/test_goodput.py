@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from goodput_driver import Clocked, drive, goodput_against_history
+from goodput_driver import ONE_SLOT_SEED, Clocked, drive, goodput_against_history
 from result_factory import make_result
 
 from latency_gate.action.outputs import output_values
@@ -100,26 +100,26 @@ def test_auto_max_calls_leaves_room_for_the_worst_case_and_says_it() -> None:
     assert effective_max_calls(target) == 10_500
     assert plan_warnings(target) == [
         "max-calls sized to 10,500: 500 for the checks and up to 10,000 for the calls at a rate",
-        "the goodput search can take up to 10,000 calls and 21.5 min (10 levels of at most "
-        "1,000 calls and 99 s of arrivals, the first 9 s of them not judged); at rates under "
-        "1.44/s a level lasts until about 130 calls are due after its warm-up (the tests need "
+        "the goodput search can take up to 10,000 calls and 51.5 min (10 levels of at most "
+        "1,000 calls and 4.7 min of arrivals, the first 9 s of them not judged); at rates under "
+        "0.481/s a level lasts until about 130 calls are due after its warm-up (the tests need "
         "about 90 to hold), longer than that",
     ]
 
 
 def test_a_slow_level_lasts_until_its_tests_can_hold_it() -> None:
-    """The tests need about 90 calls to hold a level: at 0.5/s against a 3 s budget (99 s of
-    arrivals, 45 of them judged) the auto length runs on until 130 are due after the warm-up;
-    a fast level keeps its 99 s; a length fitted to goodput-time is not lengthened."""
+    """The tests need about 90 calls to hold a level: at 0.25/s against a 3 s budget (279 s of
+    arrivals, 68 of them judged) the auto length runs on until 130 are due after the warm-up;
+    a fast level keeps its 279 s; a length fitted to goodput-time is not lengthened."""
     length = goodput_plan(_target(goodput="true"))
     assert length is not None
     auto = length.length
-    assert auto.seconds_at(0.5) == pytest.approx(9.0 + 130 / 0.5)
-    assert auto.calls_at(0.5) == math.ceil(0.5 * (9.0 + 130 / 0.5))
-    assert auto.seconds_at(5.0) == 99.0
+    assert auto.seconds_at(0.25) == pytest.approx(9.0 + 130 / 0.25)
+    assert auto.calls_at(0.25) == math.ceil(0.25 * (9.0 + 130 / 0.25))
+    assert auto.seconds_at(5.0) == 279.0
     timed = goodput_plan(_target(goodput="true", **{"goodput-time": "10m"}))
     assert timed is not None
-    assert timed.length.seconds_at(0.5) == timed.length.seconds
+    assert timed.length.seconds_at(0.25) == timed.length.seconds
 
 
 def test_levels_are_fitted_to_max_calls_and_goodput_time() -> None:
@@ -308,7 +308,7 @@ def test_the_goodput_of_a_one_slot_queue_is_an_interval_where_levels_were_near()
     level broken, says the goodput is at least the highest rate that held: a near level bounds
     nothing, so there is no upper end."""
     run = _run(goodput="true", rate="1/s")
-    drive(run, 1, lambda _: 0.25)
+    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
     goodput = run.goodput()
     assert goodput.complete
     near = [level.rate for level in goodput.levels if level.near]
@@ -335,7 +335,7 @@ def test_max_calls_stops_the_search_and_the_figure_is_at_least() -> None:
     search stops when the next level does not fit, and says the goodput is at least what held."""
     run = _run(goodput="true", rate="1/s", **{"max-calls": "3000"})
     run.room = 250
-    drive(run, 1, lambda _: 0.25)
+    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
     goodput = run.goodput()
     assert (goodput.complete, goodput.stopped_by_cap) == (False, True)
     assert "max-calls left" in goodput.stopped
@@ -452,7 +452,7 @@ def _goodput(found: float, breaking: float | None, **update: object) -> Goodput:
     `found` and one near level said to have broken at `breaking`, none near (the levels told
     apart), then `update`."""
     run = _run(goodput="true", rate="1/s")
-    drive(run, 1, lambda _: 0.25)
+    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
     goodput = run.goodput()
     top = max((lv for lv in goodput.levels if lv.held), key=lambda lv: lv.rate)
     levels = [

@@ -173,7 +173,8 @@ def test_a_client_that_cannot_keep_up_is_named_not_the_endpoint() -> None:
 
 @pytest.mark.slow
 async def test_a_log_line_says_each_level_as_it_begins() -> None:
-    """A log gets a line per level with its rate, not "done" (nor one line for all levels)."""
+    """A log gets a line per level with its rate, not "done" (nor one line for all levels);
+    levels of 8 s, so that the search is short (the auto length is 123 budgets)."""
     lines: list[str] = []
 
     class Stream:
@@ -185,10 +186,12 @@ async def test_a_log_line_says_each_level_as_it_begins() -> None:
 
     printer = ProgressLog(Stream()).printer("one")  # type: ignore[arg-type]
     async with DemoServer(ONE_SLOT) as server:
-        target = build_target({"url": server.url, **SHORT, "goodput": "true", "rate": "40/s"})
+        target = build_target(
+            {"url": server.url, **SHORT, "goodput": "true", "rate": "40/s", "rate-for": "8s"}
+        )
         await probe(target, measure_floor=False, progress=printer)
     levels = [line for line in lines if " calls at " in line]
-    assert levels[:2] == ["one: calls at 40/s, at most 330", "one: calls at 20/s, at most 165"]
+    assert levels[:2] == ["one: calls at 40/s, at most 320", "one: calls at 20/s, at most 160"]
     assert lines[-1].startswith("one: done")
 
 

@@ -70,8 +70,8 @@ def test_the_summary_s_goodput_section() -> None:
     assert _flat("The search: ") in _flat(summary)
     assert "a level still undecided at its end is near the budget." in _flat(summary)
     assert "the client kept up" in summary
-    assert "* 2/s was near the budget after 129 judged calls of 136" in summary
-    assert "| goodput | 1.68/s | — | ≥ 2/s | ⚠️ undecided → ✅ PASS | 548 |" in summary
+    assert "* 2/s was near the budget after 167 judged calls of 175" in summary
+    assert "| goodput | 1.68/s | — | ≥ 2/s | ⚠️ undecided → ✅ PASS | 661 |" in summary
 
 
 def test_the_chart_is_ours_and_draws_the_budget() -> None:

@@ -97,7 +97,7 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
 @click.option(
     "--rate-for",
     help="The most one level at a rate lasts: calls (200) or a duration (60s) [default: auto: "
-    "30 budgets of time after a warm-up of 3, longer at rates too low for 130 calls in them, "
+    "90 budgets of time after a warm-up of 3, longer at rates too low for 130 calls in them, "
     "at most 1,000 calls].",
 )
 @click.option(

@@ -60,8 +60,8 @@ __all__ = [
 
 ARRIVALS = ("poisson", "constant")
 RATE_WARMUP = 3.0  # budgets of arrivals made, not judged: the queue fills from idle
-RATE_HOLD = 15.0  # budgets of judged arrivals before a level may hold
-RATE_SPAN = 30.0  # budgets of judged arrivals at most
+RATE_HOLD = 60.0  # budgets of judged arrivals before a level may hold
+RATE_SPAN = 90.0  # budgets of judged arrivals at most
 RATE_LEVEL_CALLS = 1000  # calls a level makes at most, its warm-up included
 RATE_JUDGED = 130  # judged calls an auto-length level lasts for at least (LEVEL_CALLS)
 RATE_STEPS = 6  # doublings (or halvings) from the start rate, at most
