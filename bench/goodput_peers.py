@@ -13,8 +13,11 @@ after another on that server:
 - latency-gate: `probe --goodput`, only concurrent p95 gated against the budget: open-loop
   Poisson levels, doubled then bisected, each decided by the p95's sequential test;
 - guidellm 0.8.1: `--profile kind=sweep,strategy_type=poisson` (a synchronous run, a throughput
-  run, then Poisson rates evenly between them), --guidellm-requests requests a rate; its goodput
-  is the highest rate whose share of requests within the budget (end to end) is at least 95 %.
+  run, then Poisson rates evenly between them), or with --guidellm-factors one
+  `--profile kind=poisson,rate=R` run at each of latency-gate's figure times those factors (the
+  sweep puts every rate above a small server's saturation: docs/benchmarks.md);
+  --guidellm-requests requests a rate; its goodput is the highest rate whose share of requests
+  within the budget (end to end) is at least 95 %, under every rate with less.
 
 vLLM's `bench serve --request-rate --goodput` needs vLLM itself, which does not install on this
 CPU-only machine: it is not run. Reported per tool: the goodput, the levels tried (each one's
@@ -117,6 +120,18 @@ def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> 
     }
 
 
+def guidellm_rates(gate: dict[str, Any] | None, factors: list[float]) -> list[float]:
+    """The Poisson rates guidellm runs at when placed by hand: latency-gate's figure times each
+    factor (its upper end's too, when it said an interval), so that both tools' answers are
+    read at the same rates; rounded to three digits."""
+    if gate is None or not gate.get("goodput"):
+        raise SystemExit("--guidellm-factors needs latency-gate's figure: run it first")
+    anchors = [gate["goodput"]]
+    if gate.get("upper"):
+        anchors.append(gate["upper"])
+    return sorted({float(f"{a * f:.3g}") for a in anchors for f in factors})
+
+
 def run_guidellm(
     base: str,
     budget: float,
@@ -125,36 +140,48 @@ def run_guidellm(
     *,
     bin_dir: Path,
     tokenizer: Path,
+    rates: list[float] | None = None,
 ) -> dict[str, Any]:
+    """guidellm's sweep (`rates` None), or one Poisson run of --guidellm-requests at each of
+    `rates`; its goodput is the highest rate with 95 % of requests within the budget, under
+    every rate that had fewer."""
     data = work / "guidellm.jsonl"
     with data.open("w") as rows:
         for _ in range(5000):
             rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
-    out = work / "guidellm.json"
-    cmd = [
-        str(bin_dir / "guidellm"), "run",
-        "--backend", f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
-        "--profile", f"kind=sweep,sweep_size={opts.sweep_size},strategy_type=poisson",
-        "--constraint", f"kind=max_requests,count={opts.guidellm_requests}",
-        "--data", f"kind=json_file,path={data}",
-        "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
-        "--output", f"kind=json,path={out}",
-        "--disable-console-interactive",
-    ]  # fmt: skip
+    profiles = (
+        [f"kind=sweep,sweep_size={opts.sweep_size},strategy_type=poisson"]
+        if rates is None
+        else [f"kind=poisson,rate={rate}" for rate in rates]
+    )
     began = time.monotonic()
     log = work / "guidellm.log"
-    with log.open("w") as sink:
-        done = subprocess.run(
-            cmd, stdout=sink, stderr=subprocess.STDOUT, timeout=7200, check=False,
-            env=dict(os.environ, PYTHONPATH=""),
-        )  # fmt: skip
+    benchmarks: list[dict[str, Any]] = []
+    for i, profile in enumerate(profiles):
+        out = work / f"guidellm-{i}.json"
+        cmd = [
+            str(bin_dir / "guidellm"), "run",
+            "--backend",
+            f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
+            "--profile", profile,
+            "--constraint", f"kind=max_requests,count={opts.guidellm_requests}",
+            "--data", f"kind=json_file,path={data}",
+            "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
+            "--output", f"kind=json,path={out}",
+            "--disable-console-interactive",
+        ]  # fmt: skip
+        with log.open("a") as sink:
+            done = subprocess.run(
+                cmd, stdout=sink, stderr=subprocess.STDOUT, timeout=7200, check=False,
+                env=dict(os.environ, PYTHONPATH=""),
+            )  # fmt: skip
+        if done.returncode != 0:
+            raise RuntimeError(f"guidellm exited {done.returncode}: {log}")
+        benchmarks += json.loads(out.read_text())["benchmarks"]
     wall = time.monotonic() - began
-    if done.returncode != 0:
-        raise RuntimeError(f"guidellm exited {done.returncode}: {log}")
-    report = json.loads(out.read_text())
     levels = []
     calls = 0
-    for benchmark in report["benchmarks"]:
+    for benchmark in benchmarks:
         strategy = benchmark["config"]["strategy"]
         requests = benchmark["requests"]
         made = sum(
@@ -262,6 +289,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-calls", type=float, default=2.5)
     parser.add_argument("--guidellm-requests", type=int, default=60)
     parser.add_argument("--sweep-size", type=int, default=10)
+    parser.add_argument(
+        "--guidellm-factors",
+        type=lambda text: [float(f) for f in text.split(",")],
+        help="instead of guidellm's sweep, Poisson runs at latency-gate's figure (and upper "
+        "end) times each of these factors, such as 0.8,0.9,1,1.1,1.25",
+    )
     parser.add_argument("--goodput-time", default="auto", help="latency-gate's --goodput-time")
     parser.add_argument("--rate-for", default="auto", help="latency-gate's --rate-for")
     parser.add_argument("--timeout", default="60s", help="latency-gate's --timeout")
@@ -303,9 +336,15 @@ def main(argv: list[str] | None = None) -> int:
                 if tool == "latency-gate":
                     row[tool] = run_gate(server.base, budget, opts, work)
                 else:
-                    row[tool] = run_guidellm(
-                        server.base, budget, opts, work, bin_dir=bin_dir, tokenizer=tokenizer
+                    rates = (
+                        guidellm_rates(row.get("latency-gate"), opts.guidellm_factors)
+                        if opts.guidellm_factors
+                        else None
                     )
+                    row[tool] = run_guidellm(
+                        server.base, budget, opts, work, bin_dir=bin_dir, tokenizer=tokenizer,
+                        rates=rates,
+                    )  # fmt: skip
                 row[tool]["load"] = f"{before} → {load_average()}"
             rows.append(row)
         finally:
