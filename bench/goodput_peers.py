@@ -17,7 +17,10 @@ after another on that server:
   `--profile kind=poisson,rate=R` run at each of latency-gate's figure times those factors (the
   sweep puts every rate above a small server's saturation: docs/benchmarks.md);
   --guidellm-requests requests a rate; its goodput is the highest rate whose share of requests
-  within the budget (end to end) is at least 95 %, under every rate with less.
+  within the budget (end to end) is at least 95 %, under every rate with less. guidellm
+  0.8.1 seeds each worker process's Poisson generator alike: with its 10 workers, the gaps
+  between requests come in runs of 10 equal ones (its own records' `targeted_start`), not a
+  Poisson process; --guidellm-workers 1 makes them one.
 
 vLLM's `bench serve --request-rate --goodput` needs vLLM itself, which does not install on this
 CPU-only machine: it is not run. Reported per tool: the goodput, the levels tried (each one's
@@ -122,14 +125,14 @@ def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> 
 
 def guidellm_rates(gate: dict[str, Any] | None, factors: list[float]) -> list[float]:
     """The Poisson rates guidellm runs at when placed by hand: latency-gate's figure times each
-    factor (its upper end's too, when it said an interval), so that both tools' answers are
-    read at the same rates; rounded to three digits."""
+    factor, and its upper end when it said an interval, so that both tools' answers are read
+    at the same rates; rounded to three digits."""
     if gate is None or not gate.get("goodput"):
         raise SystemExit("--guidellm-factors needs latency-gate's figure: run it first")
-    anchors = [gate["goodput"]]
+    rates = {float(f"{gate['goodput'] * f:.3g}") for f in factors}
     if gate.get("upper"):
-        anchors.append(gate["upper"])
-    return sorted({float(f"{a * f:.3g}") for a in anchors for f in factors})
+        rates.add(float(f"{gate['upper']:.3g}"))
+    return sorted(rates)
 
 
 def run_guidellm(
@@ -145,10 +148,6 @@ def run_guidellm(
     """guidellm's sweep (`rates` None), or one Poisson run of --guidellm-requests at each of
     `rates`; its goodput is the highest rate with 95 % of requests within the budget, under
     every rate that had fewer."""
-    data = work / "guidellm.jsonl"
-    with data.open("w") as rows:
-        for _ in range(5000):
-            rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
     profiles = (
         [f"kind=sweep,sweep_size={opts.sweep_size},strategy_type=poisson"]
         if rates is None
@@ -159,6 +158,13 @@ def run_guidellm(
     benchmarks: list[dict[str, Any]] = []
     for i, profile in enumerate(profiles):
         out = work / f"guidellm-{i}.json"
+        # Prompts of its own for every run: guidellm reads a file from its first row each time,
+        # and llama.cpp's prompt cache then answers a prompt sent before with 1 token to
+        # evaluate instead of 17 (seen at stop 37: a third less work for the server a call).
+        data = work / f"guidellm-{i}.jsonl"
+        with data.open("w") as rows:
+            for _ in range(opts.guidellm_requests * (opts.sweep_size + 2) + 100):
+                rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
         cmd = [
             str(bin_dir / "guidellm"), "run",
             "--backend",
@@ -170,11 +176,13 @@ def run_guidellm(
             "--output", f"kind=json,path={out}",
             "--disable-console-interactive",
         ]  # fmt: skip
+        env = dict(os.environ, PYTHONPATH="")
+        if opts.guidellm_workers:
+            env["GUIDELLM__MAX_WORKER_PROCESSES"] = str(opts.guidellm_workers)
         with log.open("a") as sink:
             done = subprocess.run(
-                cmd, stdout=sink, stderr=subprocess.STDOUT, timeout=7200, check=False,
-                env=dict(os.environ, PYTHONPATH=""),
-            )  # fmt: skip
+                cmd, stdout=sink, stderr=subprocess.STDOUT, timeout=7200, check=False, env=env
+            )
         if done.returncode != 0:
             raise RuntimeError(f"guidellm exited {done.returncode}: {log}")
         benchmarks += json.loads(out.read_text())["benchmarks"]
@@ -289,6 +297,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget-calls", type=float, default=2.5)
     parser.add_argument("--guidellm-requests", type=int, default=60)
     parser.add_argument("--sweep-size", type=int, default=10)
+    parser.add_argument(
+        "--guidellm-workers",
+        type=int,
+        help="guidellm's worker processes (GUIDELLM__MAX_WORKER_PROCESSES; its default is 10). "
+        "guidellm 0.8.1 seeds every worker's Poisson generator alike, so with 10 workers its "
+        "gaps come in runs of 10 equal ones: 1 gives Poisson arrivals",
+    )
     parser.add_argument(
         "--guidellm-factors",
         type=lambda text: [float(f) for f in text.split(",")],
