@@ -74,6 +74,33 @@ def one_call(base: str, max_tokens: int) -> float:
     return statistics.median(took[1:])
 
 
+def guidellm_command(
+    bin_dir: Path,
+    base: str,
+    opts: argparse.Namespace,
+    profile: str,
+    *,
+    data: Path,
+    tokenizer: Path,
+    out: Path,
+    extra: tuple[str, ...] = (),
+) -> list[str]:
+    """`guidellm run` against the llama.cpp server at `base`: streamed chat answers of
+    --max-tokens, --guidellm-requests requests a run of `profile`, prompts from `data`, its
+    JSON report to `out` (goodput_peers.py runs it too)."""
+    return [
+        str(bin_dir / "guidellm"), "run",
+        "--backend", f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
+        "--profile", profile,
+        *extra,
+        "--constraint", f"kind=max_requests,count={opts.guidellm_requests}",
+        "--data", f"kind=json_file,path={data}",
+        "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
+        "--output", f"kind=json,path={out}",
+        "--disable-console-interactive",
+    ]  # fmt: skip
+
+
 def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> dict[str, Any]:
     out = work / "gate.json"
     cmd = [
@@ -131,18 +158,11 @@ def run_guidellm(
             rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
     out = work / "guidellm.json"
     metrics = {"kind": "generative", "slo": {"e2el_ms": round(budget * 1000, 1)}}
-    cmd = [
-        str(bin_dir / "guidellm"), "run",
-        "--backend", f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
-        "--profile",
+    cmd = guidellm_command(
+        bin_dir, base, opts,
         "kind=goodput,initial_streams=2,max_streams=16,tolerance=0.01,target_attainment=0.95",
-        "--metrics", json.dumps(metrics),
-        "--constraint", f"kind=max_requests,count={opts.guidellm_requests}",
-        "--data", f"kind=json_file,path={data}",
-        "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
-        "--output", f"kind=json,path={out}",
-        "--disable-console-interactive",
-    ]  # fmt: skip
+        data=data, tokenizer=tokenizer, out=out, extra=("--metrics", json.dumps(metrics)),
+    )  # fmt: skip
     began = time.monotonic()
     log = work / "guidellm.log"
     with log.open("w") as sink:

@@ -46,7 +46,11 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 
-from capacity_peers import PROMPT, one_call  # noqa: E402 (the median of 3 after a warm-up)
+from capacity_peers import (  # noqa: E402 (one_call: the median of 3 after a warm-up)
+    PROMPT,
+    guidellm_command,
+    one_call,
+)
 from llm_peers import (  # noqa: E402
     DEFAULT_VENV,
     MODEL_FILE,
@@ -165,17 +169,9 @@ def run_guidellm(
         with data.open("w") as rows:
             for _ in range(opts.guidellm_requests * (opts.sweep_size + 2) + 100):
                 rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
-        cmd = [
-            str(bin_dir / "guidellm"), "run",
-            "--backend",
-            f"kind=openai_http,target={base},model=smollm2,max_tokens={opts.max_tokens}",
-            "--profile", profile,
-            "--constraint", f"kind=max_requests,count={opts.guidellm_requests}",
-            "--data", f"kind=json_file,path={data}",
-            "--tokenizer", f"kind=huggingface_auto,model={tokenizer}",
-            "--output", f"kind=json,path={out}",
-            "--disable-console-interactive",
-        ]  # fmt: skip
+        cmd = guidellm_command(
+            bin_dir, base, opts, profile, data=data, tokenizer=tokenizer, out=out
+        )
         env = dict(os.environ, PYTHONPATH="")
         if opts.guidellm_workers:
             env["GUIDELLM__MAX_WORKER_PROCESSES"] = str(opts.guidellm_workers)
