@@ -157,6 +157,9 @@ def run_guidellm(
         if rates is None
         else [f"kind=poisson,rate={rate}" for rate in rates]
     )
+    env = dict(os.environ, PYTHONPATH="")
+    if opts.guidellm_workers:
+        env["GUIDELLM__MAX_WORKER_PROCESSES"] = str(opts.guidellm_workers)
     began = time.monotonic()
     log = work / "guidellm.log"
     benchmarks: list[dict[str, Any]] = []
@@ -172,9 +175,6 @@ def run_guidellm(
         cmd = guidellm_command(
             bin_dir, base, opts, profile, data=data, tokenizer=tokenizer, out=out
         )
-        env = dict(os.environ, PYTHONPATH="")
-        if opts.guidellm_workers:
-            env["GUIDELLM__MAX_WORKER_PROCESSES"] = str(opts.guidellm_workers)
         with log.open("a") as sink:
             done = subprocess.run(
                 cmd, stdout=sink, stderr=subprocess.STDOUT, timeout=7200, check=False, env=env

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 
 import pytest
-from goodput_driver import ONE_SLOT_SEED, Clocked, drive, goodput_against_history
+from goodput_driver import Clocked, drive, drive_one_slot, goodput_against_history
 from result_factory import make_result
 
 from latency_gate.action.outputs import output_values
@@ -308,7 +308,7 @@ def test_the_goodput_of_a_one_slot_queue_is_an_interval_where_levels_were_near()
     level broken, says the goodput is at least the highest rate that held: a near level bounds
     nothing, so there is no upper end."""
     run = _run(goodput="true", rate="1/s")
-    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
+    drive_one_slot(run)
     goodput = run.goodput()
     assert goodput.complete
     near = [level.rate for level in goodput.levels if level.near]
@@ -335,7 +335,7 @@ def test_max_calls_stops_the_search_and_the_figure_is_at_least() -> None:
     search stops when the next level does not fit, and says the goodput is at least what held."""
     run = _run(goodput="true", rate="1/s", **{"max-calls": "3000"})
     run.room = 250
-    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
+    drive_one_slot(run)
     goodput = run.goodput()
     assert (goodput.complete, goodput.stopped_by_cap) == (False, True)
     assert "max-calls left" in goodput.stopped
@@ -452,7 +452,7 @@ def _goodput(found: float, breaking: float | None, **update: object) -> Goodput:
     `found` and one near level said to have broken at `breaking`, none near (the levels told
     apart), then `update`."""
     run = _run(goodput="true", rate="1/s")
-    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
+    drive_one_slot(run)
     goodput = run.goodput()
     top = max((lv for lv in goodput.levels if lv.held), key=lambda lv: lv.rate)
     levels = [

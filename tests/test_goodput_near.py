@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from goodput_driver import ONE_SLOT_SEED, Clocked, drive
+from goodput_driver import Clocked, drive_one_slot
 from result_factory import make_result
 
 from latency_gate.assess.capacity_levels import LevelLimits
@@ -276,7 +276,7 @@ def _searched() -> Goodput:
     """One slot, 0.25 s a call, a 1 s budget, from 1/s: 2/s and 1.83/s end near the budget."""
     target = _target(rate="1/s")
     run = start_rates(target, [], max_calls=effective_max_calls(target))
-    drive(run, 1, lambda _: 0.25, seed=ONE_SLOT_SEED)
+    drive_one_slot(run)
     return run.goodput()
 
 
