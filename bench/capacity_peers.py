@@ -34,6 +34,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -101,25 +102,107 @@ def guidellm_command(
     ]  # fmt: skip
 
 
-def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> dict[str, Any]:
+def run_probe(
+    base: str, flags: list[str], work: Path, *, max_tokens: int, timeout: float
+) -> tuple[dict[str, Any], str, float]:
+    """`latency-gate probe` of the server's streamed chat completions with `flags`, its result
+    file read back: (the result, what it printed, its wall seconds). Exit 0 or 1 (a verdict)
+    is a run; anything else raises."""
     out = work / "gate.json"
     cmd = [
         sys.executable, "-m", "latency_gate", "probe", f"{base}/v1/chat/completions",
-        "--prompt", PROMPT, "--stream", "--max-tokens", str(opts.max_tokens),
-        "--warm-calls", "3", "--concurrency", "2", "--timeout", "60s",
+        "--prompt", PROMPT, "--stream", "--max-tokens", str(max_tokens),
+        "--warm-calls", "3", "--concurrency", "2",
         "--max-warm-p95", "off", "--max-error-rate", "off",
-        "--max-concurrent-p95", f"{budget:.3f}s", "--capacity", "--capacity-max", "16",
-        "--no-floor", "--json", str(out),
+        *flags, "--json", str(out),
     ]  # fmt: skip
     began = time.monotonic()
     done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=1800, check=False,
+        cmd, capture_output=True, text=True, timeout=timeout, check=False,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     wall = time.monotonic() - began
     if done.returncode not in (0, 1):
         raise RuntimeError(f"latency-gate exited {done.returncode}: {done.stdout[-2000:]}")
-    result = json.loads(out.read_text())
+    return json.loads(out.read_text()), done.stdout, wall
+
+
+def made_and_latencies(benchmark: dict[str, Any]) -> tuple[int, list[float], list[float]]:
+    """Of one guidellm benchmark: the requests it made (successful, errored or incomplete),
+    its successful requests' latencies (sorted) and start times (sorted), in seconds."""
+    requests = benchmark["requests"]
+    made = sum(len(requests.get(kind) or []) for kind in ("successful", "errored", "incomplete"))
+    timings = [r["info"]["timings"] for r in requests.get("successful") or []]
+    latencies = sorted(t["request_end"] - t["request_start"] for t in timings)
+    return made, latencies, sorted(t["request_start"] for t in timings)
+
+
+def p95_ms(latencies: list[float]) -> int | None:
+    """The p95 of sorted latencies in whole milliseconds (None for fewer than two)."""
+    if len(latencies) < 2:
+        return None
+    return round(statistics.quantiles(latencies, n=100, method="inclusive")[94] * 1000)
+
+
+def peers_arguments(parser: argparse.ArgumentParser, name: str) -> None:
+    """The options both peer comparisons take: which slots, the answer's length, the budget in
+    single calls, the tools, the model, guidellm's venv and the results' name."""
+    parser.add_argument("--slots", type=int, nargs="+", default=[1, 2, 4])
+    parser.add_argument("--max-tokens", type=int, default=16)
+    parser.add_argument("--budget-calls", type=float, default=2.5)
+    parser.add_argument("--tools", nargs="+", default=["latency-gate", "guidellm"])
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=Path(
+            os.environ.get("LATENCY_GATE_TEST_MODEL", ROOT / ".cache" / "models" / MODEL_FILE)
+        ),
+    )
+    parser.add_argument("--peers-venv", type=Path, default=DEFAULT_VENV)
+    parser.add_argument("--name", default=name)
+
+
+def peers_setup(opts: argparse.Namespace, prefix: str) -> tuple[Path, Path, Path]:
+    """guidellm's venv and tokenizer when guidellm runs, and a work folder: (bin dir, work
+    folder, tokenizer)."""
+    wanted = "guidellm" in opts.tools
+    bin_dir = peers_venv(opts.peers_venv, 600) if wanted else Path()
+    work_root = Path(tempfile.mkdtemp(prefix=prefix))
+    tokenizer = (
+        build_tokenizer(bin_dir, opts.model, work_root / "tokenizer", 600) if wanted else work_root
+    )
+    return bin_dir, work_root, tokenizer
+
+
+def write_results(
+    opts: argparse.Namespace,
+    bin_dir: Path,
+    rows: list[dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    **extra: Any,
+) -> None:
+    """bench/results/NAME.json and .md, and the table printed."""
+    results = {
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
+        "peers": ", ".join(f"{k} {v}" for k, v in peer_versions(bin_dir).items())
+        if "guidellm" in opts.tools
+        else "none",
+        "options": {k: str(v) for k, v in vars(opts).items()},
+        **extra,
+        "rows": rows,
+    }
+    (BENCH / "results" / f"{opts.name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    (BENCH / "results" / f"{opts.name}.md").write_text(render(results))
+    print(render(results))
+
+
+def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> dict[str, Any]:
+    flags = [
+        "--timeout", "60s", "--max-concurrent-p95", f"{budget:.3f}s",
+        "--capacity", "--capacity-max", "16", "--no-floor",
+    ]  # fmt: skip
+    result, _, wall = run_probe(base, flags, work, max_tokens=opts.max_tokens, timeout=1800)
     capacity = result["capacity"]
     run_calls = len(result["samples"])
     return {
@@ -177,27 +260,13 @@ def run_guidellm(
     levels = []
     calls = 0
     for benchmark in report["benchmarks"]:
-        streams = benchmark["config"]["strategy"]["streams"]
-        metrics_out = benchmark["metrics"]
-        requests = benchmark["requests"]
-        made = sum(
-            len(requests.get(kind) or []) for kind in ("successful", "errored", "incomplete")
-        )
+        made, latencies, _ = made_and_latencies(benchmark)
         calls += made
-        latencies = sorted(
-            r["info"]["timings"]["request_end"] - r["info"]["timings"]["request_start"]
-            for r in requests.get("successful") or []
-        )
-        p95 = (
-            statistics.quantiles(latencies, n=100, method="inclusive")[94]
-            if len(latencies) > 1
-            else None
-        )
         levels.append(
             {
-                "concurrency": streams,
-                "attainment": metrics_out.get("slo_attainment"),
-                "p95_ms": None if p95 is None else round(p95 * 1000),
+                "concurrency": benchmark["config"]["strategy"]["streams"],
+                "attainment": benchmark["metrics"].get("slo_attainment"),
+                "p95_ms": p95_ms(latencies),
                 "calls": made,
             }
         )
@@ -252,29 +321,11 @@ def render(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--slots", type=int, nargs="+", default=[1, 2, 4])
+    peers_arguments(parser, "capacity_peers")
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--budget-calls", type=float, default=2.5)
     parser.add_argument("--guidellm-requests", type=int, default=40)
-    parser.add_argument("--tools", nargs="+", default=["latency-gate", "guidellm"])
-    parser.add_argument(
-        "--model",
-        type=Path,
-        default=Path(
-            os.environ.get("LATENCY_GATE_TEST_MODEL", ROOT / ".cache" / "models" / MODEL_FILE)
-        ),
-    )
-    parser.add_argument("--peers-venv", type=Path, default=DEFAULT_VENV)
-    parser.add_argument("--name", default="capacity_peers")
     opts = parser.parse_args(argv)
-    bin_dir = peers_venv(opts.peers_venv, 600) if "guidellm" in opts.tools else Path()
-    work_root = Path(tempfile.mkdtemp(prefix="capacity-peers-"))
-    tokenizer = (
-        build_tokenizer(bin_dir, opts.model, work_root / "tokenizer", 600)
-        if "guidellm" in opts.tools
-        else work_root
-    )
+    bin_dir, work_root, tokenizer = peers_setup(opts, "capacity-peers-")
     rows = []
     for round_ in range(opts.rounds):
         for slots in opts.slots:
@@ -306,18 +357,7 @@ def main(argv: list[str] | None = None) -> int:
                 rows.append(row)
             finally:
                 server.stop()
-    results = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
-        "peers": ", ".join(f"{k} {v}" for k, v in peer_versions(bin_dir).items())
-        if "guidellm" in opts.tools
-        else "none",
-        "options": {k: str(v) for k, v in vars(opts).items()},
-        "rows": rows,
-    }
-    (BENCH / "results" / f"{opts.name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    (BENCH / "results" / f"{opts.name}.md").write_text(render(results))
-    print(render(results))
+    write_results(opts, bin_dir, rows, render)
     return 0
 
 

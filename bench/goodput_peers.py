@@ -34,10 +34,8 @@ import argparse
 import json
 import os
 import secrets
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -49,16 +47,15 @@ sys.path.insert(0, str(BENCH))
 from capacity_peers import (  # noqa: E402 (one_call: the median of 3 after a warm-up)
     PROMPT,
     guidellm_command,
+    made_and_latencies,
     one_call,
+    p95_ms,
+    peers_arguments,
+    peers_setup,
+    run_probe,
+    write_results,
 )
-from llm_peers import (  # noqa: E402
-    DEFAULT_VENV,
-    MODEL_FILE,
-    LlamaServer,
-    build_tokenizer,
-    peer_versions,
-    peers_venv,
-)
+from llm_peers import LlamaServer  # noqa: E402
 
 
 def load_average() -> str:
@@ -66,26 +63,12 @@ def load_average() -> str:
 
 
 def run_gate(base: str, budget: float, opts: argparse.Namespace, work: Path) -> dict[str, Any]:
-    out = work / "gate.json"
-    cmd = [
-        sys.executable, "-m", "latency_gate", "probe", f"{base}/v1/chat/completions",
-        "--prompt", PROMPT, "--stream", "--max-tokens", str(opts.max_tokens),
-        "--warm-calls", "3", "--concurrency", "2", "--timeout", opts.timeout,
-        "--max-warm-p95", "off", "--max-error-rate", "off",
-        "--max-concurrent-p95", f"{budget:.3f}s", "--goodput",
+    flags = [
+        "--timeout", opts.timeout, "--max-concurrent-p95", f"{budget:.3f}s", "--goodput",
         "--goodput-time", opts.goodput_time, "--rate-for", opts.rate_for,
-        "--json", str(out),
     ]  # fmt: skip
-    began = time.monotonic()
-    done = subprocess.run(
-        cmd, capture_output=True, text=True, timeout=7200, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-    )  # fmt: skip
-    wall = time.monotonic() - began
-    if done.returncode not in (0, 1):
-        raise RuntimeError(f"latency-gate exited {done.returncode}: {done.stdout[-2000:]}")
-    (work / "gate.txt").write_text(done.stdout)
-    result = json.loads(out.read_text())
+    result, printed, wall = run_probe(base, flags, work, max_tokens=opts.max_tokens, timeout=7200)
+    (work / "gate.txt").write_text(printed)
     goodput = result["goodput"]
     run_calls = len(result["samples"])
     if goodput is None:  # the run stopped before its calls at a rate (the server did not answer)
@@ -187,32 +170,21 @@ def run_guidellm(
     calls = 0
     for benchmark in benchmarks:
         strategy = benchmark["config"]["strategy"]
-        requests = benchmark["requests"]
-        made = sum(
-            len(requests.get(kind) or []) for kind in ("successful", "errored", "incomplete")
-        )
+        made, latencies, starts = made_and_latencies(benchmark)
         calls += made
-        timings = [r["info"]["timings"] for r in requests.get("successful") or []]
-        latencies = sorted(t["request_end"] - t["request_start"] for t in timings)
-        starts = sorted(t["request_start"] for t in timings)
         achieved = (
             (len(starts) - 1) / (starts[-1] - starts[0])
             if len(starts) > 1 and starts[-1] > starts[0]
             else None
         )
         within = sum(lat <= budget for lat in latencies) / made if made else 0.0
-        p95 = (
-            statistics.quantiles(latencies, n=100, method="inclusive")[94]
-            if len(latencies) > 1
-            else None
-        )
         levels.append(
             {
                 "strategy": strategy.get("type_", strategy.get("type", "?")),
                 "rate": strategy.get("rate"),
                 "achieved": None if achieved is None else round(achieved, 3),
                 "within": round(within, 3),
-                "p95_ms": None if p95 is None else round(p95 * 1000),
+                "p95_ms": p95_ms(latencies),
                 "calls": made,
             }
         )
@@ -288,9 +260,7 @@ def render(results: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--slots", type=int, nargs="+", default=[1, 2, 4])
-    parser.add_argument("--max-tokens", type=int, default=16)
-    parser.add_argument("--budget-calls", type=float, default=2.5)
+    peers_arguments(parser, "goodput_peers")
     parser.add_argument("--guidellm-requests", type=int, default=60)
     parser.add_argument("--sweep-size", type=int, default=10)
     parser.add_argument(
@@ -309,24 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--goodput-time", default="auto", help="latency-gate's --goodput-time")
     parser.add_argument("--rate-for", default="auto", help="latency-gate's --rate-for")
     parser.add_argument("--timeout", default="60s", help="latency-gate's --timeout")
-    parser.add_argument("--tools", nargs="+", default=["latency-gate", "guidellm"])
-    parser.add_argument(
-        "--model",
-        type=Path,
-        default=Path(
-            os.environ.get("LATENCY_GATE_TEST_MODEL", ROOT / ".cache" / "models" / MODEL_FILE)
-        ),
-    )
-    parser.add_argument("--peers-venv", type=Path, default=DEFAULT_VENV)
-    parser.add_argument("--name", default="goodput_peers")
     opts = parser.parse_args(argv)
-    bin_dir = peers_venv(opts.peers_venv, 600) if "guidellm" in opts.tools else Path()
-    work_root = Path(tempfile.mkdtemp(prefix="goodput-peers-"))
-    tokenizer = (
-        build_tokenizer(bin_dir, opts.model, work_root / "tokenizer", 600)
-        if "guidellm" in opts.tools
-        else work_root
-    )
+    bin_dir, work_root, tokenizer = peers_setup(opts, "goodput-peers-")
     rows = []
     for slots in opts.slots:
         work = work_root / f"s{slots}"
@@ -360,19 +314,7 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
         finally:
             server.stop()
-    results = {
-        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "machine": f"{os.cpu_count()} cores, Python {sys.version.split()[0]}",
-        "peers": ", ".join(f"{k} {v}" for k, v in peer_versions(bin_dir).items())
-        if "guidellm" in opts.tools
-        else "none",
-        "options": {k: str(v) for k, v in vars(opts).items()},
-        "work": str(work_root),
-        "rows": rows,
-    }
-    (BENCH / "results" / f"{opts.name}.json").write_text(json.dumps(results, indent=2) + "\n")
-    (BENCH / "results" / f"{opts.name}.md").write_text(render(results))
-    print(render(results))
+    write_results(opts, bin_dir, rows, render, work=str(work_root))
     return 0
 
 
