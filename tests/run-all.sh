@@ -2,10 +2,11 @@
 # Every test, in two passes (the test command of README.md and .ci/run):
 #
 # 1. everything but the llama.cpp tests on several pytest-xdist workers (LATENCY_GATE_TEST_WORKERS,
-#    default 3): most of the suite waits on loopback endpoints, Docker and act rather than on the
-#    CPU, so three workers on two cores finish it in about half the time of one. Tests that share
-#    something expensive (the Docker and act tiers, the demo run) run on one worker, so it is made
-#    once (tests/conftest.py, XDIST_GROUPS);
+#    default 5): most of the suite waits on loopback endpoints, Docker and act rather than on the
+#    CPU (on 3 workers, without Docker and act, its processes used 0.8 of the two cores), so five
+#    workers on two cores finish it in 289 s where three took 406 s (docs/testing.md). Tests that
+#    share something expensive (the Docker and act tiers, the demo run) run on one worker, so it
+#    is made once (tests/conftest.py, XDIST_GROUPS); that worker is now the pass's longest;
 # 2. the llama.cpp tests (`llm`) and the tests marked `alone` by themselves, one after another:
 #    they time a real model (or the client itself) on the same two cores, and what they assert
 #    rests on a pace other tests' load would move (the llama.cpp budgets are set from the
@@ -13,12 +14,13 @@
 #    latency, which a loaded machine slows too).
 #
 # Each pass ends with its 15 slowest tests (`--durations`), so a change that slows the suite is
-# seen in the log of the run that made it. Arguments are passed to both passes (`bash tests/run-all.sh -x`, `-k capacity`). Exit: 0 when
-# both passed; pytest's code otherwise (5 only when neither pass collected a test).
+# seen in the log of the run that made it. Arguments are passed to both passes (`bash
+# tests/run-all.sh -x`, `-k capacity`). Exit: 0 when both passed; pytest's code otherwise (5
+# only when neither pass collected a test).
 set -uo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
-workers=${LATENCY_GATE_TEST_WORKERS:-3}
+workers=${LATENCY_GATE_TEST_WORKERS:-5}
 
 python -m pytest -q -n "$workers" --dist loadgroup --durations=15 -m "not (llm or alone)" "$@"
 spread=$?
