@@ -6,6 +6,7 @@ and the two capacities side by side. The engine's side is in tests/test_goodput_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,11 +14,12 @@ from goodput_driver import Clocked, drive, drive_one_slot, goodput_against_histo
 from result_factory import make_result
 
 from latency_gate.action.outputs import output_values
-from latency_gate.assess.capacity_levels import HOLD_TEST, LevelLimits
+from latency_gate.assess.capacity_levels import HOLD_TEST, LevelLimits, level_decision
 from latency_gate.assess.goodput import RateRun, RateSearch, start_rates
-from latency_gate.assess.goodput_levels import OpenLevel, judged_calls
+from latency_gate.assess.goodput_levels import OpenLevel, clumped_decision, judged_calls
 from latency_gate.assess.goodput_said import goodput_headline, littles_law
 from latency_gate.assess.goodput_verdict import goodput_checks, goodput_delta
+from latency_gate.assess.sequential import Decision
 from latency_gate.config import Target, build_target
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.config.rate_plan import goodput_plan, hold_calls, parse_rate, parse_rate_for
@@ -200,6 +202,9 @@ def test_the_search_goes_six_steps_either_way() -> None:
 # --- one level -------------------------------------------------------------------------------
 
 LIMITS = LevelLimits(concurrent_p95=1.0)
+# Calls all over the budget are one run of them, one event per 10 calls (clumped_decision): 41
+# in a row are the fewest that break a level (5 events); 60 break it at their look.
+LONG_RUN = 60
 
 
 def _calls(latencies: list[float | None], *, lag: float = 0.0, at: float = 100.0) -> list[Clocked]:
@@ -253,11 +258,47 @@ def test_a_level_holds_only_once_its_calls_span_the_hold_time() -> None:
     assert level.judged.held
 
 
+def test_calls_over_the_budget_in_a_run_are_one_clump_of_evidence() -> None:
+    """Eight calls of twenty over the budget break a level called one by one, and when they are
+    apart; eight in a row, as a queue's slow stretch gives them, are one clump: not broken yet."""
+    within, over = [0.5] * 12, [1.5] * 8
+    in_a_run = within[:6] + over + within[6:]
+    apart = [value for pair in zip(over, within, strict=False) for value in pair] + within[8:]
+    assert level_decision(in_a_run, 1.0) is Decision.FAIL
+    assert clumped_decision(apart, 1.0) is Decision.FAIL
+    assert clumped_decision(in_a_run, 1.0) is Decision.UNDECIDED
+
+
+def test_a_clean_level_holds_after_as_many_calls_as_before() -> None:
+    """With no call over the budget the clumps change nothing: 90 clean calls hold (89 do not),
+    as the calls counted one by one do (config.rate_plan.hold_calls says so before a run)."""
+    assert hold_calls() == 90
+    assert clumped_decision([0.5] * 89, 1.0) is Decision.UNDECIDED
+    assert clumped_decision([0.5] * 90, 1.0) is Decision.PASS
+
+
+def test_a_run_over_the_budget_asks_more_calls_before_a_hold() -> None:
+    """Two calls over the budget in a row weigh as a clump of two: the level holds later than
+    it would with the two counted as independent calls. Two apart are two clumps of one, and
+    hold as soon as calls counted one by one do."""
+
+    def first_held(decide: Callable[[list[float], float], Decision]) -> int:
+        return next(
+            n for n in range(10, 2000) if decide([1.5, 1.5] + [0.5] * (n - 2), 1.0) is Decision.PASS
+        )
+
+    alone, clumped = first_held(level_decision), first_held(clumped_decision)
+    assert alone < clumped
+    apart = [1.5, 0.5, 1.5] + [0.5] * (alone - 3)
+    assert clumped_decision(apart, 1.0) is Decision.PASS
+    assert clumped_decision(apart[:-1], 1.0) is not Decision.PASS
+
+
 def test_a_client_that_fell_behind_is_named_not_the_endpoint() -> None:
     """Calls sent 0.9 s late to an endpoint answering in 0.2 s break a 1 s budget from due,
     but not from t0: the level is the client's, neither held nor broken by the endpoint."""
     level = OpenLevel(50.0, LIMITS, warmup=0.0, hold=1.0, lag_limit=0.01)
-    calls = _calls([0.2] * 30, lag=0.9)
+    calls = _calls([0.2] * LONG_RUN, lag=0.9)
     level.look(calls, 100.0)
     record = level.close(calls, 40.0)
     assert (record.client_behind, record.held, record.decided_by) == (True, False, "client")
@@ -268,7 +309,7 @@ def test_a_slow_endpoint_with_a_late_client_is_still_the_endpoint_s() -> None:
     """When the endpoint's own latencies break the budget too, the level broke: a late client
     does not excuse a slow endpoint."""
     level = OpenLevel(50.0, LIMITS, warmup=0.0, hold=1.0, lag_limit=0.01)
-    calls = _calls([1.5] * 30, lag=0.9)
+    calls = _calls([1.5] * LONG_RUN, lag=0.9)
     level.look(calls, 100.0)
     record = level.close(calls, 40.0)
     assert (record.client_behind, record.held, record.decided_by) == (False, False, "test")
@@ -286,7 +327,7 @@ def test_a_lag_under_a_tenth_of_the_budget_is_not_the_client_falling_behind(
     run.floor = 0.0004
     assert run.lag_limit == pytest.approx(0.1)
     level = OpenLevel(50.0, LIMITS, warmup=0.0, hold=1.0, lag_limit=run.lag_limit)
-    calls = _calls([0.97] * 30, lag=lag)
+    calls = _calls([0.97] * LONG_RUN, lag=lag)
     level.look(calls, 100.0)
     record = level.close(calls, 40.0)
     assert (record.client_behind, record.held) == (behind, False)
@@ -432,7 +473,7 @@ def test_a_search_never_halves_below_the_rates_its_levels_can_hold() -> None:
     )
     headline = goodput_headline(goodput)
     assert headline.startswith("was not shown to hold p95 ≤ 1.00 s at any rate (a level at 11.9/s")
-    assert headline.endswith("so the search stops there); breaks at 23.9/s (p95 1.18 s)")
+    assert headline.endswith("so the search stops there); breaks at 23.9/s (p95 1.52 s)")
 
 
 def test_a_level_with_no_call_judged_is_near_not_broken() -> None:

@@ -186,7 +186,12 @@ def level_checks(
 
 
 def judge_level(
-    calls: LevelCalls, limits: LevelLimits, *, looks: Sequence[int], last: bool
+    calls: LevelCalls,
+    limits: LevelLimits,
+    *,
+    looks: Sequence[int],
+    last: bool,
+    decide: Callable[[Sequence[float], float], Decision] = level_decision,
 ) -> LevelJudged:
     """A level after the burst that brought its calls to `looks[-1]` (`looks`: its calls at each
     look so far). Breaks as soon as a check's calls rule out a p95 within its budget (or the
@@ -194,12 +199,13 @@ def judge_level(
     and the error rate has not failed (nor has a failure still undecided); otherwise undecided,
     unless `last` (no further burst: the level's cap or max-calls), where an undecided latency
     check leaves the level near the budget and the error rate goes by the nearer of its two
-    shares."""
+    shares. `decide`: the latency checks' tests (`level_decision`, calls one by one; the
+    goodput's levels count calls over the budget in clumps, goodput_levels.clumped_decision)."""
     del looks  # Ville's bounds hold at any looks: the decision needs only the calls so far
     if not calls.calls:  # no call judged (a level at a rate whose calls were all in its
         # warm-up): it says nothing, where no successful call among some breaks it
         return LevelJudged(False, "level cap", (), None, near=True) if last else LevelJudged(None)
-    checks = level_checks(calls, limits, level_decision)
+    checks = level_checks(calls, limits, decide)
     broke, pending, errors_pending = checks.broke, checks.pending, checks.errors_pending
     if broke:
         wrong = ERROR_ALPHA if broke == ("error_rate",) else LEVEL_ALPHA

@@ -40,7 +40,15 @@ from latency_gate.config import plan
 from latency_gate.config.plan import ERROR_ALPHA, ERROR_BETA, error_shares
 from latency_gate.formatting import plural
 
-__all__ = ["SPOKEN_CLUMP", "ClumpTests", "Clumps", "clean_run_chance", "clump_tests", "clumps_of"]
+__all__ = [
+    "SPOKEN_CLUMP",
+    "ClumpTests",
+    "Clumps",
+    "clean_run_chance",
+    "clump_tests",
+    "clumped",
+    "clumps_of",
+]
 
 # The clump length a clean PASS's sentence speaks of: what it does not rule out.
 SPOKEN_CLUMP = 5
@@ -159,6 +167,26 @@ class ClumpTests:
         return extra
 
 
+def clumped(fail: Sprt, passing: Sprt, failed: int, events: int, assumed: float) -> ClumpTests:
+    """Two call-by-call tests on counts of calls (`fail` decides FAIL, `passing` decides PASS)
+    made tests on `failed` calls counted as `events` clumps: each share divided by the mean
+    clump length its side takes (FAIL: the clumps' own; PASS: as if one more clump of
+    `assumed` calls had been seen, never under the own)."""
+    own = failed / events if events else 1.0
+    allowed = max(own, (failed + assumed) / (events + 1))
+    return ClumpTests(
+        fail=Sprt(p0=fail.p0 / own, p1=fail.p1 / own, alpha=fail.alpha, beta=fail.beta),
+        passing=Sprt(
+            p0=passing.p0 / allowed,
+            p1=passing.p1 / allowed,
+            alpha=passing.alpha,
+            beta=passing.beta,
+        ),
+        fail_length=own,
+        pass_length=allowed,
+    )
+
+
 def clump_tests(
     budget: float, failed: int, events: int, *, assumed: float | None = None
 ) -> ClumpTests | None:
@@ -169,17 +197,8 @@ def clump_tests(
     if shares is None:
         return None
     healthy, failing = shares
-    own = failed / events if events else 1.0
-    length = plan.ERROR_CLUMP if assumed is None else assumed
-    allowed = max(own, (failed + length) / (events + 1))
-    return ClumpTests(
-        fail=Sprt(p0=healthy / own, p1=failing / own, alpha=ERROR_ALPHA, beta=ERROR_BETA),
-        passing=Sprt(
-            p0=healthy / allowed, p1=failing / allowed, alpha=ERROR_ALPHA, beta=ERROR_BETA
-        ),
-        fail_length=own,
-        pass_length=allowed,
-    )
+    test = Sprt(p0=healthy, p1=failing, alpha=ERROR_ALPHA, beta=ERROR_BETA)
+    return clumped(test, test, failed, events, plan.ERROR_CLUMP if assumed is None else assumed)
 
 
 def clean_run_chance(share: float, calls: int, length: int = SPOKEN_CLUMP) -> float:
