@@ -11,7 +11,8 @@
 #    they time a real model (or the client itself) on the same two cores, and what they assert
 #    rests on a pace other tests' load would move (the llama.cpp budgets are set from the
 #    server's speed measured first; a busy client's send lag is told from a 2 ms endpoint's own
-#    latency, which a loaded machine slows too).
+#    latency, which a loaded machine slows too; two endpoints alike, probed one after the
+#    other, must not be told apart, which a load that changes between the two probes does).
 #
 # Each pass ends with its 15 slowest tests (`--durations`), so a change that slows the suite is
 # seen in the log of the run that made it. Arguments are passed to both passes (`bash
