@@ -20,7 +20,8 @@ after another on that server:
   within the budget (end to end) is at least 95 %, under every rate with less. guidellm
   0.8.1 seeds each worker process's Poisson generator alike: with its 10 workers, the gaps
   between requests come in runs of 10 equal ones (its own records' `targeted_start`), not a
-  Poisson process; --guidellm-workers 1 makes them one.
+  Poisson process; --guidellm-workers 1 makes them one. And it draws every run's gaps from one
+  seed (42): each rate gets the same gaps, scaled; --guidellm-seed N gives run i the seed N + i.
 
 vLLM's `bench serve --request-rate --goodput` needs vLLM itself, which does not install on this
 CPU-only machine: it is not run. Reported per tool: the goodput, the levels tried (each one's
@@ -155,8 +156,16 @@ def run_guidellm(
         with data.open("w") as rows:
             for _ in range(opts.guidellm_requests * (opts.sweep_size + 2) + 100):
                 rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
+        # guidellm 0.8.1 draws every run's Poisson gaps from one seed (42 unless told): each
+        # rate gets the same gaps, scaled (stop 38's records: 100 gaps, correlation 1.0
+        # between runs), so its rates are one arrival pattern, not independent runs.
+        seed = (
+            ()
+            if opts.guidellm_seed is None
+            else ("--seed", f"kind=static,value={opts.guidellm_seed + i}")
+        )
         cmd = guidellm_command(
-            bin_dir, base, opts, profile, data=data, tokenizer=tokenizer, out=out
+            bin_dir, base, opts, profile, data=data, tokenizer=tokenizer, out=out, extra=seed
         )
         with log.open("a") as sink:
             done = subprocess.run(
@@ -269,6 +278,12 @@ def main(argv: list[str] | None = None) -> int:
         help="guidellm's worker processes (GUIDELLM__MAX_WORKER_PROCESSES; its default is 10). "
         "guidellm 0.8.1 seeds every worker's Poisson generator alike, so with 10 workers its "
         "gaps come in runs of 10 equal ones: 1 gives Poisson arrivals",
+    )
+    parser.add_argument(
+        "--guidellm-seed",
+        type=int,
+        help="a seed of its own for each guidellm run, from this one up (`--seed "
+        "kind=static,value=N`); without it every run draws the same gaps (guidellm's 42)",
     )
     parser.add_argument(
         "--guidellm-factors",
