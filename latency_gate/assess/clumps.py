@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from latency_gate.assess.sequential import Decision, Sprt
 from latency_gate.config import plan
@@ -175,13 +175,8 @@ def clumped(fail: Sprt, passing: Sprt, failed: int, events: int, assumed: float)
     own = failed / events if events else 1.0
     allowed = max(own, (failed + assumed) / (events + 1))
     return ClumpTests(
-        fail=Sprt(p0=fail.p0 / own, p1=fail.p1 / own, alpha=fail.alpha, beta=fail.beta),
-        passing=Sprt(
-            p0=passing.p0 / allowed,
-            p1=passing.p1 / allowed,
-            alpha=passing.alpha,
-            beta=passing.beta,
-        ),
+        fail=replace(fail, p0=fail.p0 / own, p1=fail.p1 / own),
+        passing=replace(passing, p0=passing.p0 / allowed, p1=passing.p1 / allowed),
         fail_length=own,
         pass_length=allowed,
     )

@@ -7,16 +7,16 @@ p95 when budgeted, and the error rate by its own test. Calls over the budget are
 clumps (runs of consecutive ones, `clumped_decision`), as failures are: a queue's slow calls
 come in runs, and one by one a run of them broke levels whose p95 was within the budget (in
 simulation the interval said missed the truth in up to a fifth of one-slot runs, against 5 %
-since). A level still undecided at its end (its
-length, or max-calls) is near the budget: neither held nor broken, the goodput then an interval
-(goodput.py). It is judged on the calls due after its warm-up, with every latency counted from
-the moment its call was due. Open-loop calls end out of order and a slow one would be missing
-from a judgement made when it is not back: the judged calls are therefore always a prefix of the
-arrivals (in the order they were due), and a call still in flight that has already waited
-longer than the budget is in it, over the budget (it cannot come back within it). The tests look
-each time that prefix has LOOK_EVERY more calls; a level may hold only once the calls it judged
-span the plan's `hold` seconds (a queue's latencies are correlated over its own memory: a short
-stretch of quiet calls is weaker evidence than their count says); it may break at any look.
+since). A level still undecided at its end (its length, or max-calls) is near the budget:
+neither held nor broken, the goodput then an interval (goodput.py). It is judged on the calls
+due after its warm-up, with every latency counted from the moment its call was due. Open-loop
+calls end out of order and a slow one would be missing from a judgement made when it is not
+back: the judged calls are therefore always a prefix of the arrivals (in the order they were
+due), and a call still in flight that has already waited longer than the budget is in it, over
+the budget (it cannot come back within it). The tests look each time that prefix has LOOK_EVERY
+more calls; a level may hold only once the calls it judged span the plan's `hold` seconds (a
+queue's latencies are correlated over its own memory: a short stretch of quiet calls is weaker
+evidence than their count says); it may break at any look.
 
 The client: each call's send lag (its t0 less when it was due) is the client's own. When a level
 breaks (or is near the budget) on its latencies from due but its endpoint latencies alone (from
@@ -90,6 +90,13 @@ def clumped_decision(values: Sequence[float], limit: float) -> Decision:
         return Decision.FAIL
     clumps = clumps_of(value <= limit for value in values)
     return clumped(BREAK_TEST, HOLD_TEST, clumps.failed, clumps.events, 1.0).decide(clumps)
+
+
+def _judge(
+    calls: LevelCalls, limits: LevelLimits, looks: Sequence[int], *, last: bool
+) -> LevelJudged:
+    """`judge_level` with the latency checks' calls over the budget counted in clumps."""
+    return judge_level(calls, limits, looks=looks, last=last, decide=clumped_decision)
 
 
 def _from_due(sample: Sample, value: float | None, *, endpoint: bool) -> float | None:
@@ -241,9 +248,7 @@ class OpenLevel:
         if calls.calls < seen + LOOK_EVERY:
             return False
         self.looks.append(calls.calls)
-        judged = judge_level(
-            calls, self.limits, looks=self.looks, last=False, decide=clumped_decision
-        )
+        judged = _judge(calls, self.limits, self.looks, last=False)
         spans = self.prefix.last_due - self.warmup >= self.hold
         if judged.held is False or (judged.held and spans):
             self.judged = judged
@@ -262,13 +267,7 @@ class OpenLevel:
             looks = (
                 [*self.looks, calls.calls] if calls.calls > (self.looks or [0])[-1] else self.looks
             )
-            judged = judge_level(
-                calls,
-                self.limits,
-                looks=looks or [calls.calls],
-                last=True,
-                decide=clumped_decision,
-            )
+            judged = _judge(calls, self.limits, looks or [calls.calls], last=True)
             if by_cap and judged.by == "level cap":
                 judged = LevelJudged(
                     judged.held, "max-calls", judged.broke_on, judged.wrong_at_most, judged.near
@@ -285,9 +284,7 @@ class OpenLevel:
             own, _ = judged_calls(
                 arrivals, float("inf"), self.limits, warmup=self.warmup, endpoint=True
             )
-            alone = judge_level(
-                own, self.limits, looks=[own.calls], last=True, decide=clumped_decision
-            )
+            alone = _judge(own, self.limits, [own.calls], last=True)
             # The endpoint's own latencies say better than the latencies from due: held where
             # those broke or were near, or near where those broke.
             behind = bool(alone.held) or (alone.near and not judged.near)
