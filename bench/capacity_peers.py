@@ -49,6 +49,7 @@ from llm_peers import (  # noqa: E402
     build_tokenizer,
     peer_versions,
     peers_venv,
+    prompts_file,
 )
 
 PROMPT = "Name three colours."
@@ -235,10 +236,7 @@ def run_guidellm(
     bin_dir: Path,
     tokenizer: Path,
 ) -> dict[str, Any]:
-    data = work / "guidellm.jsonl"
-    with data.open("w") as rows:
-        for _ in range(5000):
-            rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
+    data = prompts_file(work / "guidellm.jsonl", 5000, "prompt", PROMPT)
     out = work / "guidellm.json"
     metrics = {"kind": "generative", "slo": {"e2el_ms": round(budget * 1000, 1)}}
     cmd = guidellm_command(

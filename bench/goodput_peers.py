@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import secrets
 import subprocess
 import sys
 import time
@@ -56,7 +55,7 @@ from capacity_peers import (  # noqa: E402 (one_call: the median of 3 after a wa
     run_probe,
     write_results,
 )
-from llm_peers import LlamaServer  # noqa: E402
+from llm_peers import LlamaServer, prompts_file  # noqa: E402
 
 
 def load_average() -> str:
@@ -152,10 +151,8 @@ def run_guidellm(
         # Prompts of its own for every run: guidellm reads a file from its first row each time,
         # and llama.cpp's prompt cache then answers a prompt sent before with 1 token to
         # evaluate instead of 17 (seen at stop 37: a third less work for the server a call).
-        data = work / f"guidellm-{i}.jsonl"
-        with data.open("w") as rows:
-            for _ in range(opts.guidellm_requests * (opts.sweep_size + 2) + 100):
-                rows.write(json.dumps({"prompt": f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
+        count = opts.guidellm_requests * (opts.sweep_size + 2) + 100
+        data = prompts_file(work / f"guidellm-{i}.jsonl", count, "prompt", PROMPT)
         # guidellm 0.8.1 draws every run's Poisson gaps from one seed (42 unless told): each
         # rate gets the same gaps, scaled (stop 38's records: 100 gaps, correlation 1.0
         # between runs), so its rates are one arrival pattern, not independent runs.

@@ -372,10 +372,12 @@ class Calls:
 PROMPT_MARK = re.compile(r"\[[0-9a-f]{8}\] ")  # prompts_file's mark, unique per prompt
 
 
-def prompts_file(path: Path, count: int, column: str) -> Path:
+def prompts_file(path: Path, count: int, column: str, prompt: str = PROMPT) -> Path:
+    """`count` rows of {column: prompt}, each prompt marked apart (PROMPT_MARK) so that no
+    server's prompt cache answers one from another."""
     with path.open("w") as out:
         for _ in range(count):
-            out.write(json.dumps({column: f"[{secrets.token_hex(4)}] {PROMPT}"}) + "\n")
+            out.write(json.dumps({column: f"[{secrets.token_hex(4)}] {prompt}"}) + "\n")
     return path
 
 
