@@ -94,12 +94,13 @@ class ActEnv:
 
 @dataclass(frozen=True)
 class ActRun:
-    """What one act run printed, as its --json log lines."""
+    """What one act run printed, as its --json log lines, and where its whole log is kept."""
 
     returncode: int
     events: list[dict[str, Any]]
     text: str
     seconds: float
+    log: Path | None = None  # act's whole output (stdout then stderr), kept for the record
 
     def jobs(self) -> dict[str, str]:
         """Each job's result, by its name (the workflow's name left off)."""
@@ -127,6 +128,21 @@ class ActRun:
                 if match:
                     found[match["name"]] = match["value"]
         return found
+
+    def failed_steps(self) -> list[tuple[str, str, list[str]]]:
+        """Each step that failed, as (job, step, its messages, act's debug ones included), in
+        the order act reported them: what a failing test prints, so the cause is in its log."""
+        failed = []
+        for event in self.events:
+            if event.get("stepResult") == "failure" and event.get("stage") == "Main":
+                job, step_id = _job_name(event), event.get("stepID")
+                lines = [
+                    str(e.get("msg", ""))
+                    for e in self.events
+                    if _job_name(e) == job and e.get("stepID") == step_id
+                ]
+                failed.append((job, str(event.get("step", step_id)), lines))
+        return failed
 
     def messages(self, job: str) -> list[str]:
         return [str(e.get("msg", "")) for e in self.events if _job_name(e) == job]
@@ -321,12 +337,29 @@ def run_act(
     for line in done.stdout.splitlines():
         if line.startswith("{"):
             events.append(json.loads(line))
-    return ActRun(done.returncode, events, done.stdout + done.stderr, seconds)
+    # The whole output stays under the pytest tmp folder (pytest keeps the last three
+    # sessions'), named by the run's mark, so a failure can be read after the suite.
+    logs = act_env.cache.parent / "logs"
+    logs.mkdir(exist_ok=True)
+    log = logs / f"{Path(workflow).stem}-{event}-{mark[:12]}.log"
+    log.write_text(done.stdout + done.stderr, encoding="utf-8")
+    return ActRun(done.returncode, events, done.stdout + done.stderr, seconds, log)
 
 
 def _describe(run: ActRun) -> str:
+    """What a failing assertion prints: act's exit, every failed step with its own log lines
+    (the step that failed is the cause; its lines are what a person reads first), the run's
+    last lines, and where act's whole output was kept."""
+    parts = [f"act exit {run.returncode} after {run.seconds:.0f} s"]
+    if run.log is not None:
+        parts[0] += f" (whole log: {run.log})"
+    for job, step, lines in run.failed_steps():
+        parts.append(f"--- failed step {step!r} of job {job!r}, its log:")
+        parts.extend(lines[-120:])
     lines = [str(e.get("msg", "")) for e in run.events if e.get("level") != "debug"]
-    return f"act exit {run.returncode} after {run.seconds:.0f} s:\n" + "\n".join(lines[-80:])
+    parts.append("--- the run's last lines:")
+    parts.extend(lines[-80:])
+    return "\n".join(parts)
 
 
 # --- self-test.yml, unmodified -----------------------------------------------------------------
@@ -359,7 +392,9 @@ def test_self_test_jobs_all_succeed(self_test: ActRun) -> None:
 def test_self_test_within_budget_checks_ran(self_test: ActRun) -> None:
     """The within-budget job built and ran the action, and its output checks passed."""
     steps = self_test.steps("within budget")
-    assert (steps["Gate"], steps["Check the outputs"]) == ("success", "success")
+    assert (steps.get("Gate"), steps.get("Check the outputs")) == ("success", "success"), _describe(
+        self_test
+    )
     assert any("docker build -t act-dockeraction" in m for m in self_test.messages("within budget"))
     assert self_test.outputs("within budget")["verdict"] == "PASS"
 
@@ -367,8 +402,8 @@ def test_self_test_within_budget_checks_ran(self_test: ActRun) -> None:
 def test_self_test_breach_checks_ran(self_test: ActRun) -> None:
     """The over-budget job's action step failed, and the step checking that failure passed."""
     steps = self_test.steps("over budget fails the step")
-    assert steps["Gate with a 1 ms budget"] == "failure"
-    assert steps["Check that it failed"] == "success"
+    assert steps.get("Gate with a 1 ms budget") == "failure", _describe(self_test)
+    assert steps.get("Check that it failed") == "success", _describe(self_test)
     outputs = self_test.outputs("over budget fails the step")
     assert (outputs["passed"], outputs["verdict"]) == ("false", "FAIL")
 
@@ -377,7 +412,9 @@ def test_host_action_runs_on_the_runner(self_test: ActRun) -> None:
     """./host probed the loopback demo without an image: PASS within budget, FAIL at 1 ms."""
     job = "on the runner (ubuntu-latest)"
     steps = self_test.steps(job)
-    assert (steps["Gate"], steps["Check the outputs"]) == ("success", "success")
+    assert (steps.get("Gate"), steps.get("Check the outputs")) == ("success", "success"), _describe(
+        self_test
+    )
     assert steps["Gate with a 1 ms budget"] == "failure"
     assert steps["Check that it failed"] == "success"
     assert not any("docker" in message for message in self_test.messages(job))
@@ -460,7 +497,7 @@ def test_pull_request_runs_succeed(pr_runs: PullRequestRuns) -> None:
     for run in (pr_runs.first, pr_runs.second):
         assert run.jobs() == {PR_DOCKER_JOB: "success", PR_HOST_JOB: "success"}, _describe(run)
         for job in (PR_DOCKER_JOB, PR_HOST_JOB):
-            assert run.steps(job)["Check the outputs"] == "success"
+            assert run.steps(job).get("Check the outputs") == "success", _describe(run)
 
 
 def test_pull_request_comment_created_then_updated(pr_runs: PullRequestRuns) -> None:
