@@ -54,7 +54,7 @@ runs:
       shell: bash
       run: |
         message="Run it on a Linux or macOS runner; on Linux the Docker action"
-        message="$message latency-gate/latency-gate@v0 works too."
+        message="$message latency-gate/latency-gate@main works too."
         echo "::error title=latency-gate: Windows runners are not supported::$message"
         exit 2
     - name: Install latency-gate on the runner

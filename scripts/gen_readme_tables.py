@@ -1,12 +1,18 @@
-"""Write the README's tables of action inputs and outputs from action.yml.
+"""Write the tables of action inputs and outputs in docs/inputs.md from action.yml.
 
-    python scripts/gen_readme_tables.py           # rewrite README.md in place
-    python scripts/gen_readme_tables.py --check   # exit 1 if README.md is out of step
+    python scripts/gen_readme_tables.py           # rewrite docs/inputs.md in place
+    python scripts/gen_readme_tables.py --check   # exit 1 if docs/inputs.md is out of step
 
 The tables go between `<!-- inputs:start -->` / `<!-- inputs:end -->` and
-`<!-- outputs:start -->` / `<!-- outputs:end -->`; the rest of README.md is left alone.
-tests/test_action_yml.py runs the same functions, so a changed action.yml fails the tests until
-this script has been run.
+`<!-- outputs:start -->` / `<!-- outputs:end -->`; the rest of the file is left alone (the
+README links to it; it held the tables until issue 39). tests/test_action_yml.py runs the same
+functions, so a changed action.yml fails the tests until this script has been run.
+
+The inputs table says which inputs are required. GitHub does not enforce `required:` (the code
+validates inputs itself), and no input of this action is required on its own: `url` is, unless
+`targets` replaces it, and `model` is for some servers only. So action.yml says `required:
+false` throughout, and REQUIRED_WHEN says when each of those is needed; an input that
+action.yml marks `required: true` reads "yes".
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+INPUTS_DOC = REPO_ROOT / "docs" / "inputs.md"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling module
 from _generated import generator_parser, write_generated  # noqa: E402
@@ -47,12 +54,33 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}".replace("|", "\\|")
 
 
+# When an input that action.yml cannot mark `required: true` is needed all the same.
+REQUIRED_WHEN = {
+    "url": "yes, unless `targets`",
+    "model": (
+        "for openai-chat, openai-responses and anthropic at a host that serves several models "
+        "(OpenAI's, Anthropic's); a server of one model (llama.cpp, vLLM) takes none"
+    ),
+    "targets": "instead of `url`",
+}
+
+
+def required_cell(name: str, spec: Mapping[str, Any]) -> str:
+    """The inputs table's "required" cell: "yes", when it is needed, or "no"."""
+    if spec.get("required") is True:
+        return "yes"
+    return REQUIRED_WHEN.get(name, "no")
+
+
 def render_inputs(action: Mapping[str, Any]) -> str:
     """The Markdown table of inputs, in action.yml's order."""
-    lines = ["| input | default | description |", "| --- | --- | --- |"]
+    lines = ["| input | required | default | description |", "| --- | --- | --- | --- |"]
     for name, spec in (action.get("inputs") or {}).items():
         default = str(spec.get("default", ""))
-        lines.append(f"| `{name}` | {_code(default)} | {_cell(str(spec.get('description', '')))} |")
+        description = _cell(str(spec.get("description", "")))
+        lines.append(
+            f"| `{name}` | {_cell(required_cell(name, spec))} | {_code(default)} | {description} |"
+        )
     return "\n".join(lines)
 
 
@@ -76,21 +104,22 @@ def replace_between(text: str, marker: str, content: str) -> str:
     found = pattern.findall(text)
     if len(found) != 1:
         raise ValueError(
-            f"README.md needs exactly one <!-- {marker}:start --> ... <!-- {marker}:end --> "
+            f"the file needs exactly one <!-- {marker}:start --> ... <!-- {marker}:end --> "
             f"pair, found {len(found)}"
         )
     return pattern.sub(lambda m: f"{m[1]}\n{content}\n{m[3]}", text)
 
 
 def update_readme(readme: str, action: Mapping[str, Any]) -> str:
-    """The README text with both tables regenerated from `action`."""
+    """The inputs reference's text (`readme`, docs/inputs.md) with both tables regenerated from
+    `action`."""
     text = replace_between(readme, "inputs", render_inputs(action))
     return replace_between(text, "outputs", render_outputs(action))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = generator_parser(__doc__)
-    parser.add_argument("--readme", type=Path, default=REPO_ROOT / "README.md")
+    parser.add_argument("--readme", type=Path, default=INPUTS_DOC, help="the file to write")
     parser.add_argument("--action", type=Path, default=REPO_ROOT / "action.yml")
     args = parser.parse_args(argv)
 

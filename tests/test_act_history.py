@@ -12,7 +12,7 @@ fake GitHub API) carries the trend chart.
 What runs: act 0.2.89 with its built-in cache server (`--cache-server-path`, on 127.0.0.1);
 actions/cache v5.0.5, restore and save, as its own source builds it (tests/act/actions-cache,
 built by .ci/setup-act.sh with npm, since act cannot clone it offline; `--local-repository
-actions/cache@v5=DIR`); the action itself as `latency-gate/latency-gate@v0` from a copy of this
+actions/cache@v5=DIR`); the action itself as `latency-gate/latency-gate@main` from a copy of this
 repository (`--local-repository`), built from its Dockerfile on the stand-in base. The only
 change to the workflow: the endpoint's URLs are two demo endpoints' on the bridge (main's, and
 the pull request's preview on another port). What does not run here:
@@ -79,7 +79,7 @@ def _origin(url: str) -> str:
 
 def _repository_copy(destination: Path) -> Path:
     """The repository's files (tracked, and new ones not ignored) in a git repository of its
-    own: what `latency-gate/latency-gate@v0` resolves to (act tars a local repository whole)."""
+    own: what `latency-gate/latency-gate@main` resolves to (act tars a local repository whole)."""
     listed = subprocess.run(
         [
             "git",
@@ -163,7 +163,7 @@ def history_runs(
     ):
         common = (
             *("--local-repository", f"actions/cache@v5={cache_action}"),
-            *("--local-repository", f"latency-gate/latency-gate@v0={repository}"),
+            *("--local-repository", f"latency-gate/latency-gate@main={repository}"),
             *("-s", f"GITHUB_TOKEN={TOKEN}", "--env", f"GITHUB_API_URL={github.url}"),
             *("--env", f"GITHUB_REPOSITORY={REPOSITORY}", "--env", f"DEMO_URL={url}"),
             *("--env", f"PREVIEW_URL={preview}"),

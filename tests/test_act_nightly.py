@@ -5,7 +5,7 @@ cache server, as tests/test_act_history.py carries the latency history.
 The first night finds no cache and no history: it searches the goodput, writes the folder's
 first result and saves it. The second restores it, is held against that one run, searches
 again, and appends. What runs: act with the action built from its Dockerfile (a copy of this
-repository as `latency-gate/latency-gate@v0`) and actions/cache v5 built from its source. The
+repository as `latency-gate/latency-gate@main`) and actions/cache v5 built from its source. The
 only changes to the workflow: the endpoint is a demo endpoint on the bridge with two slots
 (`latency-gate demo-server --slots 2`: about 50 ms a call, so the search has an answer within
 its cap), the budget 1 s, a 2 s timeout, the search from 30/s, the floor 5/s and the search's
@@ -94,7 +94,7 @@ def nights(
                 "schedule",
                 str(workflow.relative_to(workdir)),
                 *("--local-repository", f"actions/cache@v5={cache_action}"),
-                *("--local-repository", f"latency-gate/latency-gate@v0={repository}"),
+                *("--local-repository", f"latency-gate/latency-gate@main={repository}"),
                 *("--env", f"GITHUB_REPOSITORY={REPOSITORY}", "--env", f"DEMO_URL={url}"),
                 *("-e", schedule, "--env", f"GITHUB_RUN_ID={run_id}"),
                 cache_server=root / "cache-server",

@@ -671,7 +671,7 @@ LOOPBACK_HELP = (
     "0.0.0.0 and call the runner's docker0 bridge address (`ip -4 -o addr show docker0`, "
     "usually 172.17.0.1), as latency-gate's self-test workflow does; or call a service "
     "container by its name; or run latency-gate on the runner itself with "
-    "`uses: latency-gate/latency-gate/host@v0`, which reaches localhost."
+    "`uses: latency-gate/latency-gate/host@main`, which reaches localhost."
 )
 
 

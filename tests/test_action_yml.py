@@ -162,12 +162,13 @@ def test_action_only_defaults() -> None:
     }
 
 
-def test_readme_tables_match_action_yml() -> None:
-    """README.md's inputs and outputs tables are the ones generated from action.yml."""
+def test_inputs_reference_tables_match_action_yml() -> None:
+    """docs/inputs.md's inputs and outputs tables are the ones generated from action.yml (they
+    were README.md's until issue 39 moved them to the inputs reference)."""
     gen = _load_gen_script()
-    readme = (REPO_ROOT / "README.md").read_text(encoding="utf-8")
-    assert readme == gen.update_readme(readme, ACTION), (
-        "README tables are stale: run python scripts/gen_readme_tables.py"
+    reference = (REPO_ROOT / "docs" / "inputs.md").read_text(encoding="utf-8")
+    assert reference == gen.update_readme(reference, ACTION), (
+        "docs/inputs.md's tables are stale: run python scripts/gen_readme_tables.py"
     )
 
 
@@ -181,11 +182,33 @@ def test_generated_inputs_table_rows() -> None:
         }
     }
     assert gen.render_inputs(action) == (
-        "| input | default | description |\n"
-        "| --- | --- | --- |\n"
-        '| `url` | `""` | The endpoint. |\n'
-        "| `timeout` | `30s` | Per-call timeout \\| cap. |"
+        "| input | required | default | description |\n"
+        "| --- | --- | --- | --- |\n"
+        '| `url` | yes, unless `targets` | `""` | The endpoint. |\n'
+        "| `timeout` | no | `30s` | Per-call timeout \\| cap. |"
     )
+
+
+def test_inputs_table_says_which_inputs_are_required() -> None:
+    """An input action.yml marks `required: true` reads "yes"; those needed only in some cases
+    say when (`url` unless `targets`; `model` for the LLM formats at hosts of many models)."""
+    gen = _load_gen_script()
+    rows = gen.render_inputs(
+        {
+            "inputs": {
+                "must": {"description": "x", "required": True},
+                "model": {"description": "x", "required": False},
+                "timeout": {"description": "x"},
+            }
+        }
+    ).splitlines()
+    assert rows[2].startswith("| `must` | yes | ")
+    assert rows[3].startswith(
+        "| `model` | for openai-chat, openai-responses and anthropic at a host that serves "
+        "several models"
+    )
+    assert rows[4].startswith("| `timeout` | no | ")
+    assert set(gen.REQUIRED_WHEN) <= set(ACTION["inputs"])
 
 
 def test_generator_refuses_a_readme_without_markers() -> None:
@@ -203,7 +226,9 @@ def test_generator_replaces_only_between_markers() -> None:
         "<!-- outputs:start --><!-- outputs:end -->\nend\n"
     )
     updated = gen.update_readme(readme, ACTION)
-    assert updated.startswith("intro\n<!-- inputs:start -->\n| input | default | description |")
+    assert updated.startswith(
+        "intro\n<!-- inputs:start -->\n| input | required | default | description |"
+    )
     assert "STALE ROW" not in updated
     assert "<!-- inputs:end -->\nmiddle\n<!-- outputs:start -->\n| output | description |" in (
         updated

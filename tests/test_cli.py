@@ -25,6 +25,7 @@ from conftest import DemoRun
 from one_look import one_look_args
 
 from latency_gate import __version__, cli
+from latency_gate.cli.grouped_help import GroupedCommand
 from latency_gate.demo import EndpointSpec, serve_in_thread
 from latency_gate.errors import BUG_MESSAGE
 from latency_gate.models import RunResult
@@ -329,19 +330,116 @@ def test_unexpected_exception_exits_three() -> None:
     assert "Traceback" not in result.output
 
 
-def test_readme_shows_the_current_probe_help() -> None:
-    """README.md's probe --help block is what the CLI prints today (scripts/gen_cli_help.py)."""
+def test_cli_reference_shows_the_current_help() -> None:
+    """docs/cli.md's help blocks are what the CLI prints today (scripts/gen_cli_help.py); they
+    were README.md's probe --help until issue 39 made the README a doorway."""
     path = Path(__file__).parent.parent / "scripts" / "gen_cli_help.py"
     spec = importlib.util.spec_from_file_location("gen_cli_help", path)
     assert spec is not None
     assert spec.loader is not None
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
-    readme = (Path(__file__).parent.parent / "README.md").read_text(encoding="utf-8")
-    assert script.update_readme(readme) == readme, (
-        "README.md's probe --help is stale: run python scripts/gen_cli_help.py"
+    reference = (Path(__file__).parent.parent / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert script.update_readme(reference) == reference, (
+        "docs/cli.md's help is stale: run python scripts/gen_cli_help.py"
     )
-    assert "Usage: latency-gate probe [OPTIONS] [URL]" in readme
+    assert "Usage: latency-gate probe [OPTIONS] [URL]" in reference
+    assert "Usage: latency-gate quick [OPTIONS] [URL]" in reference
+
+
+PROBE_HELP_HEADINGS = [
+    "Request: what each call sends:",
+    "Budgets (off turns a default one off):",
+    "How many calls, and when:",
+    "Comparisons: against a base, an earlier run or main's history:",
+    "Load search: calls at once, requests a second:",
+    "Targets and reports:",
+]
+
+
+def _probe_help_sections() -> dict[str, list[str]]:
+    """probe --help's option names (the long one, else the short), by heading."""
+    result = CliRunner().invoke(
+        cli.main, ["probe", "--help"], prog_name="latency-gate", env={"LATENCY_GATE_API_KEY": None}
+    )
+    assert result.exit_code == 0, result.output
+    sections: dict[str, list[str]] = {}
+    heading = ""
+    for line in result.stdout.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":"):
+            heading = line
+            sections[heading] = []
+        elif heading and line.startswith("  -"):
+            names = re.findall(r"(?<![\w-])(--?[\w-]+)", line.split("  ", 2)[1])
+            sections[heading].append(names[-1] if names[0].startswith("--") else names[0])
+    return sections
+
+
+def test_probe_help_groups_the_options_by_purpose() -> None:
+    """probe --help lists its options under six headings by purpose, in this order, and every
+    option of probe is under one of them (none left to "Other options")."""
+    sections = _probe_help_sections()
+    assert list(sections) == PROBE_HELP_HEADINGS
+    assert sections["Budgets (off turns a default one off):"] == [
+        "--max-cold-start",
+        "--max-warm-p50",
+        "--max-warm-p95",
+        "--max-concurrent-p95",
+        "--max-error-rate",
+        "--max-ttft-p95",
+        "--max-tpot-p95",
+    ]
+    listed = sorted(name for names in sections.values() for name in names)
+    command = cli.main.commands["probe"]
+    options = [p for p in command.params if isinstance(p, click.Option)]
+    assert len(listed) == len(options) + 1  # and -h/--help
+
+
+def test_probe_help_shows_what_each_value_is() -> None:
+    """No option of probe --help takes a bare TEXT: counts read N, times DURATION, the error
+    budget SHARE, rates RATE; and the defaults are said."""
+    result = CliRunner().invoke(
+        cli.main, ["probe", "--help"], prog_name="latency-gate", env={"LATENCY_GATE_API_KEY": None}
+    )
+    help_text = result.stdout
+    assert " TEXT " not in help_text.replace("--prompt TEXT", "")
+    for shown in (
+        "--warm-calls N ",
+        "--concurrency N ",
+        "--max-calls N|auto ",
+        "--timeout DURATION ",
+        "--max-warm-p95 DURATION ",
+        "--max-error-rate SHARE ",
+        "--rate RATE ",
+    ):
+        assert shown in help_text, shown
+    assert "Sequential warm calls [default: 20]." in help_text
+
+
+def test_an_option_in_no_group_is_listed_last_not_lost() -> None:
+    """A GroupedCommand lists an option its groups do not name under "Other options", after
+    the groups, and skips a group name it does not have."""
+
+    @click.command(
+        cls=GroupedCommand,
+        option_groups=[("Counts", ["calls", "not_an_option"]), ("Help", ["help"])],
+    )
+    @click.option("--calls", metavar="N", help="How many.")
+    @click.option("--extra", help="Not in a group.")
+    def command(calls: str | None, extra: str | None) -> None:
+        """A command."""
+
+    result = CliRunner().invoke(command, ["--help"], terminal_width=80)
+    assert result.stdout == (
+        "Usage: command [OPTIONS]\n\n"
+        "  A command.\n\n"
+        "Counts:\n"
+        "  --calls N     How many.\n\n"
+        "Help:\n"
+        "  --help        Show this message and exit.\n\n"
+        "Other options:\n"
+        "  --extra TEXT  Not in a group.\n"
+    )
 
 
 def test_version() -> None:

@@ -18,7 +18,13 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 WORKFLOWS = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob(".github/workflows/*.yml"))
 # Workflows only tests/test_act.py runs, and the action manifests beside action.yml.
 TEST_WORKFLOWS = sorted(str(p.relative_to(REPO_ROOT)) for p in REPO_ROOT.glob("tests/act/*.yml"))
-ACTIONS = ["action.yml", "host/action.yml", "tests/act/setup-python/action.yml"]
+ACTIONS = [
+    "action.yml",
+    "host/action.yml",
+    "tests/act/download-artifact/action.yml",
+    "tests/act/setup-python/action.yml",
+    "tests/act/upload-artifact/action.yml",
+]
 DOCKERFILES = [
     "Dockerfile",
     "tests/container/Dockerfile.standin",
@@ -75,7 +81,7 @@ def test_shellcheck() -> None:
 
 
 def test_action_yml_schema() -> None:
-    """action.yml, host/action.yml and the test stand-in are valid action metadata."""
+    """action.yml, host/action.yml and the test stand-ins are valid action metadata."""
     _assert_clean(
         _run(_tool("check-jsonschema"), "--builtin-schema", "vendor.github-actions", *ACTIONS)
     )

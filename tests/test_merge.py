@@ -115,8 +115,10 @@ def test_workflow_examples_exist() -> None:
     assert WORKFLOW_EXAMPLES == [
         "docs/examples/baseline-from-main.yml",
         "docs/examples/goodput-nightly.yml",
+        "docs/examples/http-endpoint.yml",
         "docs/examples/latency-history.yml",
         "docs/examples/matrix-merge.yml",
+        "docs/examples/openai-chat.yml",
     ]
 
 

@@ -16,7 +16,7 @@ from latency_gate.config import Target, redact_url
 # Set to "1" by action.yml (`runs.env`) for the Docker action alone: in its container, loopback
 # is the container itself. The CLI and the composite action on the runner never set it.
 IN_CONTAINER_VAR = "LATENCY_GATE_IN_CONTAINER"
-HOST_ACTION = "latency-gate/latency-gate/host@v0"
+HOST_ACTION = "latency-gate/latency-gate/host@main"
 # Names that mean "this machine" whatever DNS says (RFC 6761 reserves *.localhost too), and
 # Debian's /etc/hosts names for ::1, which Docker writes into every container.
 LOOPBACK_NAMES = frozenset({"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"})

@@ -122,30 +122,50 @@ class FilePath(click.Path):
 
 def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
-        click.option("-X", "--method", help="HTTP method [default: POST with a body, else GET]."),
         click.option(
-            "-H", "--header", "headers", multiple=True, help="'Name: value' (repeatable)."
+            "-X",
+            "--method",
+            metavar="METHOD",
+            help="HTTP method [default: POST with a body, else GET].",
         ),
-        click.option("-d", "--body", help="Request body: text, JSON, or @file."),
+        click.option(
+            "-H",
+            "--header",
+            "headers",
+            metavar="'NAME: VALUE'",
+            multiple=True,
+            help="'Name: value' (repeatable).",
+        ),
+        click.option(
+            "-d", "--body", metavar="TEXT|JSON|@FILE", help="Request body: text, JSON, or @file."
+        ),
         click.option(
             "--api-key",
+            metavar="KEY",
             envvar="LATENCY_GATE_API_KEY",
             show_envvar=True,
             help="Sent as a Bearer token (x-api-key for anthropic).",
         ),
-        click.option("--model", help="Model name for the chat body built from --prompt."),
-        click.option("--prompt", help="Build a chat request body with this prompt."),
+        click.option(
+            "--model", metavar="NAME", help="Model name for the chat body built from --prompt."
+        ),
+        click.option(
+            "--prompt", metavar="TEXT", help="Build a chat request body with this prompt."
+        ),
         click.option(
             "--format",
+            metavar="FORMAT",
             help="openai-chat, openai-responses, anthropic or raw [default: auto-detected].",
         ),
         click.option("--stream/--no-stream", default=None, help="Ask for a streamed answer (SSE)."),
         click.option(
             "--max-tokens",
+            metavar="N",
             help="Answer length asked for, in every format [default: 64 for --prompt].",
         ),
         click.option(
             "--token-limit-field",
+            metavar="FIELD",
             help="The body field for --max-tokens: max_tokens, max_completion_tokens, "
             "max_output_tokens [default: auto, by format and host].",
         ),
@@ -158,10 +178,13 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "-x",
             "--proxy",
+            metavar="URL|off",
             help="Forward proxy URL, or off [default: HTTPS_PROXY / HTTP_PROXY unless NO_PROXY].",
         ),
-        click.option("--timeout", help="Per-call timeout, e.g. 30s [default: 30s]."),
-        click.option("--ca-bundle", help="PEM file of CA certificates to trust."),
+        click.option(
+            "--timeout", metavar="DURATION", help="Per-call timeout, e.g. 30s [default: 30s]."
+        ),
+        click.option("--ca-bundle", metavar="FILE", help="PEM file of CA certificates to trust."),
         click.option(
             "-k", "--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."
         ),
