@@ -1,11 +1,14 @@
-"""A demo endpoint in a process of its own, for tests where the client's own load must not slow
-the server (the client at a rate it cannot send): it prints its URL, serves for at most
-`--seconds`, and stops by itself."""
+"""Demo endpoints in processes of their own: `demo_process`, for tests where the client's own
+load must not slow the server (the client at a rate it cannot send): it prints its URL, serves
+for at most `--seconds`, and stops by itself; and `demo_server`, `latency-gate demo-server` as
+a workflow's step starts it, on a port it picks itself."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import re
+import select
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -41,12 +44,43 @@ def demo_process(latency: float, seconds: float = 120.0) -> Iterator[str]:
             raise RuntimeError("the demo process did not start")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        _stop(process)
+
+
+@contextmanager
+def demo_server(host: str, *options: str) -> Iterator[str]:
+    """`latency-gate demo-server` as a process of its own on `host`, with its `options`
+    (`--slots 2`); yields its URL. Port 0: the server binds a port the kernel picks and prints
+    it, so no other test's server can take it between a guess and the bind."""
+    process = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "latency_gate", "demo-server"),
+            *("--host", host, "--port", "0", *options),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        ready, _, _ = select.select([process.stdout], [], [], 30.0)
+        line = process.stdout.readline() if ready else ""
+        match = re.match(r"serving \S+ at (\S+) ", line)
+        if match is None:
+            raise RuntimeError(f"the demo server did not start within 30 s: {line!r}")
+        yield match[1]
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """Stop a process started here, by its PID: SIGTERM, then SIGKILL after 10 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 if __name__ == "__main__":

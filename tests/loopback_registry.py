@@ -11,10 +11,12 @@ engine configuration is needed.
 from __future__ import annotations
 
 import contextlib
+import functools
 import re
 import shutil
 import subprocess
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,31 +50,43 @@ class Pushed:
 
 
 def wait_until(
-    ready: Callable[[], bool], what: str, proc: subprocess.Popen[bytes], log: Path
-) -> None:
-    """Poll `ready()` every 0.1 s for at most START_TIMEOUT seconds while `proc` is alive."""
+    ready: Callable[[], bool],
+    what: str,
+    proc: subprocess.Popen[bytes],
+    log: Path,
+    give_up: Callable[[], bool] | None = None,
+) -> bool:
+    """Poll `ready()` every 0.1 s for at most START_TIMEOUT seconds while `proc` is alive.
+
+    True once it is ready. If `proc` exits first, False when `give_up()` says so (the caller
+    tries again), else the test fails with the process's log.
+    """
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
+            if give_up is not None and give_up():
+                return False
             pytest.fail(f"{what} exited {proc.returncode}:\n{log.read_text(errors='replace')}")
         if ready():
-            return
+            return True
         time.sleep(0.1)
     pytest.fail(f"{what} not ready after {START_TIMEOUT:.0f} s:\n{log.read_text(errors='replace')}")
 
 
-def answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1.0).status_code < 500
-    except httpx.HTTPError:
-        return False
+# How many ports to try: free_port() names a port nothing listens on now, and a server of
+# another test (on another xdist worker) can bind it before the registry does.
+START_TRIES = 3
 
 
 @contextlib.contextmanager
 def loopback_registry(root: Path) -> Iterator[Registry]:
     """Debian's docker-registry on 127.0.0.1:PORT with its storage under `root`, stopped by PID.
 
-    Skips when it is not installed (fails under LATENCY_GATE_REQUIRE_DOCKER=1).
+    The registry cannot be handed a bound socket, so its port is guessed: it is ready only when
+    /v2/ answers with the header whose value only this registry knows (a server of another test
+    that took the port first would otherwise pass for it), and a registry that could not bind
+    its port is started again on another. Skips when it is not installed (fails under
+    LATENCY_GATE_REQUIRE_DOCKER=1).
     """
     executable = shutil.which("docker-registry")
     if executable is None:
@@ -81,27 +95,53 @@ def loopback_registry(root: Path) -> Iterator[Registry]:
             "LATENCY_GATE_REQUIRE_DOCKER",
         )
     storage = root / "storage"
-    port = free_port()
-    config = {
-        "version": 0.1,
-        "log": {"level": "warn", "accesslog": {"disabled": True}},
-        "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}},
-        "http": {"addr": f"127.0.0.1:{port}"},
-    }
-    (root / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
-    log = root / "registry.log"
-    with log.open("wb") as sink:
-        proc = subprocess.Popen(
-            [executable, "serve", str(root / "config.yml")],
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
+    identity = uuid.uuid4().hex
+    for attempt in range(1, START_TRIES + 1):
+        port = free_port()
+        config = {
+            "version": 0.1,
+            "log": {"level": "warn", "accesslog": {"disabled": True}},
+            "storage": {"filesystem": {"rootdirectory": str(storage)}, "delete": {"enabled": True}},
+            "http": {"addr": f"127.0.0.1:{port}", "headers": {IDENTITY_HEADER: [identity]}},
+        }
+        (root / "config.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+        log = root / f"registry-{attempt}.log"
+        with log.open("wb") as sink:
+            proc = subprocess.Popen(
+                [executable, "serve", str(root / "config.yml")],
+                stdin=subprocess.DEVNULL,
+                stdout=sink,
+                stderr=subprocess.STDOUT,
+            )
+        try:
+            ready = wait_until(
+                functools.partial(_is_ours, f"http://127.0.0.1:{port}/v2/", identity),
+                "docker-registry",
+                proc,
+                log,
+                give_up=functools.partial(_port_taken, log, again=attempt < START_TRIES),
+            )
+            if ready:
+                yield Registry(address=f"127.0.0.1:{port}", storage=storage)
+                return
+        finally:
+            stop_process(proc)
+
+
+IDENTITY_HEADER = "X-Latency-Gate-Registry"
+
+
+def _is_ours(url: str, identity: str) -> bool:
     try:
-        wait_until(lambda: answers(f"http://127.0.0.1:{port}/v2/"), "docker-registry", proc, log)
-        yield Registry(address=f"127.0.0.1:{port}", storage=storage)
-    finally:
-        stop_process(proc)
+        answer: str | None = httpx.get(url, timeout=1.0).headers.get(IDENTITY_HEADER)
+    except httpx.HTTPError:
+        return False
+    return answer == identity
+
+
+def _port_taken(log: Path, *, again: bool) -> bool:
+    """Whether to start the registry again: it could not bind its port, and tries are left."""
+    return again and "address already in use" in log.read_text(errors="replace")
 
 
 def build_and_push(docker_env: DockerEnv, registry: Registry, tag: str) -> Pushed:

@@ -22,12 +22,9 @@ import contextlib
 import json
 import os
 import re
-import select
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import sysconfig
 import time
 import uuid
@@ -37,7 +34,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
-from conftest import REPO_ROOT, DockerEnv, stop_process
+from conftest import REPO_ROOT, DockerEnv
+from demo_process import demo_server
 from fake_github import FakeGitHub
 from loopback_registry import (
     Pushed,
@@ -64,8 +62,6 @@ PULL_JOB = "gate from the pulled image"
 # pull-image.yml names this registry address and tag; the test puts its own in their place.
 PULL_PLACEHOLDER = "127.0.0.1:5000/latency-gate:act"
 PULL_TAG = "act"
-# self-test.yml's Docker jobs serve their demo on this port of every interface.
-SELF_TEST_PORT = 8080
 REPOSITORY = "octo-org/octo-repo"
 TOKEN = "ghs_fake_token"
 PR_NUMBER = 42
@@ -368,12 +364,6 @@ def _describe(run: ActRun) -> str:
 @pytest.fixture(scope="module")
 def self_test(act_env: ActEnv) -> ActRun:
     """self-test.yml on a push, as the repository has it; the host job's Linux leg only."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("0.0.0.0", SELF_TEST_PORT))
-        except OSError as exc:
-            pytest.fail(f"self-test.yml serves its demo on port {SELF_TEST_PORT}, taken: {exc}")
     run = run_act(act_env, REPO_ROOT, "push", SELF_TEST, "--matrix", "os:ubuntu-latest")
     print(f"self-test.yml under act: {run.seconds:.1f} s")
     return run
@@ -408,6 +398,18 @@ def test_self_test_breach_checks_ran(self_test: ActRun) -> None:
     assert (outputs["passed"], outputs["verdict"]) == ("false", "FAIL")
 
 
+def test_self_test_jobs_serve_on_ports_of_their_own(self_test: ActRun) -> None:
+    """Each job's demo picked its own free port: act runs the jobs side by side on one host,
+    where a fixed port let the job that bound second probe the other job's server."""
+    urls = [
+        self_test.outputs(job).get("url", "")
+        for job in ("within budget", "over budget fails the step", "on the runner (ubuntu-latest)")
+    ]
+    ports = [re.fullmatch(r"http://[\d.]+:(\d+)/v1/chat/completions", url) for url in urls]
+    assert all(ports), (urls, _describe(self_test))
+    assert len({match[1] for match in ports if match}) == 3, urls
+
+
 def test_host_action_runs_on_the_runner(self_test: ActRun) -> None:
     """./host probed the loopback demo without an image: PASS within budget, FAIL at 1 ms."""
     job = "on the runner (ubuntu-latest)"
@@ -430,31 +432,6 @@ class PullRequestRuns:
     first: ActRun
     second: ActRun
     github: FakeGitHub
-
-
-@contextlib.contextmanager
-def demo_server(host: str, *options: str) -> Iterator[str]:
-    """`latency-gate demo-server` as a process of its own on `host`, a free port, with its
-    `options` (`--slots 2`); yields its URL."""
-    process = subprocess.Popen(
-        [
-            *(sys.executable, "-m", "latency_gate", "demo-server"),
-            *("--host", host, "--port", "0", *options),
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        ready, _, _ = select.select([process.stdout], [], [], 30.0)
-        line = process.stdout.readline() if ready else ""
-        match = re.match(r"serving \S+ at (\S+) ", line)
-        if match is None:
-            pytest.fail(f"the demo server did not start within 30 s: {line!r}")
-        yield match[1]
-    finally:
-        stop_process(process)
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
+from demo_process import demo_server
 from fake_github import FakeGitHub
 from test_act import (
     PR_NUMBER,
@@ -39,7 +40,6 @@ from test_act import (
     _commit_all,
     _describe,
     act_env,  # noqa: F401 - the fixture, shared with test_act.py
-    demo_server,
     run_act,
 )
 from test_act_history import _cache_action_copy, _event, _repository_copy

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO_ROOT
+from demo_process import demo_server
 from fake_github import FakeGitHub
 from test_act import (
     PR_NUMBER,
@@ -42,7 +43,6 @@ from test_act import (
     _describe,
     _unavailable,
     act_env,  # noqa: F401 - the fixture, shared with test_act.py
-    demo_server,
     run_act,
 )
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import pytest
 from conftest import REPO_ROOT
+from demo_process import demo_server
 from test_act import (
     REPOSITORY,
     ActEnv,
@@ -28,7 +29,6 @@ from test_act import (
     _commit_all,
     _describe,
     act_env,  # noqa: F401 - the fixture, shared with test_act.py
-    demo_server,
     run_act,
 )
 from test_act_history import _cache_action_copy, _event, _repository_copy

@@ -12,25 +12,22 @@ insecure registry by default, so no TLS or engine configuration is needed.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 import yaml
-from conftest import REPO_ROOT, DockerEnv, free_port, stop_process
+from conftest import REPO_ROOT, DockerEnv
+from demo_process import demo_server
 from fake_github import FakeGitHub
 from loopback_registry import (
     Registry,
-    answers,
     base_layer_count,
     build_and_push,
     loopback_registry,
     manifest_layers,
     remove_every_copy,
     short,
-    wait_until,
 )
 from test_container import ActionRun, run_action
 
@@ -85,44 +82,20 @@ def registry_run(
     docker_env: DockerEnv, pulled: Pulled, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[ActionRun, FakeGitHub]]:
     """The pulled image run as the runner runs a docker:// action, on a pull request."""
-    port = free_port()
     root = tmp_path_factory.mktemp("registry-run")
-    log = root / "demo-server.log"
-    with log.open("wb") as sink:
-        demo = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "latency_gate",
-                "demo-server",
-                "--preset",
-                "local",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--duration",
-                str(DEMO_SECONDS),
-            ],
-            stdin=subprocess.DEVNULL,
-            stdout=sink,
-            stderr=subprocess.STDOUT,
+    with (
+        demo_server("127.0.0.1", "--preset", "local", "--duration", str(DEMO_SECONDS)) as url,
+        FakeGitHub() as github,
+    ):
+        run = run_action(
+            docker_env,
+            pulled.reference,
+            root,
+            {"url": url, "prompt": "Say hello.", "stream": "true", "max-warm-p95": "2s"},
+            event_name="pull_request",
+            api_url=github.url,
         )
-    url = f"http://127.0.0.1:{port}/v1/chat/completions"
-    try:
-        wait_until(lambda: answers(f"http://127.0.0.1:{port}/"), "demo-server", demo, log)
-        with FakeGitHub() as github:
-            run = run_action(
-                docker_env,
-                pulled.reference,
-                root,
-                {"url": url, "prompt": "Say hello.", "stream": "true", "max-warm-p95": "2s"},
-                event_name="pull_request",
-                api_url=github.url,
-            )
-            yield run, github
-    finally:
-        stop_process(demo)
+        yield run, github
 
 
 def _layers_with_status(output: str, status: str) -> list[str]:
