@@ -11,6 +11,7 @@ its characters are escaped.
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
 import re
 from collections.abc import Iterable
@@ -19,6 +20,7 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from latency_gate.config.json_data import load_json
 from latency_gate.config.parsing import REDACTED
+from latency_gate.formatting import shown_text
 
 __all__ = [
     "HARMLESS_HEADERS",
@@ -205,14 +207,16 @@ def _credential_values(body: str) -> list[tuple[str, str]]:
 
 
 def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]:
-    """Every form a secret can take in an endpoint's text, longest first: as given, upper- and
+    """Every form a secret can take in an endpoint's text, longest first: as given, reversed,
+    in rot13, without its dashes and with a space between its characters, each upper- and
     lower-cased; its bytes in hex (either case); base64 (standard and URL-safe alphabets, at
-    any of the three byte alignments it can have inside a longer encoded text); and base64 of
-    its base64 (a token wrapped twice). `pairs` are texts such as `user:password` that are sent
-    only encoded (Basic auth) and are scrubbed in the same forms. `scrub_secrets` also finds
-    each form with any of its characters escaped (percent-encoded, once or more, `+` for a
-    space, JSON's `\\/` and `\\u00XX`, HTML's `&#NN;`) and its first part alone (see
-    MIN_FRAGMENT).
+    any of the three byte alignments it can have inside a longer encoded text); base32 (either
+    case, at any of its five alignments); and base64 of its base64 (a token wrapped twice).
+    `pairs` are texts such as `user:password` that are sent only encoded (Basic auth) and are
+    scrubbed in the same forms. `scrub_secrets` also finds each form with any of its characters
+    escaped (percent-encoded, once or more, `+` for a space, JSON's `\\/` and `\\u00XX`, HTML's
+    `&#NN;`), in the text as it is shown (fullwidth letters, zero-width characters), and its
+    first part alone (see MIN_FRAGMENT).
 
     A form shorter than MIN_SECRET_LENGTH is left out: it would garble ordinary text.
     """
@@ -221,9 +225,14 @@ def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]
         if len(secret.strip()) < MIN_SECRET_LENGTH:
             continue
         data = secret.encode("utf-8")
-        # As given, and shouted or lowered (some error pages change a quoted value's case).
-        forms |= {secret, secret.upper(), secret.lower(), data.hex(), data.hex().upper()}
+        # As given and without its dashes, shouted or lowered (some error pages change a quoted
+        # value's case); and in the other simple invertible spellings an echo may use.
+        for spelling in {secret, secret.replace("-", "")}:
+            forms |= {spelling, spelling.upper(), spelling.lower()}
+        forms |= {secret[::-1], codecs.encode(secret, "rot13"), " ".join(secret)}
+        forms |= {data.hex(), data.hex().upper()}
         forms |= set(_base64_cores(data))
+        forms |= {core for core in _base32_cores(data) for core in (core, core.lower())}
         for wrapped in {base64.b64encode(data), base64.urlsafe_b64encode(data)}:
             forms |= set(_base64_cores(wrapped)) | set(_base64_cores(wrapped.rstrip(b"=")))
     return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=lambda f: (-len(f), f))
@@ -246,6 +255,19 @@ def _base64_cores(data: bytes) -> list[str]:
     return cores
 
 
+def _base32_cores(data: bytes) -> list[str]:
+    """The base32 characters that depend on `data` alone, wherever it starts in a longer text
+    (5 bits a character, 5 bytes a group), and the padded whole encoding."""
+    cores = [base64.b32encode(data).decode()]
+    n = len(data)
+    for k in range(5):
+        encoded = base64.b32encode(bytes(k) + data).decode().rstrip("=")
+        first = -(-8 * k // 5)
+        last = (8 * (k + n) - 5) // 5
+        cores.append(encoded[first : last + 1])
+    return cores
+
+
 def fragment_length(form: str) -> int:
     """The shortest first part of `form` that is scrubbed on its own (the whole form when it is
     too short to have a fragment that is a secret): half of it, at least MIN_FRAGMENT."""
@@ -260,7 +282,9 @@ def scrub_secrets(text: str, forms: Iterable[str]) -> str:
     form that is at least `fragment_length` long, however much of it is escaped: a server echoes
     a key percent-encoded in full (`quote(key, safe="")`), in part (`quote(key)` keeps `/`),
     twice (`%252F`), with lower-case hex digits, JSON-escaped (`\\/`) or as HTML entities; and a
-    text cut short (ours or the server's) keeps the first part of a key.
+    text cut short (ours or the server's) keeps the first part of a key. A form found only in
+    the text as it is shown (`shown_text`: one line, NFKC, no zero-width or control character)
+    is scrubbed there, and that text is given back.
 
     The letters, digits and `-._~` of a form are matched as themselves only: no encoder escapes
     them (RFC 3986's unreserved characters), and matching their escapes would slow every scrub.
@@ -268,6 +292,20 @@ def scrub_secrets(text: str, forms: Iterable[str]) -> str:
     ordered = tuple(sorted(set(forms), key=lambda f: (-len(f), f)))
     if not ordered:
         return text
+    scrubbed = _scrub_forms(text, ordered)
+    # Then the text as it is shown: a key spelled apart by what a report removes (zero-width
+    # characters, escape sequences, line breaks) or in lookalikes (fullwidth) is whole there.
+    # Only when that finds more is the text given back as shown, so that nothing later can
+    # put a key back together.
+    shown = shown_text(scrubbed)
+    if shown == scrubbed:
+        return scrubbed
+    rescrubbed = _scrub_forms(shown, ordered)
+    return scrubbed if rescrubbed == shown else rescrubbed
+
+
+def _scrub_forms(text: str, ordered: tuple[str, ...]) -> str:
+    """`scrub_secrets` on the text as it is, the forms longest first."""
     if not any(mark in text for mark in _ESCAPE_MARKS):
         # Nothing escaped: plain searching is the same, and far quicker on a long body.
         return _scrub_plain(text, ordered)
