@@ -7,15 +7,38 @@ from __future__ import annotations
 
 import base64
 import codecs
+import contextlib
 import json
+import socketserver
+import threading
 import unicodedata
+from collections.abc import Iterator
 from pathlib import Path
 
-from hostile_kit import echoed_key_run
+import pytest
+from click.testing import Result
+from hostile_kit import (
+    CHAT,
+    FAST,
+    Answer,
+    chunk,
+    echoed_key_run,
+    http,
+    judged,
+    paced,
+    run_cli,
+    sse_pieces,
+)
 
 from latency_gate.config.secrets import scrub_secrets, secret_forms
 
 KEY = "sk-five-0123456789abcdef-SECRETkey"
+ANSWER = [chunk({"content": "hello"}), chunk({}, "stop"), "[DONE]"]
+
+
+def _answer(_: bytes) -> list[bytes]:
+    """A healthy streamed chat answer."""
+    return sse_pieces(ANSWER)
 
 
 # --- 1. a key echoed in another form -----------------------------------------------------------
@@ -83,3 +106,127 @@ def test_text_without_the_key_keeps_its_own_characters() -> None:
     text = "line one\nline\u200dtwo \uff41\uff42 sk-five- (a key's start, too short)"
     assert scrub_secrets(text, forms) == text
     assert scrub_secrets(f"a\n{OTHER_FORMS['zero-width']}\n", forms) == "a ***"
+
+
+# --- 2. a redirect's Location that is no URL to call -------------------------------------------
+
+
+def _redirect(status: str, location: str) -> Answer:
+    """Every request answered with a redirect to `location`."""
+    return lambda _: [http(status, b"", extra=f"Location: {location}\r\n")]
+
+
+def _details(tmp_path: Path, answer: Answer, *args: str) -> tuple[Result, list[str | None]]:
+    """A judged run against `answer` (FAST, --json): the result and each call's error detail."""
+    json_path = tmp_path / "r.json"
+    with paced(answer) as (base, _):
+        result = judged(
+            run_cli("probe", base + CHAT, "--prompt", "hi", *FAST, "--json", str(json_path), *args)
+        )
+    samples = json.loads(json_path.read_text())["samples"]
+    return result, [s["error_detail"] for s in samples if s["error"] == "redirect"]
+
+
+@pytest.mark.parametrize("follow", [[], ["-L"]], ids=["not-followed", "followed"])
+@pytest.mark.parametrize(
+    ("location", "named"),
+    [
+        ("data:text/plain,hi", "a data: URL"),
+        ("javascript:alert(1)", "a javascript: URL"),
+        ("mailto:ops@example.com", "a mailto: URL"),
+        ("about:blank", "an about: URL"),
+        ("urn:isbn:0451450523", "a urn: URL"),
+        ("ws://127.0.0.1/x", "a ws: URL"),
+    ],
+)
+def test_a_location_of_another_scheme_is_a_redirect_not_followed(
+    tmp_path: Path, follow: list[str], location: str, named: str
+) -> None:
+    """A 302 whose Location is a data:, javascript:, mailto:, about:, urn: or ws: URL fails each
+    call as a redirect, named, with or without -L (the run crashed: exit 3, InvalidURL)."""
+    result, details = _details(tmp_path, _redirect("302 Found", location), *follow)
+    assert details, result.output
+    assert set(details) == {f"HTTP 302 redirect to {named}, not followed"}
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize("follow", [[], ["-L"]], ids=["not-followed", "followed"])
+@pytest.mark.parametrize("port", ["99999", "-1", "65536", "1e3"])
+def test_a_location_with_a_port_out_of_range_is_a_redirect_not_followed(
+    tmp_path: Path, follow: list[str], port: str
+) -> None:
+    """A Location whose port is not 0 to 65535 fails each call as a redirect, named (exit 3:
+    ValueError, or OverflowError from connect with -L)."""
+    location = f"http://127.0.0.1:{port}/v1?api_key=sk-leaked-in-location"
+    result, details = _details(tmp_path, _redirect("307 Temporary Redirect", location), *follow)
+    assert details, result.output
+    assert set(details) == {
+        f"HTTP 307 redirect to a URL whose port {port} is not a port (0 to 65535), not followed"
+    }
+    assert "sk-leaked" not in result.output
+
+
+# --- 3. a redirect target that cannot be reached -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("location", "shown", "kind"),
+    [
+        ("http://127.0.0.1:1/", "http://127.0.0.1:1/", "connection_refused"),
+        ("http://no-such-host.invalid/v1", "http://no-such-host.invalid/v1", "dns"),
+        ("http:", "http://127.0.0.1", "connection_refused"),
+        ("http:///x", "http://127.0.0.1/x", "connection_refused"),
+    ],
+)
+def test_an_unreachable_redirect_target_is_named_not_the_endpoint(
+    tmp_path: Path, location: str, shown: str, kind: str
+) -> None:
+    """With -L, an endpoint that answers every call with a 307 to a place nobody answers: the
+    calls and the stop name the hop ("the endpoint is not reachable from here", though it
+    answered every call)."""
+    json_path = tmp_path / "r.json"
+    redirect = _redirect("307 Temporary Redirect", location)
+    with paced(redirect) as (base, seen):
+        args = ["--prompt", "hi", "--no-floor", "-L", "--json", str(json_path)]
+        result = judged(run_cli("probe", base + CHAT, *args))
+    hop = f"the endpoint answered 307; its redirect to {shown} is not reachable from here"
+    samples = json.loads(json_path.read_text())["samples"]
+    assert len(seen.requests) == len(samples) == 3
+    assert {s["error"] for s in samples} == {kind}
+    assert all(s["error_detail"].startswith(f"{hop}: ") for s in samples), samples
+    stop = f"warning: stopped after the first 3 calls: all failed to connect ({kind}): {hop}"
+    assert stop in result.output.splitlines()
+    assert "the endpoint is not reachable" not in result.output
+
+
+@contextlib.contextmanager
+def _plain_server() -> Iterator[int]:
+    """A loopback server that answers whatever it is sent, a TLS hello too, with a plain
+    HTTP 400 and closes; yields its port."""
+
+    class Plain(socketserver.BaseRequestHandler):
+        def handle(self) -> None:
+            self.request.recv(4096)
+            self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Plain) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield server.server_address[1]
+        finally:
+            server.shutdown()
+            thread.join(5)
+
+
+def test_an_https_hop_to_a_plain_server_is_named(tmp_path: Path) -> None:
+    """With -L, a 307 to https:// on a server that speaks plain HTTP: each call's failure names
+    the hop and TLS (it read "TLS failed: …" as if the endpoint's own TLS had failed)."""
+    with _plain_server() as port:
+        hop = f"https://127.0.0.1:{port}/v1"
+        result, _ = _details(tmp_path, _redirect("307 Temporary Redirect", hop), "-L")
+    samples = json.loads((tmp_path / "r.json").read_text())["samples"]
+    assert {s["error"] for s in samples} == {"tls"}
+    sentence = f"the endpoint answered 307; its redirect to {hop} is not reachable from here: TLS"
+    assert all(s["error_detail"].startswith(sentence) for s in samples), samples
+    assert result.exit_code == 1
