@@ -30,6 +30,7 @@ from hostile_kit import (
     sse_pieces,
 )
 
+from latency_gate.config.ab import same_origin
 from latency_gate.config.secrets import scrub_secrets, secret_forms
 
 KEY = "sk-five-0123456789abcdef-SECRETkey"
@@ -230,3 +231,44 @@ def test_an_https_hop_to_a_plain_server_is_named(tmp_path: Path) -> None:
     sentence = f"the endpoint answered 307; its redirect to {hop} is not reachable from here: TLS"
     assert all(s["error_detail"].startswith(sentence) for s in samples), samples
     assert result.exit_code == 1
+
+
+# --- 4. an IDN host written in Unicode ---------------------------------------------------------
+
+IDN = "http://bücher.example"
+PUNYCODE = "http://xn--bcher-kva.example"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "same"),
+    [
+        (f"{IDN}/v1", f"{PUNYCODE}/v2", True),
+        (f"{PUNYCODE}:80/v1", f"{IDN}/v1", True),
+        ("http://BÜCHER.example/", f"{PUNYCODE}/", True),
+        (f"{IDN}:8080/", f"{PUNYCODE}/", False),
+        (f"{IDN}/", "http://bucher.example/", False),
+    ],
+)
+def test_origins_are_compared_as_their_hosts_are_sent(first: str, second: str, same: bool) -> None:
+    """A host spelled in Unicode and the same host in punycode (what httpx puts in a request's
+    URL) are one origin; another port or another name is not (they were two origins)."""
+    assert same_origin(first, second) is same
+    assert same_origin(second, first) is same
+
+
+def test_an_idn_endpoint_gets_its_credentials(tmp_path: Path) -> None:
+    """`--api-key` for a URL whose host is written in Unicode reaches it (here through a
+    forward proxy on loopback, which sees the request as sent): the key was stripped from the
+    first request as if it went to another origin, and every call was a 401."""
+
+    def answer(request: bytes) -> list[bytes]:
+        if f"Authorization: Bearer {KEY}".encode() in request:
+            return _answer(request)
+        return [http("401 Unauthorized", b'{"error": "no key"}')]
+
+    with paced(answer) as (proxy, seen):
+        args = [f"{IDN}{CHAT}", "--api-key", KEY, "--prompt", "hi", "-x", proxy, *FAST]
+        result = judged(run_cli("probe", *args))
+    assert seen.requests[0].startswith(f"POST {PUNYCODE}{CHAT} HTTP/1.1".encode())
+    assert result.exit_code == 0, result.output
+    assert "401" not in result.output
