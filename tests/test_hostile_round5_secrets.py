@@ -32,6 +32,7 @@ from hostile_kit import (
 
 from latency_gate.config.ab import same_origin
 from latency_gate.config.secrets import scrub_secrets, secret_forms
+from latency_gate.formatting import md_escape
 
 KEY = "sk-five-0123456789abcdef-SECRETkey"
 ANSWER = [chunk({"content": "hello"}), chunk({}, "stop"), "[DONE]"]
@@ -272,3 +273,41 @@ def test_an_idn_endpoint_gets_its_credentials(tmp_path: Path) -> None:
     assert seen.requests[0].startswith(f"POST {PUNYCODE}{CHAT} HTTP/1.1".encode())
     assert result.exit_code == 0, result.output
     assert "401" not in result.output
+
+
+# --- issue 39: query values masked only where their names look secret --------------------------
+
+
+QUERY = "?ms=50&api_key=q-secret-0123&sig=sv-0123456789&plain="
+
+
+def test_quick_s_curl_line_keeps_the_query_values_that_are_no_secret() -> None:
+    """quick's curl line repeats the call: `?ms=50` stays as it is, a value whose name looks
+    secret and the --api-key value wherever it appears are *** (every value was ***)."""
+    with paced(_answer) as (base, _):
+        url = f"{base}{CHAT}{QUERY}&model_key_copy={KEY}"
+        result = run_cli("quick", url, "--prompt", "hi", "--api-key", KEY)
+    assert result.exit_code == 0, result.output
+    shown = f"{CHAT}?ms=50&api_key=***&sig=***&plain=&model_key_copy=***'"
+    curl = [line for line in result.output.splitlines() if line.strip().startswith("curl ")]
+    assert len(curl) == 1, result.output
+    assert curl[0].endswith(shown), curl[0]
+    assert "q-secret" not in result.output
+    assert "sv-0123" not in result.output
+    assert KEY[:12] not in result.output
+
+
+def test_every_report_shows_the_url_by_the_same_rule(tmp_path: Path) -> None:
+    """The terminal, the JSON result and the Markdown show `?ms=50` and mask the rest, the key
+    in the URL's path included (every query value was ***)."""
+    json_path, md_path = tmp_path / "r.json", tmp_path / "r.md"
+    with paced(_answer) as (base, _):
+        url = f"{base}/v1/{KEY}/chat/completions{QUERY}"
+        args = [url, "--api-key", KEY, "--prompt", "hi", *FAST, "--json", str(json_path)]
+        result = judged(run_cli("probe", *args, "--markdown", str(md_path), "-v"))
+    shown = f"{base}/v1/***/chat/completions?ms=50&api_key=***&sig=***&plain="
+    assert json.loads(json_path.read_text())["config"]["url"] == shown
+    assert md_escape(shown) in md_path.read_text() or f"`{shown}`" in md_path.read_text()
+    everything = result.output + json_path.read_text() + md_path.read_text()
+    for secret in ("q-secret", "sv-0123", KEY[:12]):
+        assert secret not in everything

@@ -19,7 +19,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from latency_gate.config.json_data import load_json
-from latency_gate.config.parsing import REDACTED
+from latency_gate.config.parsing import REDACTED, credential_field
 from latency_gate.formatting import shown_text
 
 __all__ = [
@@ -62,28 +62,6 @@ MIN_FRAGMENT = 8
 long: what a cut (ours, or a server's) leaves of it. Whoever sees less than half has the larger
 part still to guess; a shorter run (the `sk-proj-` that starts every key, a key's last four
 characters that APIs print on purpose) is not a secret and would garble ordinary text."""
-
-# Words that make a JSON body field a credential (api_key, accessToken, client-secret, ...).
-_CREDENTIAL_WORDS = frozenset(
-    {
-        "apikey",
-        "auth",
-        "authorization",
-        "bearer",
-        "credential",
-        "credentials",
-        "key",
-        "keys",
-        "passphrase",
-        "passwd",
-        "password",
-        "pwd",
-        "secret",
-        "secrets",
-        "signature",
-        "token",
-    }
-)
 
 
 def find_secrets(
@@ -133,7 +111,8 @@ def header_credentials(value: str) -> list[str]:
 
 def url_secrets(url: str) -> list[str]:
     """The parts of a URL that may hold a secret: the userinfo password (or the user name when
-    there is no password: `https://TOKEN@host/` carries a token there) and every query value.
+    there is no password: `https://TOKEN@host/` carries a token there) and each query value
+    whose name looks secret (`credential_field`: `key`, `access_token`, `sig`, ...).
 
     Works on a URL not yet validated (the action masks secrets before it validates anything).
     """
@@ -145,7 +124,7 @@ def url_secrets(url: str) -> list[str]:
     credential = password or username
     # As typed, and as sent (percent-decoded): a server echoes the decoded one back.
     values = [credential, unquote(credential)] if credential else []
-    return values + [v for _, v in parse_qsl(parts.query) if v]
+    return values + [v for name, v in parse_qsl(parts.query) if v and credential_field(name)]
 
 
 def url_userinfo(url: str) -> str | None:
@@ -158,14 +137,6 @@ def url_userinfo(url: str) -> str | None:
     if not username and not password:
         return None
     return f"{unquote(username or '')}:{unquote(password or '')}"
-
-
-def credential_field(name: str) -> bool:
-    """Whether a JSON field of this name holds a credential: one of its words (split at `_`,
-    `-`, `.` and camelCase) is key, token, secret, password, auth, ... (`api_key`, `accessToken`,
-    `client-secret`), not a count such as `max_tokens`."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    return any(word in _CREDENTIAL_WORDS for word in re.split(r"[^a-z0-9]+", spaced))
 
 
 def body_secrets(body: str) -> list[str]:
