@@ -25,6 +25,7 @@ __all__ = [
     "md_or_dash",
     "plural",
     "shorten",
+    "shown_text",
 ]
 
 ESCAPE_CAP = 300
@@ -91,7 +92,6 @@ def fmt_change(relative: float) -> str:
     return f"over +{RATIO_SHOWN * 100:,.0f} %"
 
 
-_WHITESPACE = re.compile(r"\s+")
 # Terminal escape sequences, whole: CSI (colours, cursor moves, clearing), OSC (window titles,
 # hyperlinks; ended by BEL or ST), other two-character escapes, and their 8-bit C1 forms.
 _TERMINAL_ESCAPE = re.compile(
@@ -101,7 +101,7 @@ _TERMINAL_ESCAPE = re.compile(
     r"|\x1b[ -/]*[0-~]?"
 )
 # Control, format (bidi overrides, zero-width), private-use and lone surrogate code points.
-_DROPPED_CATEGORIES = frozenset({"Cc", "Cf", "Co", "Cs"})
+_DROPPED = frozenset({"Cc", "Cf", "Co", "Cs"})
 # What GitHub turns into a notification or a link in rendered text: @user, @org/team, #123,
 # GH-123. Shown in a code span, where GitHub links nothing, and no invisible character is
 # inserted (a copied name stays what it was).
@@ -133,9 +133,26 @@ def clean_text(text: str, limit: int = ESCAPE_CAP) -> str:
     """Untrusted text on one line: terminal escape sequences go whole, white space runs become
     one space, control and format characters go, and a text over `limit` characters is
     shortened to fit (see `shorten`)."""
-    one_line = _WHITESPACE.sub(" ", _TERMINAL_ESCAPE.sub("", text)).strip()
-    kept = "".join(ch for ch in one_line if unicodedata.category(ch) not in _DROPPED_CATEGORIES)
-    return shorten(kept, limit)
+    return shorten(_one_line(text), limit)
+
+
+def shown_text(text: str) -> str:
+    """`text` as a reader takes it in from any report: on one line (see `clean_text`, not
+    shortened) and NFKC-normalised, so that fullwidth letters (U+FF53 for s) read as the
+    letters they look like. What a secret is looked for in: a key spelled apart by characters
+    that later steps remove (zero-width spaces, escape sequences, line breaks) is whole here."""
+    return _one_line(unicodedata.normalize("NFKC", text))
+
+
+def _one_line(text: str) -> str:
+    if "\x1b" in text or not text.isascii():  # else no escape sequence: a long text is quick
+        text = _TERMINAL_ESCAPE.sub("", text)
+    one_line = " ".join(text.split())  # white space as `\s`: runs become one space
+    if one_line.isascii() and one_line.isprintable():
+        return one_line
+    # Each distinct character looked up once: a long text holds few of them.
+    dropped = {ord(ch): None for ch in set(one_line) if unicodedata.category(ch) in _DROPPED}
+    return one_line.translate(dropped) if dropped else one_line
 
 
 _CLAUSE_ENDS = ("; ", ", ", ": ")

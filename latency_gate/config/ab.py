@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx
 from pydantic import SecretStr
 
 from latency_gate.config.secrets import credential_fields
@@ -49,7 +50,19 @@ def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     scheme = parts.scheme.lower()
     default = {"http": 80, "https": 443}.get(scheme)
-    return scheme, (parts.hostname or "").lower().rstrip("."), parts.port or default
+    return scheme, _host_as_sent((parts.hostname or "").lower().rstrip(".")), parts.port or default
+
+
+def _host_as_sent(host: str) -> str:
+    """A host as a request names it: a name written in Unicode (`bücher.example`) IDNA-encoded
+    as httpx encodes it (`xn--bcher-kva.example`), since a request's URL only ever holds that
+    spelling and an origin must match however the user wrote it."""
+    if host.isascii():
+        return host
+    try:
+        return httpx.URL(scheme="http", host=host).raw_host.decode("ascii").lower()
+    except (httpx.InvalidURL, UnicodeError):  # no IDNA spelling: compared as written
+        return host
 
 
 def origin_text(url: str) -> str:

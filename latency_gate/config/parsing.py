@@ -11,7 +11,7 @@ import ipaddress
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from pathlib import Path
 from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, urlunsplit
@@ -22,6 +22,39 @@ from latency_gate.config.files import read_input_file
 from latency_gate.config.json_data import load_json
 
 REDACTED = "***"
+
+# Words that make a JSON body field or a URL's query parameter a credential (api_key,
+# accessToken, client-secret, sig, ...).
+_CREDENTIAL_WORDS = frozenset(
+    {
+        "apikey",
+        "auth",
+        "authorization",
+        "bearer",
+        "credential",
+        "credentials",
+        "key",
+        "keys",
+        "passphrase",
+        "passwd",
+        "password",
+        "pwd",
+        "secret",
+        "secrets",
+        "sig",
+        "signature",
+        "token",
+    }
+)
+
+
+def credential_field(name: str) -> bool:
+    """Whether a JSON field or a URL's query parameter of this name holds a credential: one of
+    its words (split at `_`, `-`, `.` and camelCase) is key, token, secret, password, auth, sig,
+    ... (`api_key`, `accessToken`, `client-secret`), not a count such as `max_tokens`."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
+    return any(word in _CREDENTIAL_WORDS for word in re.split(r"[^a-z0-9]+", spaced))
+
 
 _DURATION = re.compile(r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m)?\s*$")
 # Longer than any wait a CI job has: a bigger duration is a typo (and 9999...9 s overflows).
@@ -44,7 +77,11 @@ class Format(StrEnum):
     RAW = "raw"
 
 
-def redact_url(url: str) -> str:
+def redact_url(url: str, secrets: Iterable[str] = ()) -> str:
+    """The URL safe to print: userinfo as ***, and a query value as *** where its name looks
+    secret (`credential_field`) or it is one of `secrets` (the run's API key, say); the other
+    values as they are, so that a URL shown can be called again (`/fixed?ms=50`)."""
+    hidden = {secret.strip() for secret in secrets}
     parts = urlsplit(url)
     netloc = parts.hostname or ""
     if ":" in netloc:
@@ -55,7 +92,11 @@ def redact_url(url: str) -> str:
         netloc = f"{REDACTED}@{netloc}"
     # `***` as typed: urlencode would print it as %2A%2A%2A.
     query = urlencode(
-        [(k, REDACTED) for k, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*"
+        [
+            (k, REDACTED if credential_field(k) or v.strip() in hidden else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ],
+        safe="*",
     )
     return urlunsplit(SplitResult(parts.scheme, netloc, parts.path, query, ""))
 

@@ -11,6 +11,7 @@ its characters are escaped.
 from __future__ import annotations
 
 import base64
+import codecs
 import functools
 import re
 from collections.abc import Iterable
@@ -18,7 +19,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from latency_gate.config.json_data import load_json
-from latency_gate.config.parsing import REDACTED
+from latency_gate.config.parsing import REDACTED, credential_field
+from latency_gate.formatting import shown_text
 
 __all__ = [
     "HARMLESS_HEADERS",
@@ -60,28 +62,6 @@ MIN_FRAGMENT = 8
 long: what a cut (ours, or a server's) leaves of it. Whoever sees less than half has the larger
 part still to guess; a shorter run (the `sk-proj-` that starts every key, a key's last four
 characters that APIs print on purpose) is not a secret and would garble ordinary text."""
-
-# Words that make a JSON body field a credential (api_key, accessToken, client-secret, ...).
-_CREDENTIAL_WORDS = frozenset(
-    {
-        "apikey",
-        "auth",
-        "authorization",
-        "bearer",
-        "credential",
-        "credentials",
-        "key",
-        "keys",
-        "passphrase",
-        "passwd",
-        "password",
-        "pwd",
-        "secret",
-        "secrets",
-        "signature",
-        "token",
-    }
-)
 
 
 def find_secrets(
@@ -131,7 +111,8 @@ def header_credentials(value: str) -> list[str]:
 
 def url_secrets(url: str) -> list[str]:
     """The parts of a URL that may hold a secret: the userinfo password (or the user name when
-    there is no password: `https://TOKEN@host/` carries a token there) and every query value.
+    there is no password: `https://TOKEN@host/` carries a token there) and each query value
+    whose name looks secret (`credential_field`: `key`, `access_token`, `sig`, ...).
 
     Works on a URL not yet validated (the action masks secrets before it validates anything).
     """
@@ -143,7 +124,7 @@ def url_secrets(url: str) -> list[str]:
     credential = password or username
     # As typed, and as sent (percent-decoded): a server echoes the decoded one back.
     values = [credential, unquote(credential)] if credential else []
-    return values + [v for _, v in parse_qsl(parts.query) if v]
+    return values + [v for name, v in parse_qsl(parts.query) if v and credential_field(name)]
 
 
 def url_userinfo(url: str) -> str | None:
@@ -156,14 +137,6 @@ def url_userinfo(url: str) -> str | None:
     if not username and not password:
         return None
     return f"{unquote(username or '')}:{unquote(password or '')}"
-
-
-def credential_field(name: str) -> bool:
-    """Whether a JSON field of this name holds a credential: one of its words (split at `_`,
-    `-`, `.` and camelCase) is key, token, secret, password, auth, ... (`api_key`, `accessToken`,
-    `client-secret`), not a count such as `max_tokens`."""
-    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()
-    return any(word in _CREDENTIAL_WORDS for word in re.split(r"[^a-z0-9]+", spaced))
 
 
 def body_secrets(body: str) -> list[str]:
@@ -205,14 +178,16 @@ def _credential_values(body: str) -> list[tuple[str, str]]:
 
 
 def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]:
-    """Every form a secret can take in an endpoint's text, longest first: as given, upper- and
+    """Every form a secret can take in an endpoint's text, longest first: as given, reversed,
+    in rot13, without its dashes and with a space between its characters, each upper- and
     lower-cased; its bytes in hex (either case); base64 (standard and URL-safe alphabets, at
-    any of the three byte alignments it can have inside a longer encoded text); and base64 of
-    its base64 (a token wrapped twice). `pairs` are texts such as `user:password` that are sent
-    only encoded (Basic auth) and are scrubbed in the same forms. `scrub_secrets` also finds
-    each form with any of its characters escaped (percent-encoded, once or more, `+` for a
-    space, JSON's `\\/` and `\\u00XX`, HTML's `&#NN;`) and its first part alone (see
-    MIN_FRAGMENT).
+    any of the three byte alignments it can have inside a longer encoded text); base32 (either
+    case, at any of its five alignments); and base64 of its base64 (a token wrapped twice).
+    `pairs` are texts such as `user:password` that are sent only encoded (Basic auth) and are
+    scrubbed in the same forms. `scrub_secrets` also finds each form with any of its characters
+    escaped (percent-encoded, once or more, `+` for a space, JSON's `\\/` and `\\u00XX`, HTML's
+    `&#NN;`), in the text as it is shown (fullwidth letters, zero-width characters), and its
+    first part alone (see MIN_FRAGMENT).
 
     A form shorter than MIN_SECRET_LENGTH is left out: it would garble ordinary text.
     """
@@ -221,9 +196,14 @@ def secret_forms(secrets: Iterable[str], pairs: Iterable[str] = ()) -> list[str]
         if len(secret.strip()) < MIN_SECRET_LENGTH:
             continue
         data = secret.encode("utf-8")
-        # As given, and shouted or lowered (some error pages change a quoted value's case).
-        forms |= {secret, secret.upper(), secret.lower(), data.hex(), data.hex().upper()}
+        # As given and without its dashes, shouted or lowered (some error pages change a quoted
+        # value's case); and in the other simple invertible spellings an echo may use.
+        for spelling in {secret, secret.replace("-", "")}:
+            forms |= {spelling, spelling.upper(), spelling.lower()}
+        forms |= {secret[::-1], codecs.encode(secret, "rot13"), " ".join(secret)}
+        forms |= {data.hex(), data.hex().upper()}
         forms |= set(_base64_cores(data))
+        forms |= {core for core in _base32_cores(data) for core in (core, core.lower())}
         for wrapped in {base64.b64encode(data), base64.urlsafe_b64encode(data)}:
             forms |= set(_base64_cores(wrapped)) | set(_base64_cores(wrapped.rstrip(b"=")))
     return sorted((f for f in forms if len(f) >= MIN_SECRET_LENGTH), key=lambda f: (-len(f), f))
@@ -246,6 +226,19 @@ def _base64_cores(data: bytes) -> list[str]:
     return cores
 
 
+def _base32_cores(data: bytes) -> list[str]:
+    """The base32 characters that depend on `data` alone, wherever it starts in a longer text
+    (5 bits a character, 5 bytes a group), and the padded whole encoding."""
+    cores = [base64.b32encode(data).decode()]
+    n = len(data)
+    for k in range(5):
+        encoded = base64.b32encode(bytes(k) + data).decode().rstrip("=")
+        first = -(-8 * k // 5)
+        last = (8 * (k + n) - 5) // 5
+        cores.append(encoded[first : last + 1])
+    return cores
+
+
 def fragment_length(form: str) -> int:
     """The shortest first part of `form` that is scrubbed on its own (the whole form when it is
     too short to have a fragment that is a secret): half of it, at least MIN_FRAGMENT."""
@@ -260,7 +253,9 @@ def scrub_secrets(text: str, forms: Iterable[str]) -> str:
     form that is at least `fragment_length` long, however much of it is escaped: a server echoes
     a key percent-encoded in full (`quote(key, safe="")`), in part (`quote(key)` keeps `/`),
     twice (`%252F`), with lower-case hex digits, JSON-escaped (`\\/`) or as HTML entities; and a
-    text cut short (ours or the server's) keeps the first part of a key.
+    text cut short (ours or the server's) keeps the first part of a key. A form found only in
+    the text as it is shown (`shown_text`: one line, NFKC, no zero-width or control character)
+    is scrubbed there, and that text is given back.
 
     The letters, digits and `-._~` of a form are matched as themselves only: no encoder escapes
     them (RFC 3986's unreserved characters), and matching their escapes would slow every scrub.
@@ -268,6 +263,20 @@ def scrub_secrets(text: str, forms: Iterable[str]) -> str:
     ordered = tuple(sorted(set(forms), key=lambda f: (-len(f), f)))
     if not ordered:
         return text
+    scrubbed = _scrub_forms(text, ordered)
+    # Then the text as it is shown: a key spelled apart by what a report removes (zero-width
+    # characters, escape sequences, line breaks) or in lookalikes (fullwidth) is whole there.
+    # Only when that finds more is the text given back as shown, so that nothing later can
+    # put a key back together.
+    shown = shown_text(scrubbed)
+    if shown == scrubbed:
+        return scrubbed
+    rescrubbed = _scrub_forms(shown, ordered)
+    return scrubbed if rescrubbed == shown else rescrubbed
+
+
+def _scrub_forms(text: str, ordered: tuple[str, ...]) -> str:
+    """`scrub_secrets` on the text as it is, the forms longest first."""
     if not any(mark in text for mark in _ESCAPE_MARKS):
         # Nothing escaped: plain searching is the same, and far quicker on a long body.
         return _scrub_plain(text, ordered)

@@ -181,8 +181,16 @@ class Target(_Frozen):
 
     @property
     def display_url(self) -> str:
-        """The URL with any userinfo and every query value masked: safe to print."""
-        return redact_url(self.url)
+        """The URL safe to print, and to call again: userinfo masked, and a query value where
+        its name looks secret or it is one of this target's secrets (see `shown_url`)."""
+        return self.shown_url(self.url)
+
+    def shown_url(self, url: str) -> str:
+        """`url` (this target's, its base's or its proxy's) as `redact_url` shows it, this
+        target's secrets given, and the API keys masked wherever else they appear (a path)."""
+        keys = [k.get_secret_value() for k in (self.api_key, self.baseline_api_key) if k]
+        shown = redact_url(url, self.secrets())
+        return scrub_secrets(shown, secret_forms(keys)) if keys else shown
 
     def secrets(self) -> list[str]:
         """Every secret value this target holds, to mask in CI logs and to grep reports for
@@ -233,7 +241,7 @@ class Target(_Frozen):
             for key in _RATE_SETTINGS:
                 data.pop(key, None)
         if self.baseline_url is not None:
-            data["baseline_url"] = redact_url(self.baseline_url)
+            data["baseline_url"] = self.shown_url(self.baseline_url)
             data["baseline_api_key"] = None if self.baseline_api_key is None else REDACTED
             data["baseline_headers"] = [
                 f"{h.name}: {h.value.get_secret_value() if h.harmless else REDACTED}"

@@ -21,7 +21,7 @@ from latency_gate.config import Target, redact_url, scrub_secrets, url_userinfo
 from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.culprit import name_the_part
-from latency_gate.measure.redirects import RedirectRefused
+from latency_gate.measure.redirects import REDIRECTED_BY, RedirectRefused
 from latency_gate.measure.streams import StreamParser
 from latency_gate.measure.token_timing import GapRecorder
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample, TokenGaps
@@ -227,7 +227,44 @@ async def _attempt(
         attempt.error, attempt.detail = _proxy_refusal(str(exc))
     except httpx.HTTPError as exc:
         attempt.error, attempt.detail = classify(exc)
+        if (hop := _failed_hop(exc, target)) is not None and attempt.error in _NOT_REACHED:
+            attempt.detail = f"{hop}: {attempt.detail}"
     return attempt
+
+
+# Failures of a call that never reached whom it was sent to.
+_NOT_REACHED = frozenset(
+    {
+        ErrorKind.CONNECTION_REFUSED,
+        ErrorKind.CONNECT_TIMEOUT,
+        ErrorKind.DNS,
+        ErrorKind.TLS,
+        ErrorKind.OTHER,
+    }
+)
+_HOP_START, _HOP_END = "the endpoint answered ", " is not reachable from here"
+
+
+def failed_hop(detail: str | None) -> str | None:
+    """The sentence naming the hop of a followed redirect that a call could not reach, when its
+    detail starts with one ("the endpoint answered 307; its redirect to … is not reachable from
+    here"); else None."""
+    if detail is None or not detail.startswith(_HOP_START) or _HOP_END not in detail:
+        return None
+    return detail[: detail.index(_HOP_END) + len(_HOP_END)]
+
+
+def _failed_hop(exc: httpx.HTTPError, target: Target) -> str | None:
+    """ "the endpoint answered 307; its redirect to URL is not reachable from here" when `exc`
+    failed a hop of a followed redirect, not the request sent to the target; else None."""
+    try:
+        request = exc.request
+    except RuntimeError:  # an error raised before any request was made
+        return None
+    status = request.extensions.get(REDIRECTED_BY)
+    if status is None or request.url == httpx.URL(target.url):
+        return None
+    return f"{_HOP_START}{status}; its redirect to {redact_url(str(request.url))}{_HOP_END}"
 
 
 def _proxy_refusal(message: str) -> tuple[ErrorKind, str]:

@@ -34,6 +34,7 @@ import httpx
 
 from latency_gate.config import Target, base_arm, redact_url
 from latency_gate.measure.arrivals import Arrival, LevelAsk, RatePolicy, run_levels
+from latency_gate.measure.calls import failed_hop
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
 from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.prompts import Marks
@@ -152,6 +153,10 @@ def _unreachable(
     kinds = ", ".join(sorted({str(s.error) for s in first}))
     stopped = f"stopped after the first {len(first)} calls{of}"
     if all(s.error in _CONNECTING for s in first):
+        hops = {failed_hop(s.error_detail) for s in first}
+        if len(hops) == 1 and (hop := hops.pop()) is not None:
+            # The endpoint answered each call: a followed redirect's target failed them.
+            return f"{stopped}: all failed to connect ({kinds}): {hop}"
         if target.proxy is not None:
             return (
                 f"{stopped}: all failed to connect ({kinds}) to the proxy "

@@ -6,11 +6,18 @@ here loses every header that may hold a secret (the key, in `Authorization` or `
 cookie, and each -H value that is not plainly harmless), and a hop that would also resend a
 body holding a credential field (a 307 or 308 keeps the body) is not made: the call fails
 saying why, as an unfollowed redirect does.
+
+A Location that names no URL a call can go to (`data:`, `javascript:`, another scheme, a port
+out of range) fails the call the same way, followed or not: httpx builds the next request from
+it in both cases, and the errors that raises (InvalidURL, ValueError, OverflowError on connect)
+are no failure of a call. Each hop httpx makes is marked with the status that sent it there
+(`REDIRECTED_BY`), so that a hop that cannot be reached is named as the hop, not the endpoint.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -18,7 +25,10 @@ from latency_gate.config import HARMLESS_HEADERS, Target
 from latency_gate.config.ab import origin_text, same_origin
 from latency_gate.config.secrets import credential_fields
 
-__all__ = ["CredentialRule", "RedirectRefused"]
+__all__ = ["REDIRECTED_BY", "CredentialRule", "RedirectRefused", "unusable_location"]
+
+REDIRECTED_BY = "latency_gate.redirected_by"
+"""A hop's request extension: the status of the answer whose Location it follows."""
 
 Hook = Callable[[httpx.Request], Awaitable[None]] | Callable[[httpx.Response], Awaitable[None]]
 
@@ -48,8 +58,19 @@ class CredentialRule:
 
         async def on_response(response: httpx.Response) -> None:
             last_status[:] = [response.status_code]
+            if response.has_redirect_location:
+                why = unusable_location(response.headers["location"])
+                if why is not None:
+                    raise RedirectRefused(
+                        f"HTTP {response.status_code} redirect to {why}, not followed",
+                        request=response.request,
+                    )
 
         async def on_request(request: httpx.Request) -> None:
+            if last_status and 300 <= last_status[0] < 400:
+                # A hop (or, after a hop that failed, the next call's first request: its URL
+                # is the target's, which is how a failure tells the two apart).
+                request.extensions[REDIRECTED_BY] = last_status[0]
             if same_origin(self.origin_url, str(request.url)):
                 return
             for name in self.secret_headers & {name.lower() for name in request.headers}:
@@ -67,3 +88,25 @@ class CredentialRule:
                 )
 
         return {"request": [on_request], "response": [on_response]}
+
+
+def unusable_location(location: str) -> str | None:
+    """Why a redirect's Location names no URL a call can go to, as "a data: URL" or "a URL whose
+    port 99999 is not a port (0 to 65535)"; None for an http(s) URL or a relative one."""
+    try:
+        parts = urlsplit(location.strip())
+    except ValueError as exc:  # an unclosed [ of an IPv6 address
+        return f"an invalid URL ({exc})"
+    scheme = parts.scheme.lower()
+    if scheme and scheme not in ("http", "https"):
+        article = "an" if scheme[0] in "aeio" else "a"  # a urn: URL
+        return f"{article} {scheme}: URL"
+    try:
+        parts.port  # noqa: B018 (read for its check: ValueError when out of range)
+    except ValueError:
+        return f"a URL whose port {parts.netloc.rpartition(':')[2]} is not a port (0 to 65535)"
+    try:
+        httpx.URL(location)
+    except httpx.InvalidURL as exc:
+        return f"an invalid URL ({exc})"
+    return None

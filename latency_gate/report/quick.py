@@ -1,8 +1,8 @@
 """`latency-gate quick URL` shown: curl -w style phases per call, and the curl line to repeat one.
 
 The curl line elides every secret: the API key, each header value that is not harmless, URL query
-values and userinfo, and in the body any of those secrets (in every encoded form) and the value
-of any JSON field named like a credential.
+values whose names look secret (or that are a secret) and userinfo, and in the body any of those
+secrets (in every encoded form) and the value of any JSON field named like a credential.
 """
 
 from __future__ import annotations
@@ -34,7 +34,8 @@ def curl_command(target: Target) -> str:
     """The curl command line that makes the same request and prints curl's own phases.
 
     Secrets are elided: the API key, every header value that is not harmless, URL query values
-    and userinfo, and any secret that shows up inside the body.
+    whose names look secret (or that are a secret) and userinfo, and any secret that shows up
+    inside the body; the other query values stay, so that the line repeats the call.
     """
     hidden = target.secret_forms()
     parts = ["curl", "-sS", "-o", "/dev/null", "-w", WRITE_OUT, "-X", target.method]
@@ -56,7 +57,7 @@ def curl_command(target: Target) -> str:
         parts += ["--proxy", display_url(target.proxy)]  # its password as ***, like the key's
     elif target.direct:
         parts += ["--noproxy", "*"]  # --proxy off: curl would take the environment's
-    parts += ["--max-time", f"{target.timeout:g}", display_url(target.url)]
+    parts += ["--max-time", f"{target.timeout:g}", display_url(target.display_url)]
     return " ".join(shlex.quote(part) for part in parts)
 
 
@@ -75,7 +76,8 @@ def curl_would_carry_credentials(target: Target) -> bool:
 
 
 def display_url(url: str) -> str:
-    """The URL with userinfo and query values elided, the elision readable: `?key=***`."""
+    """The URL with userinfo and secret query values elided (see `redact_url`), the elision
+    readable: `?key=***`."""
     return redact_url(url).replace("%2A%2A%2A", REDACTED)
 
 
@@ -119,7 +121,7 @@ def render(result: QuickResult) -> str:
     varied = all(c.varied for c in result.calls)
     how = "each with its own prompt" if varied else "the same request each time"
     lines = [
-        f"quick check of {target.method} {clean_text(display_url(target.url))}: "
+        f"quick check of {target.method} {clean_text(display_url(target.display_url))}: "
         f"{len(result.calls)} calls, each on a new connection, {how}",
         "",
     ]
