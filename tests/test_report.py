@@ -319,9 +319,9 @@ def test_summary_counts_left_out_calls() -> None:
         "\n"
         "Sampling: 135 calls in one look; stopped: the run ended (cap 500 calls).\n"
         "\n"
-        "Errors: 4 of 135 calls failed (3.0 %); 95 % upper bound 9.6 %. The gate passes after "
-        "127 calls without a failure (a PASS rules out 3.0 % failing or more) and fails once "
-        "failures are clearly over 0.5 % (at 135 calls: from 5 failures apart).\n"
+        "Errors: 4 of 135 calls failed (3.0 %); 95 % upper bound 9.6 %. Error budget 1.0 %: at "
+        "135 calls, 5 failures not in a row fail the run; with fewer, it passes once enough "
+        "calls rule out 3.0 % failing or more (127 calls without a failure, more with some).\n"
     ) in summary
 
 
