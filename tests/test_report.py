@@ -33,8 +33,9 @@ from report_scenarios import (
 )
 from result_factory import failed_sample, make_result, samples_for
 
+from latency_gate.config import Budget
 from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape, shorten
-from latency_gate.models import CallPhase, ErrorKind, RunResult
+from latency_gate.models import CallPhase, ErrorKind, RunResult, Sample
 from latency_gate.report.markdown import (
     environment,
     render_comment,
@@ -689,3 +690,42 @@ def test_terminal_lines_keep_a_number_with_its_unit() -> None:
         assert not any(re.match(r"\s*(%|ms|s)\b", line) for line in lines[1:]), lines
         assert " ".join(line.strip() for line in lines) == text
     assert any("over 10.0 %" in line for line in wrap(sentence))
+
+
+def _plain_body_samples() -> list[Sample]:
+    """A plain (non-streamed) endpoint's calls: its "first token" is its body's first byte."""
+    return [
+        s.model_copy(
+            update={"timings": s.timings.model_copy(update={"first_token": s.timings.last_byte})}
+        )
+        for s in samples_for(
+            cold=0.42,
+            warm=[0.1 + 0.005 * i for i in range(40)],
+            concurrent=[0.15 + 0.005 * i for i in range(40)],
+        )
+    ]
+
+
+def test_a_plain_body_gets_no_first_token_rows() -> None:
+    """No call streamed: the first-token numbers (the whole call again) are kept in the JSON
+    result but shown nowhere, in the terminal, the summary or the comment."""
+    result = make_result(samples=_plain_body_samples())
+    assert result.numbers.ttft_p95 is not None
+    shown = [
+        render_terminal([result]),
+        render_summary([result]),
+        render_comment([result], marker=MARKER),
+    ]
+    for text in shown:
+        assert "first-token" not in text
+        assert "ttft" not in text
+        assert "| error rate |" in text or "error rate " in text
+    streamed = render_summary([make_result(stream=True)])
+    assert "| first-token p95 |" in streamed
+    assert "| warm ttft p95 |" in streamed
+
+
+def test_a_gated_first_token_of_a_plain_body_keeps_its_row() -> None:
+    """A first-token budget the user set is a check: its row stays, streamed or not."""
+    result = make_result(samples=_plain_body_samples(), budget=Budget(max_ttft_p95=1.0))
+    assert "| first-token p95 |" in render_summary([result])

@@ -130,6 +130,8 @@ def humane(text: str) -> str:
 
 
 def rows_of(result: RunResult) -> tuple[Row, ...]:
+    """The five numbers, then those of streamed answers (first-token rows only when some call
+    streamed, or gated), then any other gated number, each with its check when it has one."""
     ok = [s for s in result.samples if s.ok]
     n = {
         "cold_start": sum(s.phase is CallPhase.COLD for s in ok),
@@ -144,6 +146,10 @@ def rows_of(result: RunResult) -> tuple[Row, ...]:
     checks = {check.number: check for check in result.verdict.checks}
     numbers = result.numbers.model_dump()
     wanted = list(_FIVE)
+    # A first token is a streamed answer's: a plain body's "first token" is its first byte,
+    # often the whole call again. Shown only when some call streamed, or when gated.
+    streamed = any(s.token_events or s.reasoning_events or s.token_gaps for s in ok)
+    gated = {number for number, check in checks.items() if check.limit is not None}
     if "ttft_p95" in checks or result.numbers.ttft_p95 is not None:
         wanted.append("ttft_p95")
     wanted += [number for number in _TOKEN_TIMING if numbers.get(number) is not None]
@@ -165,6 +171,8 @@ def rows_of(result: RunResult) -> tuple[Row, ...]:
         s.phase is not CallPhase.COLD and (s.tokens or 0) >= 1 for s in ok
     )
     wanted += [number for number in checks if number not in wanted]
+    if not streamed:
+        wanted = [n for n in wanted if not n.startswith("ttft_") or n in gated]
     rows = []
     for number in wanted:
         check = checks.get(number)
