@@ -8,6 +8,7 @@ scenario below. After an intended change to a template, regenerate them and read
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -33,7 +34,7 @@ from report_scenarios import (
 )
 from result_factory import failed_sample, make_result, samples_for
 
-from latency_gate.config import Budget
+from latency_gate.config import Budget, build_target
 from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape, shorten
 from latency_gate.models import CallPhase, ErrorKind, RunResult, Sample
 from latency_gate.report.markdown import (
@@ -729,3 +730,30 @@ def test_a_gated_first_token_of_a_plain_body_keeps_its_row() -> None:
     """A first-token budget the user set is a check: its row stays, streamed or not."""
     result = make_result(samples=_plain_body_samples(), budget=Budget(max_ttft_p95=1.0))
     assert "| first-token p95 |" in render_summary([result])
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("http://127.0.0.1:8000/v1/chat/completions", "max_tokens"),
+        ("http://127.0.0.1:8000/v1/responses", "max_output_tokens"),
+    ],
+)
+def test_the_settings_say_the_answer_length_the_body_sent(url: str, field: str) -> None:
+    """--prompt without --max-tokens sends the default length in the format's field; the
+    settings table says that, not "max tokens —"."""
+    target = build_target({"url": url, "model": "m", "prompt": "hi"})
+    assert target.body is not None
+    assert json.loads(target.body.get_secret_value())[field] == 64
+    result = make_result().model_copy(update={"config": target.redacted()})
+    rows = dict(tables(render_summary([result]))[-2][1:])
+    assert rows["max tokens"] == "64 (the default with a prompt)"
+    assert rows["token limit field"] == f"{field} (the format's)"
+
+
+def test_the_settings_of_a_body_as_written_say_no_length_of_ours() -> None:
+    """A body given as written carries what it carries: no default length is claimed for it."""
+    target = build_target({"url": "http://127.0.0.1:8000/v1/chat/completions", "body": "{}"})
+    result = make_result().model_copy(update={"config": target.redacted()})
+    rows = dict(tables(render_summary([result]))[-2][1:])
+    assert rows["max tokens"] == "—"

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from latency_gate.assess.checks import budget_meaning
 from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
+from latency_gate.config.parsing import DEFAULT_MAX_TOKENS, Format, token_limit_field
 from latency_gate.formatting import fmt_duration, fmt_percent
 from latency_gate.models import (
     CallPhase,
@@ -270,9 +271,27 @@ def _setting_text(value: object) -> str:
 _DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
 
 
+def _sent_limits(config: Mapping[str, object]) -> dict[str, str]:
+    """What a body built from --prompt carried when --max-tokens and --token-limit-field were
+    not given: the default length, in the format's field ("64 (the default with a prompt)");
+    {} for any other body (sent as the user wrote it)."""
+    fmt = config.get("format")
+    url = config.get("url")
+    if config.get("prompt") is None or fmt not in set(Format) - {Format.AUTO, Format.RAW}:
+        return {}
+    sent = {}
+    if config.get("max_tokens") is None:
+        sent["max_tokens"] = f"{DEFAULT_MAX_TOKENS} (the default with a prompt)"
+    if config.get("token_limit_field") is None:
+        field = token_limit_field(Format(str(fmt)), url if isinstance(url, str) else "")
+        sent["token_limit_field"] = f"{field} (the format's)"
+    return sent
+
+
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     # The budget has its own table; the name is the section's heading; the cost note is shown
-    # beside the comparison of targets.
+    # beside the comparison of targets. The answer's length limit is what the body carried.
+    sent = _sent_limits(config)
     return tuple(
         (
             key.replace("_", " "),
@@ -280,6 +299,8 @@ def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
             if key in _DURATION_SETTINGS and isinstance(value, int | float)
             else "auto"
             if key == "max_calls" and value is None  # sized to the checks: the sampling line
+            else sent[key]
+            if key in sent
             else _setting_text(value),
         )
         for key, value in config.items()
