@@ -28,6 +28,7 @@ from report_scenarios import (
     scenario_fail,
     scenario_hostile,
     scenario_interrupted,
+    scenario_llm,
     scenario_nodata,
     scenario_pass,
     scenario_several,
@@ -489,6 +490,8 @@ def test_hostile_text_makes_no_html(render: str) -> None:
     allowed = {
         "<!-- latency-gate:comment:real -->",
         "<details>\n<summary>Raw samples (133 calls)</summary>",
+        "<details>\n<summary>Where the time went</summary>",
+        "<details>\n<summary>Measurement and settings</summary>",
         "</details>",
     }
     assert set(html) <= allowed
@@ -757,3 +760,25 @@ def test_the_settings_of_a_body_as_written_say_no_length_of_ours() -> None:
     result = make_result().model_copy(update={"config": target.redacted()})
     rows = dict(tables(render_summary([result]))[-2][1:])
     assert rows["max tokens"] == "—"
+
+
+def test_the_summarys_first_screen_of_a_streamed_llm_run() -> None:
+    """A streamed LLM endpoint against a baseline, with a finding: the verdict, the five numbers
+    (and the rows of a streamed answer), what changed against the base and the findings come in
+    at most 70 lines before the first folded section; where the time went, the measurement and
+    the settings are folded."""
+    summary = render_summary(scenario_llm())
+    lines = summary.splitlines()
+    first_fold = next(i for i, line in enumerate(lines) if line.startswith("<details>"))
+    assert first_fold <= 70, first_fold
+    screen = "\n".join(lines[:first_fold])
+    assert screen.startswith("## ❌ latency-gate: FAIL\n")
+    for label in ("cold start", "warm p50", "warm p95", "concurrent p95", "error rate"):
+        assert f"| {label} |" in screen
+    assert "| first-token p95 |" in screen
+    assert "### Against the baseline" in screen
+    assert "### Findings" in screen
+    rest = "\n".join(lines[first_fold:])
+    assert rest.startswith("<details>\n<summary>Where the time went</summary>\n")
+    assert "<details>\n<summary>Measurement and settings</summary>\n" in rest
+    assert "| setting | value |" in rest
