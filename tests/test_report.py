@@ -700,7 +700,7 @@ def _plain_body_samples() -> list[Sample]:
     """A plain (non-streamed) endpoint's calls: its "first token" is its body's first byte."""
     return [
         s.model_copy(
-            update={"timings": s.timings.model_copy(update={"first_token": s.timings.last_byte})}
+            update={"timings": s.timings.model_copy(update={"first_token": s.timings.first_byte})}
         )
         for s in samples_for(
             cold=0.42,
@@ -711,8 +711,8 @@ def _plain_body_samples() -> list[Sample]:
 
 
 def test_a_plain_body_gets_no_first_token_rows() -> None:
-    """No call streamed: the first-token numbers (the whole call again) are kept in the JSON
-    result but shown nowhere, in the terminal, the summary or the comment."""
+    """No call streamed: the first-token numbers (the first byte: the whole call again) are
+    kept in the JSON result but shown nowhere, in the terminal, the summary or the comment."""
     result = make_result(samples=_plain_body_samples())
     assert result.numbers.ttft_p95 is not None
     shown = [
@@ -724,6 +724,10 @@ def test_a_plain_body_gets_no_first_token_rows() -> None:
         assert "first-token" not in text
         assert "ttft" not in text
         assert "| error rate |" in text or "error rate " in text
+    # Nor is the link from the first body byte to a "first token" that is that byte.
+    assert "first body byte → first token" not in render_summary([result])
+    assert "first body byte → first token" not in render_terminal([result], verbose=True)
+    assert "first body byte → first token" in render_summary([make_result(stream=True)])
     streamed = render_summary([make_result(stream=True)])
     assert "| first-token p95 |" in streamed
     assert "| warm ttft p95 |" in streamed

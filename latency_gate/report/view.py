@@ -26,7 +26,7 @@ from latency_gate.models import (
 from latency_gate.report.capacity import CapacityView, capacity_view
 from latency_gate.report.chain import chart_lines
 from latency_gate.report.goodput import GoodputView, goodput_view
-from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of
+from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of, streamed
 from latency_gate.report.trend import TrendChart, trend_charts
 
 __all__ = [
@@ -250,6 +250,8 @@ def _phase_table(result: RunResult) -> tuple[tuple[str, ...], tuple[BoundaryRow,
     columns = tuple(p.value for p in CallPhase if stats.get(p.value))
     rows = []
     for link, label in CHAIN_LABELS.items():
+        if link == "first_token" and not streamed(result):
+            continue  # a plain body's first byte is its "first token": the link is not there
         cells = tuple(stats[column].get(link) for column in columns)
         if any(cell is not None and cell.n for cell in cells):
             rows.append(BoundaryRow(label, cells))
