@@ -153,5 +153,6 @@ class Sample(Frozen):
     send_lag: float | None = Field(
         default=None,
         description="a call at a rate: seconds from when it was due to its t0 (the client's "
-        "own lag); its latency from when it was due is send_lag + latency",
+        "own lag); its latency from when it was due is send_lag + latency. A call of a burst: "
+        "seconds from the burst's start to its t0",
     )

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from result_factory import (
     TOOL_VERSION,
+    URL,
     failed_sample,
     healthy_samples,
     make_result,
@@ -17,7 +18,7 @@ from result_factory import (
 from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.assess.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
-from latency_gate.config import Budget
+from latency_gate.config import Budget, build_target
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult, StampSource
 
@@ -165,6 +166,52 @@ def scenario_regressed() -> list[RunResult]:
     return [judged.model_copy(update={"tool_version": TOOL_VERSION, "verdict": verdict})]
 
 
+def scenario_llm() -> list[RunResult]:
+    """A streamed LLM endpoint asked by --model and --prompt, 30 % slower than its baseline
+    (within budget), with a finding: every row of a streamed answer, the comparison and the
+    finding on the first screen, the rest folded."""
+    base = make_result(stream=True)
+    head_samples = samples_for(
+        cold=0.55,
+        warm=[(0.100 + 0.005 * i) * 1.3 for i in range(40)],
+        concurrent=[(0.150 + 0.005 * i) * 1.3 for i in range(40)],
+        stream=True,
+    )
+    target = build_target(
+        {
+            "url": URL,
+            "name": "local",
+            "model": "llama-3.1-8b",
+            "prompt": "Say hi.",
+            "stream": "true",
+        }
+    )
+    judged = assess_run(
+        target,
+        head_samples,
+        started_at=base.started_at,
+        finished_at=base.finished_at,
+        stamp_source=StampSource.KERNEL,
+        floor=base.floor,
+        baseline=BaselinePlan("main/result.json", DEFAULT_LIMIT, {"local": base}),
+    )
+    finding = Finding(
+        code="slow_first_token",
+        title="Slow first token",
+        evidence="the first token takes 70 % of the call",
+        hint="check for a queue in front of the model",
+    )
+    return [
+        judged.model_copy(
+            update={
+                "tool_version": TOOL_VERSION,
+                "findings": (finding,),
+                "config": target.redacted(),
+            }
+        )
+    ]
+
+
 # Ten earlier runs' factors of drift (a log-normal factor per run, tau about 0.08), oldest first.
 DRIFT = (1.00, 0.93, 1.06, 1.12, 0.97, 0.90, 1.04, 1.09, 0.95, 1.01)
 DAY = 86_400.0
@@ -228,6 +275,7 @@ SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
     "regressed": scenario_regressed,
     "history": scenario_history,
     "history_few": scenario_history_few,
+    "llm": scenario_llm,
 }
 TERMINAL_SCENARIOS = (
     "pass",
@@ -239,4 +287,5 @@ TERMINAL_SCENARIOS = (
     "regressed",
     "history",
     "history_few",
+    "llm",
 )

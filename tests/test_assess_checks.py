@@ -138,18 +138,23 @@ def test_zero_error_budget_means_no_failure() -> None:
 def test_budget_meaning_in_words() -> None:
     """The sentence the report carries describes the rule that is used, at this n."""
     assert budget_meaning(31, 0.01) == (
-        "the gate passes after 127 calls without a failure (a PASS rules out 3.0 % failing or "
-        "more) and fails once failures are clearly over 0.5 % (at 31 calls: from 3 failures "
-        "apart)"
+        "error budget 1.0 %: at 31 calls, 3 failures not in a row fail the run; with fewer, it "
+        "passes once enough calls rule out 3.0 % failing or more (127 calls without a failure, "
+        "more with some)"
     )
-    assert budget_meaning(300, 0.01).endswith("(at 300 calls: from 7 failures apart)")
+    assert budget_meaning(300, 0.01).startswith(
+        "error budget 1.0 %: at 300 calls, 7 failures not in a row fail the run;"
+    )
+    assert budget_meaning(1, 0.01).startswith(
+        "error budget 1.0 %: at 1 call, no count of failures fails the run yet; it passes once"
+    )
     assert budget_meaning(31, 0.0) == "a budget of 0 allows no failure: one failure fails the run"
 
 
 def test_budget_meaning_of_a_tiny_budget_is_quick() -> None:
     """A budget of 1e-9 (a thousand million clean calls) is worded without counting them one by
     one (it took forever, and ended in a traceback)."""
-    assert "passes after 1,287,550,337 calls" in budget_meaning(31, 1e-9)
+    assert "(1,287,550,337 calls without a failure" in budget_meaning(31, 1e-9)
 
 
 def test_llr_is_the_binomial_log_likelihood_ratio() -> None:

@@ -3,7 +3,9 @@ and stays silent on healthy ones and on loopback noise."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,6 +17,7 @@ from latency_gate.assess.findings import find
 from latency_gate.assess.stats import numbers
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, classic_three
+from latency_gate.demo.server import serve_in_thread
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Finding, Sample, TokenGaps
 from latency_gate.run import probe
 
@@ -172,6 +175,38 @@ def test_queue_fires_on_a_staircase_burst() -> None:
         "4.00 s one after another); the burst's calls took 400 ms, 800 ms, 1.20 s … 4.00 s, "
         "each waiting for the ones before it, as if served about 1 at a time"
     )
+
+
+def _sent(run: Sequence[Sample], lags: Sequence[float]) -> list[Sample]:
+    """`run` with its burst's calls sent these seconds after the burst started."""
+    burst = iter(lags)
+    return [
+        s.model_copy(update={"send_lag": next(burst)}) if s.phase is CallPhase.CONCURRENT else s
+        for s in run
+    ]
+
+
+def test_a_staircase_the_client_sent_one_after_another_is_not_a_queue() -> None:
+    """The same staircase, but the client sent each call 400 ms after the one before (a busy
+    CPU, a slow runner): the endpoint saw no burst, so no queue is read from it; the finding
+    says the client fell behind instead."""
+    run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4 * (i + 1) for i in range(10)])
+    found = _find(_sent(run, [0.4 * i for i in range(10)]))
+    assert "serialized" not in found
+    assert found["client-behind"].evidence == (
+        "the burst's calls went out up to 3.60 s after its first (send lag p95 3.42 s), against "
+        "3.42 s that its p95 took over a warm call: the client (a busy CPU, a slow runner) was "
+        "late, and what looks like the endpoint queueing the calls may be its own"
+    )
+
+
+def test_a_staircase_sent_late_but_all_together_is_still_a_queue() -> None:
+    """The client sent the whole burst 300 ms late, its calls within 5 ms of each other: they
+    reached the endpoint at once, and the queue is the endpoint's."""
+    run = samples_for(cold=0.4, warm=[0.4] * 20, concurrent=[0.4 * (i + 1) for i in range(10)])
+    found = _find(_sent(run, [0.3 + 0.0005 * i for i in range(10)]))
+    assert "client-behind" not in found
+    assert found["serialized"].evidence.endswith("as if served about 1 at a time")
 
 
 def test_queue_is_read_per_burst_when_the_gate_took_more_bursts() -> None:
@@ -587,3 +622,42 @@ def test_parallel_stream_burst_is_no_queue() -> None:
         for i, (f, e) in enumerate(zip(firsts, ends, strict=True))
     ]
     assert "serialized" not in _find([*warm, *burst], streaming=True)
+
+
+async def _hog(stop: asyncio.Event) -> None:
+    """Holds the client's event loop 20 ms at a time, as a busy CPU holds it."""
+    while not stop.is_set():
+        time.sleep(0.02)
+        await asyncio.sleep(0)
+
+
+def _codes_with_a_slow_client(slots: int | None) -> dict[str, Finding]:
+    """One look (1 cold, 10 warm, a burst of 10) of a streamed demo endpoint with `slots` (None:
+    as many as asked) served from its own thread, the client's loop held by `_hog`."""
+    spec = EndpointSpec(latency=0.05, tokens=40, token_interval=0.002, parallelism=slots)
+    target_settings = {"prompt": "Hello", "stream": "true", "warm-calls": "10"}
+
+    async def one(url: str) -> dict[str, Finding]:
+        target = build_target({**target_settings, "url": url, "max-calls": "21"})
+        stop = asyncio.Event()
+        hog = asyncio.create_task(_hog(stop))
+        try:
+            result = await probe(target, measure_floor=False)
+        finally:
+            stop.set()
+            await hog
+        assert all(
+            s.send_lag is not None for s in result.samples if s.phase is CallPhase.CONCURRENT
+        )
+        return {f.code: f for f in result.findings}
+
+    with serve_in_thread(spec) as (server,):
+        return asyncio.run(one(server.url))
+
+
+@pytest.mark.slow
+def test_a_slow_client_does_not_make_a_queue_of_an_endpoint_with_slots() -> None:
+    """A client held 20 ms at a time (its burst's send lag measured): an endpoint serving every
+    call at once is not reported queued; a one-slot endpoint still is."""
+    assert "serialized" not in _codes_with_a_slow_client(None)
+    assert "serialized" in _codes_with_a_slow_client(1)

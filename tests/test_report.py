@@ -8,6 +8,7 @@ scenario below. After an intended change to a template, regenerate them and read
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -27,14 +28,16 @@ from report_scenarios import (
     scenario_fail,
     scenario_hostile,
     scenario_interrupted,
+    scenario_llm,
     scenario_nodata,
     scenario_pass,
     scenario_several,
 )
 from result_factory import failed_sample, make_result, samples_for
 
+from latency_gate.config import Budget, build_target
 from latency_gate.formatting import clean_text, fmt_duration, fmt_percent, md_escape, shorten
-from latency_gate.models import CallPhase, ErrorKind, RunResult
+from latency_gate.models import CallPhase, ErrorKind, RunResult, Sample
 from latency_gate.report.markdown import (
     environment,
     render_comment,
@@ -319,9 +322,9 @@ def test_summary_counts_left_out_calls() -> None:
         "\n"
         "Sampling: 135 calls in one look; stopped: the run ended (cap 500 calls).\n"
         "\n"
-        "Errors: 4 of 135 calls failed (3.0 %); 95 % upper bound 9.6 %. The gate passes after "
-        "127 calls without a failure (a PASS rules out 3.0 % failing or more) and fails once "
-        "failures are clearly over 0.5 % (at 135 calls: from 5 failures apart).\n"
+        "Errors: 4 of 135 calls failed (3.0 %); 95 % upper bound 9.6 %. Error budget 1.0 %: at "
+        "135 calls, 5 failures not in a row fail the run; with fewer, it passes once enough "
+        "calls rule out 3.0 % failing or more (127 calls without a failure, more with some).\n"
     ) in summary
 
 
@@ -487,6 +490,8 @@ def test_hostile_text_makes_no_html(render: str) -> None:
     allowed = {
         "<!-- latency-gate:comment:real -->",
         "<details>\n<summary>Raw samples (133 calls)</summary>",
+        "<details>\n<summary>Where the time went</summary>",
+        "<details>\n<summary>Measurement and settings</summary>",
         "</details>",
     }
     assert set(html) <= allowed
@@ -573,8 +578,8 @@ def test_big_comment_fits(big_result: RunResult) -> None:
 
 def test_tight_limit_cuts_whole_sections() -> None:
     """When samples alone are not enough, whole sections go and the note names them."""
-    summary = render_summary(scenario_errors(), limit=2_600)
-    assert len(summary.encode()) <= 2_600
+    summary = render_summary(scenario_errors(), limit=2_700)
+    assert len(summary.encode()) <= 2_700
     assert "_Note: raw samples cut to fit GitHub's 1 MiB summary limit; " in summary
     assert "_Note: settings" in summary
     assert summary.startswith("## ❌ latency-gate: FAIL")
@@ -689,3 +694,95 @@ def test_terminal_lines_keep_a_number_with_its_unit() -> None:
         assert not any(re.match(r"\s*(%|ms|s)\b", line) for line in lines[1:]), lines
         assert " ".join(line.strip() for line in lines) == text
     assert any("over 10.0 %" in line for line in wrap(sentence))
+
+
+def _plain_body_samples() -> list[Sample]:
+    """A plain (non-streamed) endpoint's calls: its "first token" is its body's first byte."""
+    return [
+        s.model_copy(
+            update={"timings": s.timings.model_copy(update={"first_token": s.timings.first_byte})}
+        )
+        for s in samples_for(
+            cold=0.42,
+            warm=[0.1 + 0.005 * i for i in range(40)],
+            concurrent=[0.15 + 0.005 * i for i in range(40)],
+        )
+    ]
+
+
+def test_a_plain_body_gets_no_first_token_rows() -> None:
+    """No call streamed: the first-token numbers (the first byte: the whole call again) are
+    kept in the JSON result but shown nowhere, in the terminal, the summary or the comment."""
+    result = make_result(samples=_plain_body_samples())
+    assert result.numbers.ttft_p95 is not None
+    shown = [
+        render_terminal([result]),
+        render_summary([result]),
+        render_comment([result], marker=MARKER),
+    ]
+    for text in shown:
+        assert "first-token" not in text
+        assert "ttft" not in text
+        assert "| error rate |" in text or "error rate " in text
+    # Nor is the link from the first body byte to a "first token" that is that byte.
+    assert "first body byte → first token" not in render_summary([result])
+    assert "first body byte → first token" not in render_terminal([result], verbose=True)
+    assert "first body byte → first token" in render_summary([make_result(stream=True)])
+    streamed = render_summary([make_result(stream=True)])
+    assert "| first-token p95 |" in streamed
+    assert "| warm ttft p95 |" in streamed
+
+
+def test_a_gated_first_token_of_a_plain_body_keeps_its_row() -> None:
+    """A first-token budget the user set is a check: its row stays, streamed or not."""
+    result = make_result(samples=_plain_body_samples(), budget=Budget(max_ttft_p95=1.0))
+    assert "| first-token p95 |" in render_summary([result])
+
+
+@pytest.mark.parametrize(
+    ("url", "field"),
+    [
+        ("http://127.0.0.1:8000/v1/chat/completions", "max_tokens"),
+        ("http://127.0.0.1:8000/v1/responses", "max_output_tokens"),
+    ],
+)
+def test_the_settings_say_the_answer_length_the_body_sent(url: str, field: str) -> None:
+    """--prompt without --max-tokens sends the default length in the format's field; the
+    settings table says that, not "max tokens —"."""
+    target = build_target({"url": url, "model": "m", "prompt": "hi"})
+    assert target.body is not None
+    assert json.loads(target.body.get_secret_value())[field] == 64
+    result = make_result().model_copy(update={"config": target.redacted()})
+    rows = dict(tables(render_summary([result]))[-2][1:])
+    assert rows["max tokens"] == "64 (the default with a prompt)"
+    assert rows["token limit field"] == f"{field} (the format's)"
+
+
+def test_the_settings_of_a_body_as_written_say_no_length_of_ours() -> None:
+    """A body given as written carries what it carries: no default length is claimed for it."""
+    target = build_target({"url": "http://127.0.0.1:8000/v1/chat/completions", "body": "{}"})
+    result = make_result().model_copy(update={"config": target.redacted()})
+    rows = dict(tables(render_summary([result]))[-2][1:])
+    assert rows["max tokens"] == "—"
+
+
+def test_the_summarys_first_screen_of_a_streamed_llm_run() -> None:
+    """A streamed LLM endpoint against a baseline, with a finding: the verdict, the five numbers
+    (and the rows of a streamed answer), what changed against the base and the findings come in
+    at most 70 lines before the first folded section; where the time went, the measurement and
+    the settings are folded."""
+    summary = render_summary(scenario_llm())
+    lines = summary.splitlines()
+    first_fold = next(i for i, line in enumerate(lines) if line.startswith("<details>"))
+    assert first_fold <= 70, first_fold
+    screen = "\n".join(lines[:first_fold])
+    assert screen.startswith("## ❌ latency-gate: FAIL\n")
+    for label in ("cold start", "warm p50", "warm p95", "concurrent p95", "error rate"):
+        assert f"| {label} |" in screen
+    assert "| first-token p95 |" in screen
+    assert "### Against the baseline" in screen
+    assert "### Findings" in screen
+    rest = "\n".join(lines[first_fold:])
+    assert rest.startswith("<details>\n<summary>Where the time went</summary>\n")
+    assert "<details>\n<summary>Measurement and settings</summary>\n" in rest
+    assert "| setting | value |" in rest

@@ -216,12 +216,12 @@ async def test_a_slower_endpoint_is_called_slower_with_its_interval() -> None:
 def test_the_error_budgets_sentence_states_the_checks_own_thresholds(
     budget: float, calls: int
 ) -> None:
-    """ "passes after N calls without a failure" and "at C calls: from K failures" are where
-    the error-rate check itself turns: N clean calls PASS and N - 1 do not; K failures of C
-    FAIL and K - 1 do not (failures apart: clumps count as fewer events)."""
+    """ "N calls without a failure" and "at C calls, K failures not in a row fail the run" are
+    where the error-rate check itself turns: N clean calls PASS and N - 1 do not; K failures of
+    C FAIL and K - 1 do not (failures apart: clumps count as fewer events)."""
     text = budget_meaning(calls, budget)
-    passes = re.search(r"passes after ([\d,]+) calls without a failure", text)
-    fails = re.search(rf"at {calls:,} calls: from (\d+) failures? apart\)", text)
+    passes = re.search(r"\(([\d,]+) calls without a failure", text)
+    fails = re.search(rf"at {calls:,} calls, (\d+) failures?( not in a row)? fails? the run", text)
     assert passes is not None, text
     assert fails is not None, text
     clean = int(passes.group(1).replace(",", ""))
@@ -251,7 +251,7 @@ async def test_the_error_line_holds_against_an_endpoint_failing_one_call_in_ten(
     check = next(c for c in result.verdict.checks if c.number == "error_rate")
     assert check.passed is False
     line = " ".join(target_view(result, 0.0).error_line.split())
-    assert "(at 31 calls: from 3 failures apart)" in line
+    assert "at 31 calls, 3 failures not in a row fail the run" in line
 
 
 async def test_one_after_another_is_what_one_slot_takes() -> None:

@@ -7,12 +7,12 @@ import re
 from collections.abc import Callable
 
 import pytest
-from result_factory import make_result, make_target, samples_for
+from result_factory import failed_sample, make_result, make_target, samples_for
 
 from latency_gate.assess.baseline import BaselinePlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
-from latency_gate.models import RunResult, Sample, StampSource
+from latency_gate.models import CallPhase, ErrorKind, RunResult, Sample, StampSource
 from latency_gate.report.markdown import render_summary
 from latency_gate.report.terminal import render_terminal
 
@@ -238,3 +238,33 @@ def test_an_early_pass_that_the_value_agrees_with_stands() -> None:
     assert warm.value <= 3.0
     assert (warm.passed, warm.by_policy) == (True, False)
     assert "leave it undecided, not overturned" in warm.meaning
+
+
+def test_an_error_rate_over_its_budget_by_its_calls_fails_when_another_check_stopped() -> None:
+    """3 refused connections stop the run on the latency checks (no data) before the error
+    budget's test decides (3 failures in a row are one clump); 3 of 3 failed is over the 1 %
+    budget all the same (its interval, 14.1 % to 100.0 %), so its row is FAIL, not "not
+    needed"."""
+    samples = tuple(
+        failed_sample(phase, i, ErrorKind.CONNECTION_REFUSED, "connection refused")
+        for phase, i in ((CallPhase.COLD, 0), (CallPhase.WARM, 0), (CallPhase.WARM, 1))
+    )
+    result = assess_run(
+        make_target("local"),
+        samples,
+        started_at=0.0,
+        finished_at=1.0,
+        stamp_source=StampSource.KERNEL,
+    )
+    errors = next(c for c in result.verdict.checks if c.number == "error_rate")
+    assert (errors.passed, errors.by_policy) == (False, False)
+    assert errors.interval is not None
+    assert (round(errors.interval[0] or 0, 4), errors.interval[1]) == (0.1406, 1.0)
+    assert errors.meaning == (
+        "FAIL: its 95 % interval, 14.1 % to 100.0 %, lies wholly over the 1.0 % budget (the run "
+        "stopped, on another check's FAIL, before this check's test decided)"
+    )
+    assert "error_rate over budget" in result.verdict.reasons
+    table = render_terminal([result])
+    assert re.search(r"error rate +100\.0 % +14\.1 % to 100\.0 % +1\.0 % +FAIL\n", table), table
+    assert "not needed" not in table

@@ -42,7 +42,7 @@ from latency_gate.config.plan import (
     error_shares,
     percentile_shares,
 )
-from latency_gate.formatting import fmt_percent
+from latency_gate.formatting import fmt_percent, plural
 
 __all__ = [
     "ErrorRateCheck",
@@ -188,26 +188,30 @@ def nearer_healthy(failed: int, calls: int, budget: float, clumps: Clumps | None
 
 
 def budget_meaning(calls: int, budget: float) -> str:
-    """The error budget's rule in words, at this many calls.
+    """The error budget's rule in words, at this many calls: what fails the run here, and what
+    a PASS takes (the FAIL count is for failures apart; failures in a row count as fewer).
 
-    "the gate passes after 118 calls without a failure (a PASS rules out 3 % failing) and fails
-    once failures clearly exceed 0.5 % (at 31 calls: from 3 failures)"
+    "error budget 1.0 %: at 31 calls, 3 failures not in a row fail the run; with fewer, it
+    passes once enough calls rule out 3.0 % failing or more (127 calls without a failure, more
+    with some)"
     """
     test = error_rate_sprt(budget)
     if test is None:
         return "a budget of 0 allows no failure: one failure fails the run"
     clean = clean_calls_to_pass_errors(budget) or 0
     also = f", also in clumps of up to {ERROR_CLUMP} calls in a row" if ERROR_CLUMP > 1 else ""
-    text = (
-        f"the gate passes after {clean:,} calls without a failure "
-        f"(a PASS rules out {fmt_percent(test.p1)} failing or more{also}) and fails once "
-        f"failures are clearly over {fmt_percent(test.p0)}"
-    )
     to_fail = test.min_events_to_fail(calls) if calls > 0 else None
-    if to_fail is not None:
-        plural = "s" if to_fail > 1 else ""
-        text += f" (at {calls:,} calls: from {to_fail} failure{plural} apart)"
-    return text
+    if to_fail is None:
+        fails = f"at {plural(calls, 'call')}, no count of failures fails the run yet; it"
+    elif to_fail == 1:
+        fails = f"at {plural(calls, 'call')}, 1 failure fails the run; with none, it"
+    else:
+        fails = f"at {calls:,} calls, {to_fail} failures not in a row fail the run; with fewer, it"
+    return (
+        f"error budget {fmt_percent(budget)}: {fails} passes once enough calls rule out "
+        f"{fmt_percent(test.p1)} failing or more{also} ({clean:,} calls without a failure, "
+        "more with some)"
+    )
 
 
 def worst_errors(

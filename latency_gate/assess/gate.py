@@ -41,6 +41,7 @@ from latency_gate.assess.sequential import Decision
 from latency_gate.assess.stats import first_tokens, latencies, per_token_times
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
+from latency_gate.formatting import fmt_interval, fmt_value
 from latency_gate.models import CallPhase, Check, Numbers, RunResult, Sample
 
 __all__ = ["GATED_NUMBERS", "NOT_NEEDED", "Gate", "plan_for"]
@@ -340,6 +341,18 @@ class Gate:
                 interval=interval,
                 meaning=self._meaning(number, earlier, value, limit, now=judged),
             )
+        settled = _settled(interval, limit)
+        if judged.decision is Decision.UNDECIDED and self.failed_early and settled is not None:
+            # Sampling stopped because another check failed the run, before this one's test
+            # decided; but its calls already put it on one side of its budget (3 of 3 calls
+            # refused: 14 % to 100 % against 1 %), and its row says so, not "not needed".
+            return Check(
+                **common,
+                passed=settled,
+                note=_SETTLED,
+                interval=interval,
+                meaning=_settled_meaning(number.name, interval, limit, passed=settled),
+            )
         if judged.decision is Decision.UNDECIDED and self.failed_early:
             # Sampling stopped because another check already failed the run: this one was not
             # needed, and no policy is applied to it.
@@ -418,6 +431,39 @@ class Gate:
             return (None, None), len(values)
         found = percentile_interval(values, number.q, level)
         return (found.low, found.high), len(values)
+
+
+_SETTLED = "by its interval"  # undecided by its test when another check failed the run
+
+
+def _settled(interval: tuple[float | None, float | None] | None, limit: float) -> bool | None:
+    """Whether a check's 95 % interval (the one its row shows) lies wholly within its budget
+    (True) or wholly over it (False); None when it straddles the budget or is unbounded there."""
+    if interval is None:
+        return None
+    low, high = interval
+    if low is not None and low > limit:
+        return False
+    if high is not None and high <= limit:
+        return True
+    return None
+
+
+def _settled_meaning(
+    number: str,
+    interval: tuple[float | None, float | None] | None,
+    limit: float,
+    *,
+    passed: bool,
+) -> str:
+    """ "FAIL: its 95 % interval, 14.1 % to 100.0 %, lies wholly over the 1.0 % budget (the run
+    stopped, on another check's FAIL, before this check's test decided)"."""
+    side = "within" if passed else "over"
+    return (
+        f"{'PASS' if passed else 'FAIL'}: its 95 % interval, {fmt_interval(interval, number)}, "
+        f"lies wholly {side} the {fmt_value(limit, number)} budget (the run stopped, on another "
+        "check's FAIL, before this check's test decided)"
+    )
 
 
 def _tail_ratio(number: _Number, samples: Sequence[Sample]) -> float | None:

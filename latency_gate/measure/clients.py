@@ -130,11 +130,14 @@ async def burst(
         if not target.fresh_connections:
             await _preconnect(target, context, backend)
         go = asyncio.Event()
+        went_ns: list[int] = []  # when the burst was told to go: each call's send lag is from it
 
         async def one(client: httpx.AsyncClient, index: int) -> Sample:
             body, varied = _body(target, marks, CallPhase.CONCURRENT, index)
             await go.wait()
-            sample = await call(client, target, CallPhase.CONCURRENT, index, body=body)
+            sample = await call(
+                client, target, CallPhase.CONCURRENT, index, body=body, due_ns=went_ns[0]
+            )
             # Its connection goes as its answer ends, as an independent user's would: a server
             # that gives each connection a thread (llama.cpp's) would otherwise keep the later
             # calls of the burst waiting for a thread until a keep-alive timeout.
@@ -146,6 +149,7 @@ async def burst(
         gc_was_enabled = gc.isenabled()
         gc.disable()  # a collection inside the burst would delay every stamp taken in Python
         try:
+            went_ns.append(transport.now_ns())
             go.set()
             await asyncio.gather(*tasks)
         finally:

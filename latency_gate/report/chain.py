@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from latency_gate.assess.timeline import CHAIN_LABELS, LINKS
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, PhaseStats, RunResult
+from latency_gate.report.rows import streamed
 
 __all__ = [
     "CHART_SEGMENTS",
@@ -121,7 +122,7 @@ def terminal_chain(
         table = [["link", *columns]]
         for link, label in CHAIN_LABELS.items():
             cells = [stats[column].get(link) for column in columns]
-            if any(cells):
+            if any(cells) and (link != "first_token" or streamed(results[0])):
                 table.append([label, *(chain_cell(cell) for cell in cells)])
         title = f"{indent}where the time went (p50 / p95):"
         return ["", title, *_text_table(table, indent + "  ")]
@@ -131,7 +132,7 @@ def terminal_chain(
     table = [["link", *names]]
     for link, label in CHAIN_LABELS.items():
         cells = [stats.get(link) for stats in warm]
-        if any(cells):
+        if any(cells) and (link != "first_token" or any(streamed(r) for r in results)):
             table.append([label, *(chain_cell(cell) for cell in cells)])
     title = f"{indent}where the warm calls' time went (p50 / p95):"
     return ["", title, *_text_table(table, indent + "  ")]

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from latency_gate.formatting import fmt_interval, fmt_value, fmt_value_beside
 from latency_gate.models import CallPhase, RunResult, Sample
 
-__all__ = ["NUMBER_LABELS", "Row", "humane", "rows_of"]
+__all__ = ["NUMBER_LABELS", "Row", "humane", "rows_of", "streamed"]
 
 NUMBER_LABELS = {
     "cold_start": "cold start",
@@ -129,7 +129,17 @@ def humane(text: str) -> str:
     return text
 
 
+def streamed(result: RunResult) -> bool:
+    """Some successful call streamed its answer. A plain body's "first token" is its first byte,
+    often the whole call again: the rows and links of a first token apply to streams only."""
+    return any(
+        s.ok and (s.token_events or s.reasoning_events or s.token_gaps) for s in result.samples
+    )
+
+
 def rows_of(result: RunResult) -> tuple[Row, ...]:
+    """The five numbers, then those of streamed answers (first-token rows only when some call
+    streamed, or gated), then any other gated number, each with its check when it has one."""
     ok = [s for s in result.samples if s.ok]
     n = {
         "cold_start": sum(s.phase is CallPhase.COLD for s in ok),
@@ -144,6 +154,7 @@ def rows_of(result: RunResult) -> tuple[Row, ...]:
     checks = {check.number: check for check in result.verdict.checks}
     numbers = result.numbers.model_dump()
     wanted = list(_FIVE)
+    gated = {number for number, check in checks.items() if check.limit is not None}
     if "ttft_p95" in checks or result.numbers.ttft_p95 is not None:
         wanted.append("ttft_p95")
     wanted += [number for number in _TOKEN_TIMING if numbers.get(number) is not None]
@@ -165,6 +176,8 @@ def rows_of(result: RunResult) -> tuple[Row, ...]:
         s.phase is not CallPhase.COLD and (s.tokens or 0) >= 1 for s in ok
     )
     wanted += [number for number in checks if number not in wanted]
+    if not streamed(result):  # first-token rows only when gated
+        wanted = [n for n in wanted if not n.startswith("ttft_") or n in gated]
     rows = []
     for number in wanted:
         check = checks.get(number)

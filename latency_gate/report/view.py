@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from latency_gate.assess.checks import budget_meaning
 from latency_gate.assess.intervals import error_rate_interval
 from latency_gate.assess.timeline import CHAIN_LABELS
+from latency_gate.config.parsing import DEFAULT_MAX_TOKENS, Format, token_limit_field
 from latency_gate.formatting import fmt_duration, fmt_percent
 from latency_gate.models import (
     CallPhase,
@@ -25,7 +26,7 @@ from latency_gate.models import (
 from latency_gate.report.capacity import CapacityView, capacity_view
 from latency_gate.report.chain import chart_lines
 from latency_gate.report.goodput import GoodputView, goodput_view
-from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of
+from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of, streamed
 from latency_gate.report.trend import TrendChart, trend_charts
 
 __all__ = [
@@ -249,6 +250,8 @@ def _phase_table(result: RunResult) -> tuple[tuple[str, ...], tuple[BoundaryRow,
     columns = tuple(p.value for p in CallPhase if stats.get(p.value))
     rows = []
     for link, label in CHAIN_LABELS.items():
+        if link == "first_token" and not streamed(result):
+            continue  # a plain body's first byte is its "first token": the link is not there
         cells = tuple(stats[column].get(link) for column in columns)
         if any(cell is not None and cell.n for cell in cells):
             rows.append(BoundaryRow(label, cells))
@@ -270,9 +273,27 @@ def _setting_text(value: object) -> str:
 _DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
 
 
+def _sent_limits(config: Mapping[str, object]) -> dict[str, str]:
+    """What a body built from --prompt carried when --max-tokens and --token-limit-field were
+    not given: the default length, in the format's field ("64 (the default with a prompt)");
+    {} for any other body (sent as the user wrote it)."""
+    fmt = config.get("format")
+    url = config.get("url")
+    if config.get("prompt") is None or fmt not in set(Format) - {Format.AUTO, Format.RAW}:
+        return {}
+    sent = {}
+    if config.get("max_tokens") is None:
+        sent["max_tokens"] = f"{DEFAULT_MAX_TOKENS} (the default with a prompt)"
+    if config.get("token_limit_field") is None:
+        field = token_limit_field(Format(str(fmt)), url if isinstance(url, str) else "")
+        sent["token_limit_field"] = f"{field} (the format's)"
+    return sent
+
+
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     # The budget has its own table; the name is the section's heading; the cost note is shown
-    # beside the comparison of targets.
+    # beside the comparison of targets. The answer's length limit is what the body carried.
+    sent = _sent_limits(config)
     return tuple(
         (
             key.replace("_", " "),
@@ -280,6 +301,8 @@ def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
             if key in _DURATION_SETTINGS and isinstance(value, int | float)
             else "auto"
             if key == "max_calls" and value is None  # sized to the checks: the sampling line
+            else sent[key]
+            if key in sent
             else _setting_text(value),
         )
         for key, value in config.items()

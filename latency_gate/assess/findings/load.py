@@ -16,6 +16,7 @@ from latency_gate.assess.findings.streams import (
     BURST_MIN_TOKENS,
     BURST_WINDOW,
 )
+from latency_gate.assess.goodput_levels import CLIENT_BUDGET_SHARE
 from latency_gate.assess.intervals import linear_percentile as percentile
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
@@ -45,6 +46,9 @@ def queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Find
     if not (by_ends and 2 * waiting >= len(burst)) and not _waited_for_slots(burst, streaming):
         return None
     concurrency = sum(s.phase is CallPhase.CONCURRENT for s in samples)
+    behind = _client_behind(burst, p95 - warm)
+    if behind is not None:
+        return behind
     workers = _slots(burst, warm)
     shown = ", ".join(fmt_duration(v) for v in latencies[:3])
     return Finding(
@@ -64,12 +68,46 @@ def queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Find
     )
 
 
+def _client_behind(burst: Sequence[Sample], extra: float) -> Finding | None:
+    """The client fell behind its own burst: its calls went out one after another (send lag, to
+    each call's t0, as the rate path measures it, here from the burst's first), by a material
+    share of the
+    time the queue would explain (CLIENT_BUDGET_SHARE, a tenth, of what the burst's p95 took
+    over a warm call, or of QUEUE_MIN_EXTRA). A client that sends late also reads late, and what
+    looked like a queue may be its own. None when it kept up, or its lag was not measured (a
+    result file from before it was)."""
+    sent = [s.send_lag for s in burst if s.send_lag is not None]
+    if len(sent) != len(burst):
+        return None
+    # From the burst's first send: a burst the client sent late but all together still reached
+    # the endpoint at once; only calls it sent one after another can look like a queue.
+    lags = [lag - min(sent) for lag in sent]
+    lag = percentile(lags, 95) or 0.0
+    if lag <= CLIENT_BUDGET_SHARE * max(extra, QUEUE_MIN_EXTRA):
+        return None
+    return Finding(
+        code="client-behind",
+        title="The client fell behind its burst: no queue can be read from it",
+        evidence=(
+            f"the burst's calls went out up to {fmt_duration(max(lags))} after its first "
+            f"(send lag p95 {fmt_duration(lag)}), against {fmt_duration(max(extra, 0.0))} that "
+            "its p95 took over a warm call: the client (a busy CPU, a slow runner) was late, "
+            "and what looks like the endpoint queueing the calls may be its own"
+        ),
+        hint=(
+            "probe from a machine with CPU to spare (or fewer calls at once) before reading the "
+            "concurrent numbers as the endpoint's"
+        ),
+    )
+
+
 def served_at_once(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> int | None:
     """How many calls at once a queued burst was served ("served about N at a time"), when the
     queue finding applies to these calls; None when it does not. The capacity's report holds
     its figure against this one (report/capacity.py)."""
-    if queued(samples, numbers, streaming) is None or numbers.warm_p50 is None:
-        return None
+    found = queued(samples, numbers, streaming)
+    if found is None or found.code != "serialized" or numbers.warm_p50 is None:
+        return None  # no queue, or the client fell behind: no figure to hold up
     return _slots(ok_calls(samples, CallPhase.CONCURRENT), numbers.warm_p50)
 
 
