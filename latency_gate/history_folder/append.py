@@ -3,7 +3,6 @@ folder pruned, and the commit a result records to name it in later runs' trends.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -11,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from latency_gate.config.files import read_bounded
+from latency_gate.config.json_data import load_json
 from latency_gate.history_folder.read import OURS, AppendMode, named_time, not_a_file
 from latency_gate.models import RunResult
 
@@ -100,7 +100,8 @@ def _payload(path: str, read: Callable[[Path], bytes]) -> object:
     if not path:
         return None
     try:
-        return json.loads(read(Path(path)))
+        # load_json: a payload nested thousands deep is a ValueError, not a RecursionError.
+        return load_json(read(Path(path)).decode("utf-8"))
     except (OSError, ValueError):
         return None
 
