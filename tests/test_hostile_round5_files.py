@@ -7,11 +7,12 @@ Each case failed on the code before its fix (docs/faults.md, "Hostile input, rou
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from hostile_kit import ONE_LOOK, run_action
+from hostile_kit import CHAT, FAST, ONE_LOOK, http, judged, one_error, paced, run_action, run_cli
 
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.history_folder import append_decision
@@ -80,4 +81,81 @@ def test_a_deep_payload_names_no_default_branch(tmp_path: Path) -> None:
     assert append_decision("auto", env) == (
         False,
         "not appended: the event payload names no default branch",
+    )
+
+
+# --- 10. leftovers -------------------------------------------------------------------------------
+
+
+def _event_env(tmp_path: Path, event: str, payload: object) -> dict[str, str]:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload), encoding="utf-8")
+    return {
+        "GITHUB_ACTIONS": "true",
+        "GITHUB_EVENT_NAME": event,
+        "GITHUB_EVENT_PATH": str(path),
+        "GITHUB_REF": "refs/heads/main",
+    }
+
+
+def test_the_history_log_line_reads_as_a_sentence(tmp_path: Path) -> None:
+    """The action's log said "history history-append is true" (the reason repeated the word its
+    prefix had said) and "followed a an unnamed event run"; the reasons now read after it."""
+    repository = {"default_branch": "main", "full_name": "octo/repo"}
+    unnamed = {"repository": repository, "workflow_run": {"head_branch": "main"}}
+    assert append_decision("true", {}) == (True, "appended (history-append is true)")
+    assert append_decision("false", {}) == (False, "not appended (history-append is false)")
+    assert append_decision("auto", _event_env(tmp_path, "workflow_run", unnamed)) == (
+        False,
+        "not appended: the workflow_run followed a run whose event the payload does not name "
+        "(history-append auto)",
+    )
+    _, said = append_decision("auto", _event_env(tmp_path, "issue_comment", {}))
+    assert said.startswith("not appended: an issue_comment event may be about a pull request")
+    _, said = append_decision("auto", _event_env(tmp_path, "", {}))
+    assert said.startswith("not appended: an unnamed event may be about a pull request")
+
+
+def test_the_action_logs_history_appended_as_a_sentence(demo: DemoServer, tmp_path: Path) -> None:
+    """history-append true in the action: `latency-gate: history appended (history-append is
+    true): wrote …`, not `history history-append is true`."""
+    inputs = {"url": demo.url, "prompt": "Hi", **ONE_LOOK, "history": "h"}
+    run = run_action(tmp_path, inputs | {"history-append": "true"})
+    assert run.code == 0, run.log
+    assert "latency-gate: history appended (history-append is true): wrote h/latency-gate-" in (
+        run.log
+    )
+
+
+def _targets_file(tmp_path: Path, url: str, prompt_escaped: str) -> str:
+    path = tmp_path / "targets.yaml"
+    path.write_text(
+        f'targets:\n  - name: a\n    url: {url}\n    prompt: "hi {prompt_escaped}"\n',
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def test_a_yaml_surrogate_pair_escape_is_the_character_it_encodes(tmp_path: Path) -> None:
+    """`"\\uD83D\\uDE00"` in a YAML targets file was refused as "not valid UTF-8 text (check the
+    shell's encoding)": PyYAML leaves the two halves apart, as JSON's reader does not. The pair
+    is now the one character it encodes, and that is what is sent."""
+
+    def answer(_: bytes) -> list[bytes]:
+        return [http("200 OK", b'{"choices": [{"message": {"content": "ok"}}]}')]
+
+    with paced(answer) as (base, seen):
+        path = _targets_file(tmp_path, base + CHAT, "\\uD83D\\uDE00")
+        judged(run_cli("probe", "--targets", path, *FAST, "--on-undecided", "pass"))
+    assert seen.requests
+    assert all('hi \\ud83d\\ude00"' in r.decode() for r in seen.requests), seen.requests[0]
+
+
+def test_half_a_surrogate_pair_in_a_file_names_the_file_not_the_shell(tmp_path: Path) -> None:
+    """A lone `\\uD83D` in a targets file is named as what it is, at its line."""
+    path = _targets_file(tmp_path, "http://127.0.0.1:9/v1/chat/completions", "\\uD83D")
+    assert one_error(run_cli("probe", "--targets", path)) == (
+        "Error: invalid input targets.yaml:4: targets[0].prompt: holds \\uD83D, half of a UTF-16 "
+        "surrogate pair, which is no character: write the character itself, or both halves of "
+        "its pair"
     )
