@@ -159,3 +159,24 @@ def test_half_a_surrogate_pair_in_a_file_names_the_file_not_the_shell(tmp_path: 
         "surrogate pair, which is no character: write the character itself, or both halves of "
         "its pair"
     )
+
+
+def test_a_token_budget_on_a_whole_answer_is_refused_before_any_call(demo: DemoServer) -> None:
+    """`--max-tpot-p95` on a chat probe that asks for a whole answer made 131 calls, then failed
+    "per token p95 not measured"; it is refused before the first call, naming --stream."""
+    before = len(demo.records)
+    error = one_error(run_cli("probe", demo.url, "--prompt", "hi", "--max-tpot-p95", "5ms"))
+    assert error == (
+        "Error: invalid input --max-tpot-p95: needs a streamed answer's tokens, and the "
+        "openai-chat body asks for a whole answer (its stream is false): add --stream, or leave "
+        "it out"
+    )
+    assert len(demo.records) == before
+
+
+def test_a_token_budget_on_a_streamed_probe_is_taken(demo: DemoServer) -> None:
+    """The same budget with --stream is measured and judged (kept)."""
+    done = judged(
+        run_cli("probe", demo.url, "--prompt", "hi", "--stream", "--max-tpot-p95", "1s", *FAST)
+    )
+    assert "per token p95" in done.output
