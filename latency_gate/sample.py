@@ -123,7 +123,8 @@ class Sample(Frozen):
     retry_after: str | None = None
     timings: CallTimings = CallTimings()
     bytes_received: int = 0
-    tokens: int | None = None
+    # strict: a file's `true` is not read as 1 token (JSON's true is no count).
+    tokens: int | None = Field(default=None, strict=True)
     tokens_source: Literal["usage", "deltas"] | None = None
     token_events: int = Field(default=0, description="content deltas seen in a stream")
     token_reads: int = Field(

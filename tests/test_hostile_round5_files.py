@@ -8,8 +8,9 @@ Each case failed on the code before its fix (docs/faults.md, "Hostile input, rou
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hostile_kit import CHAT, FAST, ONE_LOOK, http, judged, one_error, paced, run_action, run_cli
@@ -180,3 +181,99 @@ def test_a_token_budget_on_a_streamed_probe_is_taken(demo: DemoServer) -> None:
         run_cli("probe", demo.url, "--prompt", "hi", "--stream", "--max-tpot-p95", "1s", *FAST)
     )
     assert "per token p95" in done.output
+
+
+# --- 6. files read back later: the calls at a rate ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def at_a_rate(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """A real result file of the demo endpoint with a level of calls at a rate."""
+    path = tmp_path_factory.mktemp("rate") / "r.json"
+    args = ["--no-floor", "--warm-calls", "2", "--concurrency", "1", "--on-undecided", "pass"]
+    args += ["--prompt", "hi", "--stream", "--rate", "20/s"]
+    args += ["--rate-for", "40", "--max-concurrent-p95", "200ms", "--json", str(path)]
+    judged(run_cli("probe", demo.url, *args))
+    document: dict[str, Any] = json.loads(path.read_text())
+    assert document["goodput"]["levels"][0]["samples"]
+    return document
+
+
+def _first_rate_call(document: dict[str, Any]) -> dict[str, Any]:
+    call: dict[str, Any] = document["goodput"]["levels"][0]["samples"][0]
+    return call
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda d: d["goodput"].update(hold=1e308),
+            "goodput.hold 1e+308 s is not a duration (from 0 to 24 hours)",
+        ),
+        (
+            lambda d: d["goodput"].update(seconds=1e308),
+            "goodput.seconds 1e+308 s is not a duration (from 0 to 24 hours)",
+        ),
+        (
+            lambda d: d["goodput"].update(warmup=-1),
+            "goodput.warmup -1 s is not a duration (from 0 to 24 hours)",
+        ),
+        (
+            lambda d: _first_rate_call(d).update(send_lag=1e308),
+            "goodput level 20/s: call rate #0: send_lag 1e+308 s is not a duration (from 0 to 24 "
+            "hours)",
+        ),
+        (
+            lambda d: _first_rate_call(d).update(due=-5),
+            "goodput level 20/s: call rate #0: due -5 s is not a duration (from 0 to 24 hours)",
+        ),
+        (
+            lambda d: _first_rate_call(d).update(tokens=-5),
+            "goodput level 20/s: call rate #0: tokens -5 is not a count of tokens",
+        ),
+        (
+            lambda d: d["config"].update(rate="<b>20</b>"),
+            "config.rate '<b>20</b>' is not a rate (requests a second, above 0 and at most 10,000)",
+        ),
+        (
+            lambda d: d["goodput"]["levels"][0].update(judged=10**6),
+            "goodput level 20/s: judged 1000000 is not a count from 0 to ",
+        ),
+    ],
+    ids=["hold", "seconds", "warmup", "send-lag", "due", "tokens", "config-rate", "judged"],
+)
+def test_merge_refuses_a_rate_field_no_run_writes(
+    at_a_rate: dict[str, Any],
+    tmp_path: Path,
+    edit: Callable[[dict[str, Any]], object],
+    message: str,
+) -> None:
+    """`merge` exited 3 on a goodput hold, seconds or send_lag of 1e308 and took the rest as
+    written (a warm-up of -1, a rate of HTML, -5 tokens); each is exit 2 naming the field."""
+    document = json.loads(json.dumps(at_a_rate))
+    edit(document)
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    error = one_error(run_cli("merge", str(path)))
+    assert error.startswith(f"Error: invalid input merge {path}: cannot be judged: {message}")
+
+
+def test_merge_refuses_tokens_that_are_not_a_count(
+    at_a_rate: dict[str, Any], tmp_path: Path
+) -> None:
+    """A call's `tokens: true` was read as 1 token; it is no count, and the file is refused."""
+    document = json.loads(json.dumps(at_a_rate))
+    document["samples"][0]["tokens"] = True
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    error = one_error(run_cli("merge", str(path)))
+    assert error.startswith(f"Error: invalid input merge {path}: not a latency-gate result ")
+    assert "samples.0.tokens: Input should be a valid integer" in error
+
+
+def test_merge_takes_a_rate_file_as_written(at_a_rate: dict[str, Any], tmp_path: Path) -> None:
+    """The file as probe wrote it is merged (kept)."""
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(at_a_rate), encoding="utf-8")
+    judged(run_cli("merge", str(path)))
