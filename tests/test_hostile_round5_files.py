@@ -13,7 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hostile_kit import CHAT, FAST, ONE_LOOK, http, judged, one_error, paced, run_action, run_cli
+from hostile_kit import (
+    CHAT,
+    FAST,
+    ONE_LOOK,
+    chunk,
+    http,
+    judged,
+    one_error,
+    paced,
+    run_action,
+    run_cli,
+    sse_pieces,
+)
 
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.history_folder import append_decision
@@ -277,3 +289,58 @@ def test_merge_takes_a_rate_file_as_written(at_a_rate: dict[str, Any], tmp_path:
     path = tmp_path / "r.json"
     path.write_text(json.dumps(at_a_rate), encoding="utf-8")
     judged(run_cli("merge", str(path)))
+
+
+# --- 9. a usage count that disagrees with the stream -------------------------------------------
+
+
+def _six_deltas_claiming(tokens: int) -> Callable[[bytes], list[bytes]]:
+    """A chat stream of six deltas 20 ms apart whose usage claims `tokens` output tokens."""
+    usage = json.dumps({"choices": [], "usage": {"completion_tokens": tokens}})
+    events = [chunk({"content": f"w{i} "}) for i in range(6)]
+    events += [chunk({}, "stop"), usage, "[DONE]"]
+    return lambda _: sse_pieces(events)
+
+
+TPOT_RUN = ["--prompt", "hi", "--stream", "--no-floor", "--warm-calls", "6", "--concurrency", "1"]
+TPOT_RUN += ["--max-calls", "8", "--on-undecided", "estimate"]
+
+
+def test_usage_claiming_a_billion_tokens_does_not_make_tokens_free() -> None:
+    """Six deltas 20 ms apart with usage claiming 10**9 tokens passed `--max-tpot-p95 5ms`
+    ("per token p95 0.0 ms"); the deltas are counted (about 20 ms a token) and it fails, saying
+    usage disagreed."""
+    with paced(_six_deltas_claiming(10**9)) as (base, _):
+        done = judged(run_cli("probe", base + CHAT, *TPOT_RUN, "--max-tpot-p95", "5ms"))
+    assert done.exit_code == 1, done.output
+    row = next(line for line in done.output.splitlines() if line.startswith("per token p95"))
+    assert row.split()[-1] == "FAIL", row
+    assert "Usage disagreed with the stream: the deltas were counted" in done.output
+    assert "said their answer had 1,000,000,000 tokens (usage) where 6 deltas arrived" in (
+        done.output
+    )
+
+
+@pytest.mark.parametrize("claimed", [0, 1])
+def test_usage_claiming_too_few_tokens_leaves_the_time_per_token_measured(claimed: int) -> None:
+    """Usage claiming 0 or 1 token FAILed "no successful warm call carried a streamed answer's
+    timing" though every call streamed six deltas; the deltas are counted and it passes."""
+    with paced(_six_deltas_claiming(claimed)) as (base, _):
+        done = judged(run_cli("probe", base + CHAT, *TPOT_RUN, "--max-tpot-p95", "1s"))
+    assert done.exit_code == 0, done.output
+    assert "carried a streamed answer's timing" not in done.output
+    assert "Usage disagreed with the stream" in done.output
+
+
+def test_usage_that_agrees_with_the_stream_is_taken(tmp_path: Path) -> None:
+    """Usage of 12 tokens over six deltas (two tokens a delta) is the count (kept)."""
+    path = tmp_path / "r.json"
+    with paced(_six_deltas_claiming(12)) as (base, _):
+        done = judged(
+            run_cli("probe", base + CHAT, *TPOT_RUN, "--json", str(path), "--max-tpot-p95", "1s")
+        )
+    assert "Usage disagreed" not in done.output
+    calls = json.loads(path.read_text())["samples"]
+    assert {(c["tokens"], c["tokens_source"], c["usage_ignored"]) for c in calls} == {
+        (12, "usage", None)
+    }
