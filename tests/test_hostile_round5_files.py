@@ -8,6 +8,9 @@ Each case failed on the code before its fix (docs/faults.md, "Hostile input, rou
 from __future__ import annotations
 
 import json
+import re
+import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -344,3 +347,46 @@ def test_usage_that_agrees_with_the_stream_is_taken(tmp_path: Path) -> None:
     assert {(c["tokens"], c["tokens_source"], c["usage_ignored"]) for c in calls} == {
         (12, "usage", None)
     }
+
+
+# --- 8. a rate level broken by its errors --------------------------------------------------------
+
+
+def _rate_limited(per_second: int) -> Callable[[bytes], list[bytes]]:
+    """An endpoint that answers 60 ms after each request, and 429 to a request once it has
+    answered `per_second` in the last second: calls one at a time pass, calls at a rate above
+    it are mostly refused."""
+    answered: deque[float] = deque()
+
+    def answer(_: bytes) -> list[bytes]:
+        now = time.monotonic()
+        while answered and now - answered[0] > 1.0:
+            answered.popleft()
+        if len(answered) >= per_second:
+            refused = b'{"error": "slow down"}'
+            return [b"", http("429 Too Many Requests", refused, extra="Retry-After: 1\r\n")]
+        answered.append(now)
+        body = b'{"choices": [{"message": {"content": "ok"}}], "usage": {"completion_tokens": 1}}'
+        return [b"", http("200 OK", body)]
+
+    return answer
+
+
+def test_a_rate_level_broken_by_429s_is_headlined_by_its_failures() -> None:
+    """Against 429s at 60/s, the headline said "p95 at the rate 78 ms, over its 200 ms budget"
+    (a p95 within it, of the calls that succeeded) and no line said 429; it now says the calls
+    failed, how many, why, and the error budget they broke."""
+    args = ["--prompt", "hi", "--no-floor", "--warm-calls", "2", "--concurrency", "1"]
+    args += ["--rate", "60/s", "--rate-for", "120", "--max-concurrent-p95", "200ms"]
+    with paced(_rate_limited(20), pause=0.06) as (base, _):
+        done = judged(run_cli("probe", base + CHAT, *args, "--on-undecided", "pass"))
+    assert done.exit_code == 1, done.output
+    headline = done.output[done.output.index("FAIL: ") :].splitlines()[0]
+    assert re.fullmatch(
+        r"FAIL: the calls at 60/s failed: \d+ of \d+ \(429 Too Many Requests\), over the 1\.0 % "
+        r"error budget",
+        headline,
+    ), headline
+    assert re.search(
+        r"at a rate: breaks its 1\.0 % error budget at 60/s: \d+ of \d+ judged", (done.output)
+    ), done.output
