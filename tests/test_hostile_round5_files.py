@@ -390,3 +390,78 @@ def test_a_rate_level_broken_by_429s_is_headlined_by_its_failures() -> None:
     assert re.search(
         r"at a rate: breaks its 1\.0 % error budget at 60/s: \d+ of \d+ judged", (done.output)
     ), done.output
+
+
+# --- 7. a rate level that judges no call -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (
+            ["--rate-for", "40"],
+            "Error: invalid input --rate-for: a level of 40 calls at 20/s has no call due after "
+            "its warm-up of 9 s (the first 3 budgets of arrivals: made, not judged), so it would "
+            "judge none. Give at least 292 calls (or 15s), enough for the 112 judged calls a "
+            "level needs to hold, or leave it out (auto)",
+        ),
+        (
+            ["--rate-for", "1"],
+            "Error: invalid input --rate-for: a level of 1 call at 20/s has no call due after its "
+            "warm-up of 9 s",
+        ),
+        (
+            ["--max-calls", "150"],
+            "Error: invalid input --max-calls: 150 calls leave 19 to the level at 20/s, none of "
+            "them due after its warm-up of 9 s (the first 3 budgets of arrivals: made, not "
+            "judged), so it would judge none. Raise it to at least 423, or leave it out (it is "
+            "then sized to fit)",
+        ),
+    ],
+    ids=["rate-for-40", "rate-for-1", "max-calls"],
+)
+def test_a_level_that_could_judge_no_call_is_refused_before_any_call(
+    demo: DemoServer, extra: list[str], message: str
+) -> None:
+    """A level at 20/s whose calls all fall in its 9 s warm-up FAILed "p95 at the rate not
+    measured: no successful ... call carried a streamed answer's timing" (or was "near the
+    budget" under on-undecided pass); it is refused, with the least that can judge a level."""
+    before = len(demo.records)
+    args = ["probe", demo.url, "--prompt", "hi", "--rate", "20/s", *extra]
+    assert one_error(run_cli(*args)).startswith(message)
+    assert len(demo.records) == before
+
+
+def test_a_rate_too_low_for_a_ci_job_is_refused(demo: DemoServer) -> None:
+    """`--rate 1/h` waited for 130 calls due after the warm-up: 130 hours."""
+    error = one_error(run_cli("probe", demo.url, "--prompt", "hi", "--rate", "1/h"))
+    assert error == (
+        "Error: invalid input --rate: at 0.000278/s a level lasts until about 130 calls are due "
+        "after its warm-up of 9 s (the first 3 budgets of arrivals: made, not judged): 130 h, "
+        "longer than a CI job runs (GitHub stops one at 6 h). Give a rate of at least 0.00608/s"
+    )
+
+
+@pytest.mark.parametrize(("policy", "code"), [("pass", 0), ("fail", 1)])
+def test_a_level_cut_inside_its_warm_up_is_undecided_and_says_so(
+    at_a_rate: dict[str, Any], tmp_path: Path, policy: str, code: int
+) -> None:
+    """A level none of whose calls was judged (here a file whose warm-up outlasts its calls,
+    judged again on merge; in a run, a level cut by a cap) was "near the budget", its p95 of
+    calls no test read; it is undecided, says its calls fell in the warm-up, and the policy
+    decides."""
+    document = json.loads(json.dumps(at_a_rate))
+    document["goodput"] |= {"warmup": 3600.0, "on_undecided": policy}
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(document), encoding="utf-8")
+    done = judged(run_cli("merge", str(path)))
+    assert done.exit_code == code, done.output
+    calls = len(document["goodput"]["levels"][0]["samples"])
+    said = (
+        f"at 20/s all {calls} calls fell in the level's warm-up (its first 3600 s of arrivals, "
+        "made and not judged): none was judged"
+    )
+    flat = " ".join(done.output.split())
+    assert said in flat, done.output
+    if policy == "fail":
+        assert f"FAIL: p95 at the rate not judged: {said}" in flat

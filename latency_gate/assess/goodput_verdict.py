@@ -37,7 +37,7 @@ from latency_gate.assess.capacity_verdict import undecided_delta
 from latency_gate.assess.goodput_said import deciding_levels, level_said, near_levels, near_span
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.formatting import fmt_duration, fmt_percent
+from latency_gate.formatting import fmt_duration, fmt_percent, plural
 from latency_gate.models import Check, Goodput, NumberDelta, RateLevel, Sample
 
 __all__ = ["goodput_checks", "goodput_delta"]
@@ -107,6 +107,16 @@ def _rate_check(goodput: Goodput | None, asked: float) -> Check:
         lag = fmt_duration(level.send_lag_p95)
         said = f"at {fmt_rate(asked)} the client fell behind (send lag p95 {lag}), not the endpoint"
         return _undecided(goodput, "rate_p95", level.p95, goodput.limit, said)
+    if level.judged == 0:
+        # Cut short (a cap, the capacity search): no call of it was judged, so its p95 from due
+        # is of no call the tests read, and nothing was learnt of the endpoint at the rate.
+        said = (
+            f"at {fmt_rate(asked)} all {plural(level.calls, 'call')} fell in the level's "
+            f"warm-up (its first {fmt_duration(goodput.warmup)} of arrivals, made and not "
+            "judged): none was judged"
+        )
+        check = _undecided(goodput, "rate_p95", None, goodput.limit, said)
+        return check.model_copy(update={"breach": f"p95 at the rate not judged: {said}"})
     if level.near:
         return _near_rate(goodput, level, asked)
     broke_on_errors = not level.held and "error_rate" in level.broke_on
