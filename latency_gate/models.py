@@ -125,6 +125,11 @@ class Check(_Frozen):
         description="what this outcome ruled out, in words, with its error rate for the run's "
         "looks",
     )
+    breach: str = Field(
+        default="",
+        description="what failed it, when that is not its value against the budget (a level at "
+        "a rate that broke on its errors, or judged no call); empty: the value said",
+    )
 
 
 class Verdict(_Frozen):

@@ -123,8 +123,16 @@ class Sample(Frozen):
     retry_after: str | None = None
     timings: CallTimings = CallTimings()
     bytes_received: int = 0
-    tokens: int | None = None
+    # strict: a file's `true` is not read as 1 token (JSON's true is no count).
+    tokens: int | None = Field(default=None, strict=True)
     tokens_source: Literal["usage", "deltas"] | None = None
+    usage_ignored: int | None = Field(
+        default=None,
+        ge=0,
+        strict=True,
+        description="the answer's usage count when it disagreed with the stream (fewer tokens "
+        "than the deltas seen, or more than the bytes received) and was not trusted",
+    )
     token_events: int = Field(default=0, description="content deltas seen in a stream")
     token_reads: int = Field(
         default=0, description="socket reads that delivered at least one content delta"

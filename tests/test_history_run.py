@@ -150,7 +150,7 @@ def test_cli_appends_when_told_and_prunes(server: DemoServer, tmp_path: Path) ->
     assert done.exit_code == 0, done.output
     ours = sorted(folder.glob("latency-gate-*.json"))
     assert len(ours) == 1
-    assert "history: history-append is true: wrote 'latency-gate-" in done.stderr
+    assert "history: appended (history-append is true): wrote 'latency-gate-" in done.stderr
     text = ours[0].read_text(encoding="utf-8")
     assert "sk-history-secret-0001" not in text
     (appended,) = parse_runs(text, "appended")

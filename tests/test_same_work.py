@@ -337,7 +337,12 @@ def test_a_time_per_token_budget_is_a_check_and_a_tested_regression() -> None:
     lengths = _lengths(rng, 60)
     head, base = _arm(rng, lengths, per=0.0104), _arm(rng, lengths)
     target = build_target(
-        {"url": "http://127.0.0.1:1/v1/chat/completions", "prompt": "Hi", "max-tpot-p95": "50ms"}
+        {
+            "url": "http://127.0.0.1:1/v1/chat/completions",
+            "prompt": "Hi",
+            "stream": "true",
+            "max-tpot-p95": "50ms",
+        }
     )
     assert target.budget.max_tpot_p95 == 0.05
     check = compare(

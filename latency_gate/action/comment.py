@@ -5,7 +5,6 @@ of it. GitHub trouble is a warning here, never a changed verdict.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -13,6 +12,7 @@ from typing import TextIO
 from latency_gate import github
 from latency_gate.action.settings import ActionSettings
 from latency_gate.config.files import read_bounded
+from latency_gate.config.json_data import load_json
 from latency_gate.models import RunResult
 from latency_gate.report.markdown import is_run_url, render_comment
 
@@ -72,7 +72,9 @@ def _load_event(path: str | None) -> Mapping[str, object]:
     if not path:
         return {}
     try:
-        data = json.loads(read_bounded(Path(path), MAX_EVENT_BYTES).decode("utf-8"))
+        # load_json: a payload nested thousands deep (a repository_dispatch's client_payload is
+        # whatever its sender posts) is a ValueError there, not json's RecursionError.
+        data = load_json(read_bounded(Path(path), MAX_EVENT_BYTES).decode("utf-8"))
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

@@ -107,6 +107,13 @@ def rate_headline(goodput: Goodput) -> str:
             f"is near {_budget(goodput)} at {rate}: its calls could not tell (p95 {p95} from "
             f"due, {goodput.arrivals} arrivals)"
         )
+    if not level.held and level.broke_on == ("error_rate",):
+        budget = fmt_percent(goodput.error_limit or 0.0)
+        return (
+            f"breaks its {budget} error budget at {rate}: {level.errors:,} of "
+            f"{level.judged:,} judged calls failed (p95 {p95} from due, {goodput.arrivals} "
+            "arrivals)"
+        )
     word = "holds" if level.held else "breaks"
     return f"{word} {_budget(goodput)} at {rate} (p95 {p95} from due, {goodput.arrivals} arrivals)"
 

@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 from collections.abc import Sequence
+from http import HTTPStatus
 from typing import Literal
 
 from latency_gate.assess.capacity_verdict import undecided_delta
 from latency_gate.assess.goodput_said import deciding_levels, level_said, near_levels, near_span
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.formatting import fmt_duration
-from latency_gate.models import Check, Goodput, NumberDelta, RateLevel
+from latency_gate.formatting import fmt_duration, fmt_percent, plural
+from latency_gate.models import Check, Goodput, NumberDelta, RateLevel, Sample
 
 __all__ = ["goodput_checks", "goodput_delta"]
 
@@ -105,8 +107,19 @@ def _rate_check(goodput: Goodput | None, asked: float) -> Check:
         lag = fmt_duration(level.send_lag_p95)
         said = f"at {fmt_rate(asked)} the client fell behind (send lag p95 {lag}), not the endpoint"
         return _undecided(goodput, "rate_p95", level.p95, goodput.limit, said)
+    if level.judged == 0:
+        # Cut short (a cap, the capacity search): no call of it was judged, so its p95 from due
+        # is of no call the tests read, and nothing was learnt of the endpoint at the rate.
+        said = (
+            f"at {fmt_rate(asked)} all {plural(level.calls, 'call')} fell in the level's "
+            f"warm-up (its first {fmt_duration(goodput.warmup)} of arrivals, made and not "
+            "judged): none was judged"
+        )
+        check = _undecided(goodput, "rate_p95", None, goodput.limit, said)
+        return check.model_copy(update={"breach": f"p95 at the rate not judged: {said}"})
     if level.near:
         return _near_rate(goodput, level, asked)
+    broke_on_errors = not level.held and "error_rate" in level.broke_on
     return Check(
         number="rate_p95",
         value=level.p95,
@@ -118,7 +131,40 @@ def _rate_check(goodput: Goodput | None, asked: float) -> Check:
         by_policy=level.decided_by != "test",
         n=level.judged,
         meaning=level_said(level, goodput),
+        breach=_failed_calls(level, goodput) if broke_on_errors else "",
     )
+
+
+def _failed_calls(level: RateLevel, goodput: Goodput) -> str:
+    """A level that broke on its error rate, said as its failures: "the calls at 60/s failed:
+    19 of 23 (429 Too Many Requests), over the 1.0 % error budget" (its p95, of the calls that
+    succeeded, may be well within the budget)."""
+    judged = sorted(
+        (s for s in level.samples if s.due is not None and s.due >= goodput.warmup),
+        key=lambda s: s.due or 0.0,
+    )[: level.judged]
+    kinds = Counter(_failure_name(s) for s in judged if not s.ok)
+    named = ", ".join(
+        f"{name}" if len(kinds) == 1 else f"{count:,} {name}"
+        for name, count in kinds.most_common(3)
+    )
+    more = f" and {len(kinds) - 3} more kinds" if len(kinds) > 3 else ""
+    why = f" ({named}{more})" if named else ""
+    budget = fmt_percent(goodput.error_limit or 0.0)
+    return (
+        f"the calls at {fmt_rate(level.rate)} failed: {level.errors:,} of {level.judged:,}"
+        f"{why}, over the {budget} error budget"
+    )
+
+
+def _failure_name(sample: Sample) -> str:
+    """ "429 Too Many Requests" for a status, else the kind of failure ("connection_reset")."""
+    if sample.status is not None and sample.status >= 400:
+        try:
+            return f"{sample.status} {HTTPStatus(sample.status).phrase}"
+        except ValueError:
+            return f"HTTP {sample.status}"
+    return str(sample.error or "failed")
 
 
 def _near_rate(goodput: Goodput, level: RateLevel, asked: float) -> Check:

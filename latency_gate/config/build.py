@@ -226,9 +226,33 @@ def build_target(
     undecidable = [InputProblem(spelled(key), text) for key, text in plan_problems(target)]
     undecidable += [InputProblem(spelled(key), text) for key, text in capacity_problems(target)]
     undecidable += [InputProblem(spelled(key), text) for key, text in goodput_problems(target)]
+    undecidable += _unstreamed_token_budgets(target, spelled)
     if undecidable:
         raise ConfigError(undecidable)
     return target
+
+
+def _unstreamed_token_budgets(target: Target, spelled: Callable[[str], str]) -> list[InputProblem]:
+    """A first-token or per-token budget on a chat body that asks for a whole answer (its
+    `stream` false or left out): the server sends no tokens apart, so every run would make its
+    calls and then fail the check as not measured. A raw body is not refused: the endpoint may
+    stream whatever the body says."""
+    if target.stream or target.format is Format.RAW or target.body is None:
+        return []
+    budgets = {
+        "max-ttft-p95": target.budget.max_ttft_p95,
+        "max-tpot-p95": target.budget.max_tpot_p95,
+    }
+    return [
+        InputProblem(
+            spelled(key),
+            f"needs a streamed answer's tokens, and the {target.format.value} "
+            f"body asks for a whole answer (its stream is false): add {spelled('stream')}, "
+            "or leave it out",
+        )
+        for key, value in budgets.items()
+        if value is not None
+    ]
 
 
 def _error_budget(text: str) -> float:

@@ -30,7 +30,45 @@ MAX_DEPTH = 64
 
 def decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
     """The document (`kind` yaml, toml or json) and the line of each of its keys, by path;
-    ConfigError naming `name` (and the line, where the parser says it) when it does not parse."""
+    ConfigError naming `name` (and the line, where the parser says it) when it does not parse,
+    or when a string holds half of a UTF-16 surrogate pair (a `\\uD83D` escape alone)."""
+    data, lines = _decode(text, kind, name)
+    return _whole_characters(data, (), name, lines), lines
+
+
+def _whole_characters(value: Any, at: PathKey, name: str, lines: Mapping[PathKey, int]) -> Any:
+    """`value` with each surrogate pair its strings hold made the one character it encodes.
+
+    YAML (and JSON) read `"\\uD83D\\uDE00"` as two halves of a UTF-16 pair, which no text is;
+    JSON's reader joins them, PyYAML's does not. A half left alone is ConfigError naming the file
+    and line: the value came from the file, not from a shell in another encoding."""
+    if isinstance(value, str):
+        try:
+            return value.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        except UnicodeDecodeError as exc:
+            half = value.encode("utf-16-le", "surrogatepass")[exc.start : exc.start + 2]
+            code = int.from_bytes(half, "little")
+            line = line_of(lines, at)
+            where = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in at)
+            raise ConfigError.single(
+                f"{name}:{line}" if line is not None else name,
+                f"{where.lstrip('.') or 'a key'}: holds \\u{code:04X}, half of a UTF-16 "
+                "surrogate pair, which is no character: "
+                "write the character itself, or both halves of its pair",
+            ) from None
+    if isinstance(value, dict):
+        return {
+            _whole_characters(key, at, name, lines): _whole_characters(
+                item, (*at, key), name, lines
+            )
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [_whole_characters(item, (*at, i), name, lines) for i, item in enumerate(value)]
+    return value
+
+
+def _decode(text: str, kind: str, name: str) -> tuple[Any, dict[PathKey, int]]:
     # Imported here: PyYAML costs ~15 ms of start-up, and only a targets file needs it.
     import yaml  # noqa: PLC0415
 

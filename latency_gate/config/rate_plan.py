@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from latency_gate.config.parsing import parse_count, parse_duration, shown
+from latency_gate.formatting import plural
 
 if TYPE_CHECKING:
     from latency_gate.config.target import Budget
@@ -366,6 +367,8 @@ def goodput_problems(target: _Rated) -> list[tuple[str, str]]:
         )
         return problems
     plan = goodput_plan(target)
+    if plan is not None and target.rate is not None and not target.goodput:
+        problems += _level_problems(target, target.rate, plan.length)
     if plan is None or target.goodput_time is None:
         return problems
     if plan.length.seconds - plan.length.warmup <= 0:
@@ -379,3 +382,64 @@ def goodput_problems(target: _Rated) -> list[tuple[str, str]]:
             )
         )
     return problems
+
+
+CI_JOB_SECONDS = 6 * 3600.0  # GitHub stops a job at 6 hours
+
+
+def _level_problems(target: _Rated, rate: float, length: LevelLength) -> list[tuple[str, str]]:
+    """The level at `--rate` that no run could judge: no call due after its warm-up (a
+    `--rate-for` too short, or what `--max-calls` leaves), or, at a rate too low, a level
+    longer than a CI job runs. It would otherwise make its calls and judge none of them."""
+    need = math.ceil((1 + math.sqrt(1 + hold_calls())) ** 2)  # judged calls a hold needs
+    least_calls = math.ceil(rate * length.warmup) + need
+    least_seconds = length.warmup + need / rate
+    warmup = (
+        f"its warm-up of {length.warmup:g} s (the first {RATE_WARMUP:g} budgets of arrivals: "
+        "made, not judged)"
+    )
+    span = length.seconds_at(rate)
+    if math.isinf(span):
+        span = length.calls / rate
+    if max(span, least_seconds if length.judged_at(rate) < 1 else 0.0) > CI_JOB_SECONDS:
+        judged = max(length.judged, need)
+        lowest = judged / (CI_JOB_SECONDS - length.warmup)
+        return [
+            (
+                "rate",
+                f"at {fmt_rate(rate)} a level lasts until about {judged} calls are due after "
+                f"{warmup}: {max(span, least_seconds) / 3600:,.0f} h, longer than a CI job runs "
+                f"(GitHub stops one at 6 h). Give a rate of at least {fmt_rate(lowest * 1.01)}",
+            )
+        ]
+    least = (
+        f"at least {least_calls:,} calls (or {least_seconds:.0f}s), enough for the {need} judged "
+        "calls a level needs to hold"
+    )
+    if length.judged_at(rate) < 1:
+        given = (
+            plural(target.rate_calls, "call")
+            if target.rate_calls is not None
+            else f"{length.seconds_at(rate):g} s of arrivals"
+        )
+        return [
+            (
+                "rate-for",
+                f"a level of {given} at {fmt_rate(rate)} has no call due after {warmup}, so it "
+                f"would judge none. Give {least}, or leave it out (auto)",
+            )
+        ]
+    fitted = getattr(target, "max_calls", None)
+    if fitted is not None:
+        room = rate_room(target, fitted)
+        if room is not None and replace(length, calls=min(length.calls, room)).judged_at(rate) < 1:
+            more = least_calls - min(length.calls, room)
+            return [
+                (
+                    "max-calls",
+                    f"{fitted:,} calls leave {room:,} to the level at {fmt_rate(rate)}, none of "
+                    f"them due after {warmup}, so it would judge none. Raise it to at least "
+                    f"{fitted + more:,}, or leave it out (it is then sized to fit)",
+                )
+            ]
+    return []

@@ -3,7 +3,6 @@ folder pruned, and the commit a result records to name it in later runs' trends.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -11,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from latency_gate.config.files import read_bounded
+from latency_gate.config.json_data import load_json
 from latency_gate.history_folder.read import OURS, AppendMode, named_time, not_a_file
 from latency_gate.models import RunResult
 
@@ -50,9 +50,9 @@ def append_decision(
     history is main's: not appended (`true` appends on it, under an `if:` of the workflow's own).
     """
     if mode == "true":
-        return True, "history-append is true"
+        return True, "appended (history-append is true)"
     if mode == "false":
-        return False, "history-append is false"
+        return False, "not appended (history-append is false)"
     if environ.get("GITHUB_ACTIONS") != "true":
         return False, "not appended: not in GitHub Actions (history-append auto)"
     event = environ.get("GITHUB_EVENT_NAME", "")
@@ -60,7 +60,7 @@ def append_decision(
         return False, f"not appended: a {event} run never appends (history-append auto)"
     if event not in (*_MAIN_EVENTS, "workflow_run"):
         return False, (
-            f"not appended: a {event or 'unnamed'} event may be about a pull request "
+            f"not appended: {_a(event or 'unnamed')} event may be about a pull request "
             "(history-append auto appends on push, schedule, workflow_dispatch and a "
             "workflow_run of those; true appends on any)"
         )
@@ -79,9 +79,11 @@ def append_decision(
 def _not_main_run(payload: object, default: str) -> str | None:
     """Why the run a `workflow_run` event followed is not a run of the default branch's own
     code (a pull request's, a fork's, another branch's), or None when it is."""
-    trigger = _text(payload, "workflow_run", "event") or "an unnamed event"
+    trigger = _text(payload, "workflow_run", "event")
+    if trigger is None:
+        return "a run whose event the payload does not name"
     if trigger not in _MAIN_EVENTS:
-        return f"a {trigger} run"
+        return f"{_a(trigger)} run"
     branch = _text(payload, "workflow_run", "head_branch")
     if branch != default:
         return f"a run of the branch {branch!r}"
@@ -92,6 +94,11 @@ def _not_main_run(payload: object, default: str) -> str | None:
     return None
 
 
+def _a(word: str) -> str:
+    """`word` after its indefinite article: "an issue_comment", "a push"."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
+
+
 def _read_event(path: Path) -> bytes:
     return read_bounded(path, MAX_EVENT_BYTES)
 
@@ -100,7 +107,8 @@ def _payload(path: str, read: Callable[[Path], bytes]) -> object:
     if not path:
         return None
     try:
-        return json.loads(read(Path(path)))
+        # load_json: a payload nested thousands deep is a ValueError, not a RecursionError.
+        return load_json(read(Path(path)).decode("utf-8"))
     except (OSError, ValueError):
         return None
 

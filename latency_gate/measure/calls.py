@@ -105,6 +105,7 @@ class _Attempt:
     bytes_received: int = 0
     tokens: int | None = None
     tokens_source: Literal["usage", "deltas"] | None = None
+    usage_ignored: int | None = None
     token_events: int = 0
     token_reads: int = 0
     began_ns: int = field(default_factory=transport.now_ns)
@@ -166,6 +167,7 @@ class _Attempt:
             bytes_received=self.bytes_received,
             tokens=self.tokens,
             tokens_source=self.tokens_source,
+            usage_ignored=self.usage_ignored,
             token_events=self.token_events,
             token_reads=self.token_reads,
             reasoning_events=self.reasoning_events,
@@ -348,6 +350,7 @@ async def _exchange(
             return
         attempt.tokens = outcome.tokens
         attempt.tokens_source = outcome.tokens_source
+        attempt.usage_ignored = outcome.usage_ignored
         if not outcome.ok:
             attempt.error = outcome.error or ErrorKind.OTHER
             attempt.detail = outcome.detail

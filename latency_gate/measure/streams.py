@@ -78,6 +78,7 @@ class StreamOutcome:
     end_marker: bool
     reasoning_chars: int = 0
     reasoning_deltas: int = 0
+    usage_ignored: int | None = None
 
 
 _HEAD = 256
@@ -122,6 +123,7 @@ class StreamParser:
         self._first_sent = False
         self._first_event_sent = False
         self._finished = False
+        self._bytes = 0
 
     @property
     def streaming(self) -> bool:
@@ -140,6 +142,7 @@ class StreamParser:
         """Take the next chunk of the body, as read from the socket."""
         if self._finished:
             raise RuntimeError("feed() after finish()")
+        self._bytes += len(chunk)
         if not self._sse:
             self._document.add(chunk)
             if self._fmt is Format.RAW and chunk and not self._first_sent:
@@ -287,10 +290,18 @@ class StreamParser:
 
         tokens: int | None = None
         source: Literal["usage", "deltas"] | None = None
-        if tally.usage_tokens is not None:
-            tokens, source = tally.usage_tokens, "usage"
+        counted = tally.deltas + tally.reasoning_deltas
+        usage, ignored = tally.usage_tokens, None
+        # A usage count is the server's word; the stream is what arrived. Fewer tokens than the
+        # deltas seen, or more than the body had bytes (a token is at least one), is not a count
+        # of this answer: it would decide the time per token (10**9 tokens: 0.0 ms a token; 0
+        # or 1: none), so the deltas are counted instead and the call says usage disagreed.
+        if usage is not None and ((streamed and usage < counted) or usage > self._bytes):
+            usage, ignored = None, usage
+        if usage is not None:
+            tokens, source = usage, "usage"
         elif streamed:
-            tokens, source = tally.deltas + tally.reasoning_deltas, "deltas"
+            tokens, source = counted, "deltas"
 
         answer_chars = tally.answer_chars
         if not streamed and self._fmt is Format.RAW:
@@ -306,6 +317,7 @@ class StreamParser:
             end_marker=tally.end_marker,
             reasoning_chars=tally.reasoning_chars,
             reasoning_deltas=tally.reasoning_deltas,
+            usage_ignored=ignored,
         )
 
 

@@ -15,9 +15,11 @@ import re
 from collections.abc import Iterable, Mapping
 
 from latency_gate.config.parsing import MAX_DURATION
+from latency_gate.config.rate_plan import LARGEST_RATE
 from latency_gate.models import (
     BaselineCheck,
     Capacity,
+    Goodput,
     History,
     Numbers,
     RunResult,
@@ -52,6 +54,18 @@ _DURATIONS = frozenset(
         "threshold",
         "seconds",
         "sequential_p50",
+        # calls at a rate (goodput)
+        "warmup",
+        "hold",
+        "level_seconds",
+        "limit",
+        "ttft_limit",
+        "floor",
+        "breaking_p95",
+        "p95",
+        "mean_latency",
+        "send_lag_p95",
+        "send_lag_max",
     }
 )
 # A number's name is shown (as "warm p95"): only the shape of our own names.
@@ -83,6 +97,9 @@ def check_run(run: RunResult, *, baseline: bool) -> None:
         _comparison(run.baseline, run.started_at)
     if run.capacity is not None:
         _capacity(run.capacity, run.config)
+    _rate_settings(run.config)
+    if run.goodput is not None:
+        _goodput(run.goodput)
 
 
 def sample_problem(sample: Sample) -> str | None:
@@ -104,8 +121,14 @@ def sample_problem(sample: Sample) -> str | None:
                 f"{name} {value:g} s is not a duration of a call (from 0 to 24 hours, the "
                 "longest --timeout)"
             )
+    # A call at a rate: when it was due in its level, and how late the client sent it.
+    for name, value in (("due", sample.due), ("send_lag", sample.send_lag)):
+        if value is not None and not 0 <= value <= MAX_DURATION:
+            return f"{name} {value:g} s is not a duration (from 0 to 24 hours)"
     if sample.output_tokens_per_s is not None and sample.output_tokens_per_s < 0:
         return f"output_tokens_per_s {sample.output_tokens_per_s:g} is negative"
+    if sample.tokens is not None and sample.tokens < 0:
+        return f"tokens {sample.tokens} is not a count of tokens"
     return None
 
 
@@ -229,6 +252,79 @@ def _history(history: History, started_at: float) -> None:
         _numbers(f"{where}.numbers", run.numbers)
         _count(f"{where}.calls", run.calls)
         _count(f"{where}.failed", run.failed, 0, run.calls)
+
+
+def _rate_settings(config: Mapping[str, object]) -> None:
+    """The run's `rate` and `min_rate` as the options took them: a rate, or absent. The rows of
+    the calls at a rate are judged again from them (assess/goodput_replay.py): any other value
+    would be read as no rate asked, and the verdict would follow the edit."""
+    for key in ("rate", "min_rate"):
+        value = config.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ValueError(  # noqa: TRY004 - a file's data: parse_runs names the file
+                f"config.{key} {str(value)[:80]!r} is not a rate (requests a second, above 0 "
+                f"and at most {LARGEST_RATE:,.0f})"
+            )
+        _rate(f"config.{key}", value)
+
+
+def _rate(where: str, value: float, *, zero: bool = False) -> None:
+    """A rate a run can ask for; 0 too when `zero` (the goodput found when no level held)."""
+    if not (0 < value <= LARGEST_RATE or (zero and value == 0)):
+        raise ValueError(
+            f"{where} {value:g} is not a rate (requests a second, above 0 and at most "
+            f"{LARGEST_RATE:,.0f})"
+        )
+
+
+def _goodput(goodput: Goodput) -> None:
+    """The settings of the calls at a rate, which judge its levels again (its warm-up and hold,
+    read as a level's phases), as a run could have written them; each level's counts within its
+    calls, and its calls checked, `due` and `send_lag` with them."""
+    _durations(
+        "goodput",
+        {
+            name: getattr(goodput, name)
+            for name in ("warmup", "hold", "seconds", "level_seconds", "limit", "ttft_limit")
+        }
+        | {"floor": goodput.floor, "breaking_p95": goodput.breaking_p95},
+    )
+    if goodput.error_limit is not None and not 0 <= goodput.error_limit <= 1:
+        raise ValueError(f"goodput.error_limit {goodput.error_limit:g} is not a share from 0 to 1")
+    for name in ("asked", "start", "breaking", "upper", "client_limit", "restarted_at"):
+        if (value := getattr(goodput, name)) is not None:
+            _rate(f"goodput.{name}", value)
+    _rate("goodput.found", goodput.found, zero=True)
+    if not 0 <= goodput.precision <= LARGEST_RATE:
+        raise ValueError(f"goodput.precision {goodput.precision:g} is not a step between rates")
+    if goodput.tokens_per_s is not None and goodput.tokens_per_s < 0:
+        raise ValueError(f"goodput.tokens_per_s {goodput.tokens_per_s:g} is negative")
+    _count("goodput.calls", goodput.calls)
+    _count("goodput.level_calls", goodput.level_calls)
+    _count("goodput.level_judged", goodput.level_judged)
+    for level in goodput.levels:
+        where = f"goodput level {level.rate:g}/s"
+        _rate("goodput level", level.rate)
+        _count(f"{where}: calls", level.calls)
+        _count(f"{where}: judged", level.judged, 0, level.calls)
+        _count(f"{where}: errors", level.errors, 0, level.judged)
+        _durations(
+            where,
+            {
+                "p95": level.p95,
+                "ttft_p95": level.ttft_p95,
+                "mean_latency": level.mean_latency,
+                "seconds": level.seconds,
+                "send_lag_p95": level.send_lag_p95,
+                "send_lag_max": level.send_lag_max,
+            },
+        )
+        for name, value in (("offered", level.offered), ("tokens", level.tokens)):
+            if value is not None and value < 0:
+                raise ValueError(f"{where}: {name} {value:g} is negative")
+        _calls(f"{where}: call", level.samples)
 
 
 def _capacity(capacity: Capacity, config: Mapping[str, object]) -> None:

@@ -60,6 +60,7 @@ class Row:
     decided: bool = True
     meaning: str = ""  # what its PASS or FAIL ruled out (the gate's sentence); untrusted
     missing: str = ""  # why there is no value: "none of the 3 warm calls succeeded"
+    failed_on: str = ""  # the check's own breach sentence, when its value is not what failed it
 
     @property
     def label(self) -> str:
@@ -109,6 +110,8 @@ class Row:
     def breach(self) -> str:
         """What went wrong, for a failed row: "warm p95 3.41 s, over its 3.00 s budget", or
         "warm p95 not measured: none of the 3 warm calls succeeded"."""
+        if self.failed_on:
+            return self.failed_on
         if self.value is None:
             return f"{self.label} not measured: {self.missing or 'no call gave it a value'}"
         if self.minimum:
@@ -194,6 +197,7 @@ def rows_of(result: RunResult) -> tuple[Row, ...]:
                 decided=check.decided if check else True,
                 meaning=check.meaning if check else "",
                 missing=_missing(result.samples, number),
+                failed_on=check.breach if check else "",
             )
         )
     return tuple(rows)

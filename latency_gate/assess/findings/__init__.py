@@ -26,7 +26,11 @@ from latency_gate.assess.findings.load import (
     rate_limited,
     tokens_per_second_hides_the_wait,
 )
-from latency_gate.assess.findings.streams import buffered_stream, stalled_stream
+from latency_gate.assess.findings.streams import (
+    buffered_stream,
+    stalled_stream,
+    usage_disagreed,
+)
 from latency_gate.models import CallPhase, Finding, Numbers, Sample
 
 __all__ = ["find"]
@@ -65,6 +69,7 @@ def find(
         rate_limited,
         long_tail,
         stalled_stream,
+        usage_disagreed,
         cache_answering,
     ]
     found = (rule(samples, numbers, streaming) for rule in rules)

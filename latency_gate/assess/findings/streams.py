@@ -116,3 +116,29 @@ def stalled_stream(samples: Sequence[Sample], numbers: Numbers, streaming: bool)
             "mid-answer, or a proxy flushing its buffer in pieces"
         ),
     )
+
+
+def usage_disagreed(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
+    """Calls whose usage count the measure did not trust (fewer tokens than the deltas that
+    arrived, or more than the bytes): their tokens are the deltas counted."""
+    calls = [s for s in samples if s.ok and s.usage_ignored is not None]
+    if not calls:
+        return None
+    first = calls[0]
+    claimed = first.usage_ignored or 0
+    answered = len([s for s in samples if s.ok])
+    return Finding(
+        code="usage-disagreed",
+        title="Usage disagreed with the stream: the deltas were counted",
+        evidence=(
+            f"{len(calls)} of {plural(answered, 'answered call')} said their answer had "
+            f"{claimed:,} token{'' if claimed == 1 else 's'} (usage) where "
+            f"{plural(first.token_events, 'delta')} arrived in {first.bytes_received:,} bytes "
+            f"({first.phase.value} call #{first.index}); the time per token and the tokens "
+            "count the deltas instead"
+        ),
+        hint=(
+            "the server's usage counts something other than this answer (a cached or summed "
+            "count, a proxy's rewrite, a placeholder): fix it there, or read the deltas"
+        ),
+    )
