@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import json
 import re
 import shutil
 import subprocess
@@ -158,9 +159,20 @@ def build_and_push(docker_env: DockerEnv, registry: Registry, tag: str) -> Pushe
 def remove_every_copy(docker_env: DockerEnv, pushed: Pushed) -> bool:
     """Remove the image by ID, forced, so every tag of it goes; True if it is still there.
 
-    Other tests' builds of the same commit have the same ID: they go too, so the layers above
-    the base must come from the registry when it is next run.
+    A build of the same commit on the same base has the same ID, and removing by ID would take
+    another test's copy with it: each module untags what it built when it ends (test_container's
+    `action_image`, this module's callers), and a tag of another test still on this ID fails the
+    test here, naming it, instead of removing that test's image under it.
     """
+    tags = json.loads(
+        docker_env.run("image", "inspect", "--format", "{{json .RepoTags}}", pushed.image_id).stdout
+    )
+    others = sorted(set(tags or []) - {pushed.reference})
+    if others:
+        pytest.fail(
+            f"image {pushed.image_id[:19]} is also tagged {', '.join(others)}: another test's "
+            "build of this commit, which removing the image by ID would take with it"
+        )
     docker_env.run("image", "rm", "--force", pushed.image_id)
     by_reference = docker_env.run("image", "inspect", pushed.reference, check=False)
     by_id = docker_env.run("image", "inspect", pushed.image_id, check=False)

@@ -49,17 +49,23 @@ class ActionRun:
 
 
 @pytest.fixture(scope="module")
-def action_image(docker_env: DockerEnv) -> str:
-    """The project's Dockerfile built on the stand-in base image (the runner's build, plus args).
+def action_image(docker_env: DockerEnv) -> Iterator[str]:
+    """The project's Dockerfile built on the stand-in base image (the runner's build, plus args),
+    untagged when the module ends: another module's build of this commit has the same image ID,
+    and tests/loopback_registry.remove_every_copy refuses to remove an image another test tagged.
 
     LATENCY_GATE_ACTION_IMAGE names an image already built instead: the release workflow tests
-    the very image it is about to push.
+    the very image it is about to push (left as it is).
     """
     prebuilt = os.environ.get("LATENCY_GATE_ACTION_IMAGE")
     if prebuilt:
-        return prebuilt
+        yield prebuilt
+        return
     docker_env.build_action_image(IMAGE)
-    return IMAGE
+    try:
+        yield IMAGE
+    finally:
+        docker_env.run("image", "rm", IMAGE, check=False)  # the tag; layers others use stay
 
 
 def _event(event_name: str) -> dict[str, object]:
