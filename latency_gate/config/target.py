@@ -105,6 +105,9 @@ class Target(_Frozen):
     # config/plan.py); what is still undecided then is decided by on_undecided (its value, or
     # fail, or pass), and an undecided regression by on_undecided_regression.
     max_calls: int | None = Field(default=None, ge=1, le=100_000)
+    # The warm calls and the burst made smaller to fit a max-calls under the default first look
+    # (config/plan.py fit_first_look): said in the report; not a setting of what was measured.
+    first_look_fitted: bool = Field(default=False, exclude=True)
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     on_undecided_regression: Literal["fail", "pass"] = "pass"
     # The capacity at the budget (assess/capacity.py): after the looks, the most calls at once
