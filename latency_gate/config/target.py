@@ -94,6 +94,8 @@ class Target(_Frozen):
     api_key: SecretStr | None = None
     model: str | None = None
     prompt: str | None = None
+    # No --prompt nor --body for a URL of a known format: the prompt the body asks instead.
+    default_prompt: str | None = None
     format: Format = Format.RAW
     stream: bool = False
     timeout: float = Field(default=30.0, gt=0)
@@ -229,6 +231,8 @@ class Target(_Frozen):
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         for key in ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy"):
             data.pop(key, None)  # a run without a base keeps the settings it always had
+        if self.default_prompt is None:  # said only where the body is the default prompt's
+            data.pop("default_prompt", None)
         if not self.capacity:  # nor does a run without the capacity search gain its settings
             for key in ("capacity", "capacity_max", "min_capacity"):
                 data.pop(key, None)
@@ -260,6 +264,9 @@ NOT_COMPARED = (
     "cost",
     "wait_ready",
     "max_calls",
+    # The body's fingerprint says what was sent; a run before the default prompt said it
+    # compares with one after.
+    "default_prompt",
     "on_undecided",
     "on_undecided_regression",
     # The capacity search runs after the looks, on calls of its own: the run's numbers are

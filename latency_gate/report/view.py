@@ -272,7 +272,14 @@ _DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
 
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     # The budget has its own table; the name is the section's heading; the cost note is shown
-    # beside the comparison of targets.
+    # beside the comparison of targets. A default prompt is the prompt's row, said as one.
+    default = config.get("default_prompt")
+    if isinstance(default, str):
+        config = {
+            key: f"default: {default}" if key == "prompt" else value
+            for key, value in config.items()
+            if key != "default_prompt"
+        }
     return tuple(
         (
             key.replace("_", " "),
