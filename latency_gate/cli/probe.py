@@ -66,6 +66,11 @@ __all__ = ["merge_command", "probe_command", "quick_command"]
     "[default: auto: what the checks can need, 500 with the default budgets].",
 )
 @click.option(
+    "--max-time",
+    help="No new call after this long from the cold call, e.g. 60s; what is undecided then "
+    "follows --on-undecided [default: no limit].",
+)
+@click.option(
     "--on-undecided",
     help="estimate, fail or pass: how a check still undecided at the cap is decided "
     "[default: estimate: by its value over every call].",

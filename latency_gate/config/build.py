@@ -81,6 +81,7 @@ TARGET_KEYS = (
     "warm-calls",
     "concurrency",
     "max-calls",
+    "max-time",
     "on-undecided",
     "on-undecided-regression",
     "capacity",
@@ -167,6 +168,7 @@ def build_target(
     take("concurrency", parse_count)
     take("max-calls", _parse_max_calls)
     _fit_first_look(fields, merged, spelled, problems)
+    take("max-time", _max_time)
     take("on-undecided", _parse_on_undecided)
     take("on-undecided-regression", _parse_on_undecided_regression)
     take("capacity", parse_bool)
@@ -328,6 +330,11 @@ def _settle_base(
             )
     fields.pop("baseline_api_key", None)
     return []
+
+
+def _max_time(text: str) -> float | None:
+    """A duration above zero, or off/none for no limit."""
+    return None if text.strip().lower() in _OFF else _positive_duration(text)
 
 
 def _wait_duration(text: str) -> float:

@@ -110,6 +110,9 @@ class Target(_Frozen):
     # The warm calls and the burst made smaller to fit a max-calls under the default first look
     # (config/plan.py fit_first_look): said in the report; not a setting of what was measured.
     first_look_fitted: bool = Field(default=False, exclude=True)
+    # --max-time: no new call starts this many seconds after the cold call (measure/deadline.py);
+    # what is undecided then follows on_undecided.
+    max_time: float | None = Field(default=None, gt=0, description="None: no limit")
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     on_undecided_regression: Literal["fail", "pass"] = "pass"
     # The capacity at the budget (assess/capacity.py): after the looks, the most calls at once
@@ -233,6 +236,8 @@ class Target(_Frozen):
             data.pop(key, None)  # a run without a base keeps the settings it always had
         if self.default_prompt is None:  # said only where the body is the default prompt's
             data.pop("default_prompt", None)
+        if self.max_time is None:  # nor does a run without --max-time gain its setting
+            data.pop("max_time", None)
         if not self.capacity:  # nor does a run without the capacity search gain its settings
             for key in ("capacity", "capacity_max", "min_capacity"):
                 data.pop(key, None)
@@ -264,6 +269,7 @@ NOT_COMPARED = (
     "cost",
     "wait_ready",
     "max_calls",
+    "max_time",
     # The body's fingerprint says what was sent; a run before the default prompt said it
     # compares with one after.
     "default_prompt",

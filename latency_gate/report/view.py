@@ -267,7 +267,7 @@ def _setting_text(value: object) -> str:
     return str(value)
 
 
-_DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
+_DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready", "max_time"})
 
 
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
