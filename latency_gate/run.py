@@ -312,6 +312,8 @@ def _time_up(target: Target, into: Measurement, judge: _Judge, *, interrupted: b
     limit = f"the --max-time of {fmt_duration(target.max_time)} ran out"
     base = into.base_samples if target.baseline_url is not None else None
     judge.gate.time_up(into.samples, base, limit)
+    if judge.capacity is not None:  # a search the time cut: stopped where it was, and said
+        judge.capacity.interrupt(limit)
     undecided = "undecided" in judge.gate.stopped
     policy = judge.gate.plan.on_undecided
     return f"{limit}: no call started after it" + (

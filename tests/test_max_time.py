@@ -167,3 +167,18 @@ def test_max_time_6s_at_400_ms_a_call_ends_within_10_s(tmp_path: Path) -> None:
     data = json.loads(out.read_text())
     assert data["verdict"]["passed"] is True
     assert len(data["samples"]) < 31
+
+
+def test_a_time_shorter_than_the_cold_call_leaves_only_it(tmp_path: Path) -> None:
+    """--max-time 0.1s at 300 ms a call: the cold call alone (not the two warm calls that tell
+    an endpoint that is not there), a FAIL for the checks with no call ("no data"), said, and
+    a result file."""
+    out = tmp_path / "r.json"
+    with serve_in_thread(EndpointSpec(name="slow", latency=0.3, stream_format="raw")) as (slow,):
+        done = invoke("probe", slow.url, "--no-floor", "--max-time", "0.1s", "--json", str(out))
+        assert len(slow.records) == 1
+    assert done.exit_code == 1, done.output
+    data = json.loads(out.read_text())
+    assert [s["phase"] for s in data["samples"]] == ["cold"]
+    assert "warning: the --max-time of 100 ms ran out: no call started after it" in done.output
+    assert "no warm call succeeded" in done.output

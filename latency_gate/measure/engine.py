@@ -262,7 +262,15 @@ async def measure(
         # Warm calls reuse each arm's cold client: its connection is the one kept alive.
         first_look = min(FAIL_FAST_WARM, target.warm_calls)
         total = target.warm_calls * len(arms)
-        await _warm(arms, progress, first=0, count=first_look, total=total, close=False)
+        await _warm(
+            arms,
+            progress,
+            first=0,
+            count=first_look,
+            total=total,
+            close=False,
+            may=deadline.allows,
+        )
         into.stopped_early = _unreachable(arms[0].samples, arms[0].target, arms[0].of)
         if into.stopped_early is not None:
             progress(Progress("done", len(into.samples), len(into.samples)))
