@@ -182,3 +182,23 @@ def test_a_time_shorter_than_the_cold_call_leaves_only_it(tmp_path: Path) -> Non
     assert [s["phase"] for s in data["samples"]] == ["cold"]
     assert "warning: the --max-time of 100 ms ran out: no call started after it" in done.output
     assert "no warm call succeeded" in done.output
+
+
+@pytest.mark.slow
+def test_a_capacity_search_the_time_cuts_says_so(tmp_path: Path) -> None:
+    """--capacity with --max-time 1.5s at 100 ms a call: the first look (5 calls) ends within
+    the time, the search's first level (up to 65 bursts of 2) does not: the search stops where
+    it was, not complete, its reason the time's."""
+    out = tmp_path / "r.json"
+    with serve_in_thread(EndpointSpec(name="api", latency=0.1, stream_format="raw")) as (api,):
+        done = invoke(
+            "probe",
+            api.url,
+            *("--no-floor", "--warm-calls", "2", "--concurrency", "2", "--capacity"),
+            *("--max-error-rate", "off", "--max-warm-p95", "off", "--max-time", "1.5s"),
+            *("--json", str(out)),
+        )
+    assert done.exit_code in (0, 1), done.output
+    capacity = json.loads(out.read_text())["capacity"]
+    assert capacity["complete"] is False
+    assert capacity["stopped"] == "the --max-time of 1.50 s ran out"
