@@ -186,19 +186,19 @@ def test_a_time_shorter_than_the_cold_call_leaves_only_it(tmp_path: Path) -> Non
 
 @pytest.mark.slow
 def test_a_capacity_search_the_time_cuts_says_so(tmp_path: Path) -> None:
-    """--capacity with --max-time 1.5s at 100 ms a call: the first look (5 calls) ends within
-    the time, the search's first level (up to 65 bursts of 2) does not: the search stops where
-    it was, not complete, its reason the time's."""
+    """--capacity with --max-time 3s at 0.3 s or more a call: the first look (1 + 2 + a burst of
+    34, which decides the concurrent p95) ends within the time, the search (levels 34 and 64,
+    several bursts each) does not: it stops where it was, not complete, its reason the time's."""
     out = tmp_path / "r.json"
-    with serve_in_thread(EndpointSpec(name="api", latency=0.1, stream_format="raw")) as (api,):
+    with serve_in_thread(EndpointSpec(name="api", latency=0.3, stream_format="raw")) as (api,):
         done = invoke(
             "probe",
             api.url,
-            *("--no-floor", "--warm-calls", "2", "--concurrency", "2", "--capacity"),
-            *("--max-error-rate", "off", "--max-warm-p95", "off", "--max-time", "1.5s"),
+            *("--no-floor", "--warm-calls", "2", "--concurrency", "34", "--capacity"),
+            *("--max-error-rate", "off", "--max-warm-p95", "off", "--max-time", "3s"),
             *("--json", str(out)),
         )
     assert done.exit_code in (0, 1), done.output
     capacity = json.loads(out.read_text())["capacity"]
     assert capacity["complete"] is False
-    assert capacity["stopped"] == "the --max-time of 1.50 s ran out"
+    assert capacity["stopped"] == "the --max-time of 3.00 s ran out"
