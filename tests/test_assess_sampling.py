@@ -89,6 +89,20 @@ def test_the_looks_warm_calls_count_toward_the_error_rate() -> None:
     assert (step.warm_calls, step.bursts) == (21, 4)
 
 
+def test_a_burst_mostly_past_the_error_rates_need_is_a_few_warm_calls() -> None:
+    """The error rate alone undecided, 21 clean calls to pass it: 2 bursts of 10 and one warm
+    call, not 3 bursts (9 calls past the need); 26: 3 bursts (6 of the last one needed)."""
+    pending = [("error_rate", Phase.ALL)]
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=106, undecided=pending, error_calls_to_pass=21
+    )
+    assert (step.warm_calls, step.bursts) == (1, 2)
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=101, undecided=pending, error_calls_to_pass=26
+    )
+    assert (step.warm_calls, step.bursts) == (0, 3)
+
+
 def test_the_last_look_stops_undecided() -> None:
     """After 9 looks nothing more is taken, and the reason names what is undecided."""
     step = next_step(

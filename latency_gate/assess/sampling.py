@@ -6,7 +6,8 @@ Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential call
 calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
 check is undecided; when the error rate is undecided, bursts again (the quickest calls to make):
 enough for it to pass if every call succeeds (`error_calls_to_pass`, less the look's warm calls,
-which count in it too, and the last few taken as warm calls when the look takes some anyway),
+which count in it too, and the last few taken as warm calls when the look takes some anyway
+or they are fewer than half a burst),
 at most the calls left spread evenly over the looks left. It stops when every gated check is
 decided at the same look, after `max_looks` looks, or when the next step would pass
 `max_calls` calls in all (a step is trimmed to what fits first).
@@ -141,9 +142,12 @@ def next_step(
             # so bursts for the rest only (a smaller first look then spends no more calls).
             rest = max(0, error_calls_to_pass - warm)
             per_look = min(per_look, math.ceil(rest / plan.concurrency))
-            if warm and per_look * plan.concurrency > rest >= plan.concurrency * bursts:
-                # A look taking warm calls anyway takes the last few as warm calls rather than
-                # a burst mostly past what the error rate needs.
+            few = rest - (per_look - 1) * plan.concurrency  # the last burst's calls needed
+            if per_look * plan.concurrency > rest >= plan.concurrency * bursts and (
+                warm or 2 * few < plan.concurrency
+            ):
+                # The last few as warm calls rather than a burst mostly past what the error
+                # rate needs: when the look takes warm calls anyway, or fewer than half of it.
                 per_look = rest // plan.concurrency
                 warm += rest - per_look * plan.concurrency
         bursts = max(bursts, per_look)
