@@ -56,15 +56,18 @@ def test_no_call_starts_once_the_time_is_up() -> None:
 
 
 def test_the_first_looks_warm_calls_leave_its_burst_time_to_start() -> None:
-    """At 0.4 s a call, after 13 calls (5.2 s) one more ends at 5.6 s, before 6 s: it may
-    start; after 14 (5.6 s) it would end at 6.0 s, leaving the burst no time: it may not."""
+    """At 0.4 s a call (the slowest so far 0.5 s), a warm call may start at 4.9 s (it and the
+    burst fit in 1.0 s more); at 5.1 s, not: one running late would leave the burst no start."""
     clock = FakeClock()
     deadline = Deadline(6.0, clock=clock)
     deadline.start()
-    clock.now += 5.2
-    assert deadline.allows_before_burst(13)
-    clock.now += 0.4
-    assert not deadline.allows_before_burst(14)
+    clock.now += 0.5  # the cold call, the slowest
+    for _ in range(11):  # warm calls of 0.4 s, the last one asked at 4.5 s
+        assert deadline.allows_before_burst()
+        clock.now += 0.4
+    assert deadline.allows_before_burst()  # at 4.9 s
+    clock.now += 0.2  # a call cut short: asked again at 5.1 s
+    assert not deadline.allows_before_burst()
     assert deadline.passed
 
 
@@ -75,7 +78,7 @@ def test_no_limit_allows_every_call() -> None:
     deadline.start()
     clock.now += 1e9
     assert deadline.allows()
-    assert deadline.allows_before_burst(1)
+    assert deadline.allows_before_burst()
     assert not deadline.passed
 
 

@@ -290,7 +290,7 @@ async def measure(
             first=first_look * len(arms),
             count=target.warm_calls - first_look,
             total=total,
-            may=lambda: deadline.allows_before_burst(sum(len(a.samples) for a in arms)),
+            may=deadline.allows_before_burst,
         )
         bursts = 0
         for _ in arms:
