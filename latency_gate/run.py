@@ -263,6 +263,7 @@ def _result(
             stamp_source=into.floor.stamp_source,
         )
     kernel_possible = kernel_stamps and transport.kernel_stamps_supported()
+    timed_out = _time_up(target, into, judge, interrupted=interrupted)
     result = assess_run(
         target,
         into.samples,
@@ -280,7 +281,9 @@ def _result(
         capacity=judge.searched(interrupted=interrupted),
         goodput=judge.rated(interrupted=interrupted),
     )
-    warnings = [why for why in (into.stopped_early, into.base_stopped_early) if why is not None]
+    warnings = [
+        why for why in (into.stopped_early, into.base_stopped_early, timed_out) if why is not None
+    ]
     base_unready = target.wait_ready > 0 and into.base_ready_after is None
     if target.baseline_url is not None and base_unready and into.base_samples:
         warnings.append(
@@ -297,6 +300,27 @@ def _result(
     if not warnings:
         return result
     return result.model_copy(update={"warnings": (*result.warnings, *warnings)})
+
+
+def _time_up(target: Target, into: Measurement, judge: _Judge, *, interrupted: bool) -> str | None:
+    """When --max-time left calls unmade: the gate's last look, told why sampling stopped, and
+    the warning that says it (None otherwise)."""
+    if not into.time_up or target.max_time is None or interrupted:
+        return None
+    from latency_gate.formatting import fmt_duration  # noqa: PLC0415 (start-up)
+
+    limit = f"the --max-time of {fmt_duration(target.max_time)} ran out"
+    base = into.base_samples if target.baseline_url is not None else None
+    judge.gate.time_up(into.samples, base, limit)
+    if judge.capacity is not None:  # a search the time cut: stopped where it was, and said
+        judge.capacity.interrupt(limit)
+    undecided = "undecided" in judge.gate.stopped
+    policy = judge.gate.plan.on_undecided
+    return f"{limit}: no call started after it" + (
+        f", and the checks it left undecided were decided by on-undecided ({policy})"
+        if undecided
+        else ""
+    )
 
 
 async def probe_all(

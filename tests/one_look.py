@@ -13,8 +13,9 @@ from __future__ import annotations
 def one_look(calls: int) -> dict[str, str]:
     """Action inputs, targets-file keys or `build_target` settings for one look of `calls` calls.
 
-    `calls` is the cap the report names ("cap N calls"); any cap up to the first look's own
-    calls stops after it.
+    `calls` is the cap the report names ("cap N calls"): the first look's own calls (1 cold +
+    warm calls + one burst), since a cap is never spent past (a smaller one is refused before
+    any call when the counts are given, config/plan.py fit_first_look).
     """
     return {"max-calls": str(calls), "on-undecided": "pass"}
 

@@ -45,6 +45,8 @@ HEAD = EndpointSpec(name="head", latency=0.020, tokens=2, token_interval=0.001)
 BASE = EndpointSpec(name="base", latency=0.050, tokens=2, token_interval=0.001)
 WARM = 8
 CONCURRENCY = 4
+# One look of the head: max-calls is a cap, so it holds the first look (tests/one_look.py).
+ONE_LOOK = one_look(1 + WARM + CONCURRENCY)
 
 
 @pytest.fixture
@@ -103,7 +105,7 @@ async def test_calls_interleave_cold_then_warm_in_thue_morse_order_then_bursts(
     """Cold calls head then base, warm calls in Thue-Morse order, then one burst each, head
     first: the order the two servers saw the requests arrive."""
     head, base = arms
-    result = await probe(_target(head.url, base.url, **one_look(1)), measure_floor=False)
+    result = await probe(_target(head.url, base.url, **ONE_LOOK), measure_floor=False)
     expected = "AB" + _thue_morse(2 * WARM) + "A" * CONCURRENCY + "B" * CONCURRENCY
     assert _arrivals(head.records, base.records) == expected
     assert len(result.samples) == len(result.base_samples) == 1 + WARM + CONCURRENCY
@@ -116,7 +118,7 @@ async def test_each_arm_keeps_its_own_connection_for_warm_calls(
     """Each arm's cold call opens a new connection and its warm calls reuse that one, however
     the calls of the two interleave."""
     head, base = arms
-    result = await probe(_target(head.url, base.url, **one_look(1)), measure_floor=False)
+    result = await probe(_target(head.url, base.url, **ONE_LOOK), measure_floor=False)
     for server, samples in ((head, result.samples), (base, result.base_samples)):
         sequential = sorted(server.records, key=lambda r: r.received_ns)[: 1 + WARM]
         assert {r.connection for r in sequential} == {sequential[0].connection}
@@ -157,7 +159,7 @@ async def test_each_call_has_its_own_stamps(arms: tuple[DemoServer, DemoServer])
     """The kernel-stamp clock is as good in an A/B run: every warm call of each arm measures
     its own server's time (20 ms for the head, 50 ms for the base) within a few ms."""
     head, base = arms
-    result = await probe(_target(head.url, base.url, **one_look(1)), measure_floor=False)
+    result = await probe(_target(head.url, base.url, **ONE_LOOK), measure_floor=False)
     for server, samples in ((head, result.samples), (base, result.base_samples)):
         records = sorted(server.records, key=lambda r: r.received_ns)[1 : 1 + WARM]
         warm = [s for s in samples if s.phase is CallPhase.WARM]
@@ -174,7 +176,7 @@ async def test_the_budget_judges_the_head_alone() -> None:
     passes, its error rate is 0, and a base worse than the head is no regression."""
     failing = BASE.model_copy(update={"faults": (Fault(kind="status", status=500),)})
     async with DemoServer(HEAD) as head, DemoServer(failing) as base:
-        result = await probe(_target(head.url, base.url, **one_look(1)), measure_floor=False)
+        result = await probe(_target(head.url, base.url, **ONE_LOOK), measure_floor=False)
     assert result.verdict.passed, result.verdict.reasons
     assert result.numbers.error_rate == 0.0
     assert result.base_samples
@@ -330,7 +332,7 @@ async def test_each_server_receives_only_its_own_key() -> None:
             base.url,
             stream="true",
             **{"api-key": KEY, "baseline-api-key": BASE_KEY},
-            **one_look(1),
+            **ONE_LOOK,
         )
         await probe(target, measure_floor=False)
     finally:
@@ -665,7 +667,7 @@ def test_the_json_holds_both_arms_and_validates(tmp_path: Path) -> None:
             "probe",
             head.url,
             *FEW,
-            *("--max-calls", "1", "--on-undecided", "pass"),
+            *("--max-calls", str(1 + 8 + 4), "--on-undecided", "pass"),
             *("--baseline-url", base_url, "--json", str(tmp_path / "r.json")),
         )
     assert done.exit_code == 0, done.output

@@ -67,16 +67,40 @@ def test_error_rate_alone_spreads_the_calls_left_over_the_looks_left() -> None:
 
 
 def test_error_rate_alone_takes_only_what_could_decide_it() -> None:
-    """5 more clean calls would pass it: one look of 2 bursts; 47 would: 5 bursts, under 6."""
+    """5 more clean calls would pass it: one burst; 47 would: 5 bursts, under 6."""
     pending = [("error_rate", Phase.ALL)]
     step = next_step(
         DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=5
     )
-    assert (step.warm_calls, step.bursts) == (0, 2)
+    assert (step.warm_calls, step.bursts) == (0, 1)
     step = next_step(
         DEFAULT_PLAN, looks_done=2, calls_made=71, undecided=pending, error_calls_to_pass=47
     )
     assert (step.warm_calls, step.bursts) == (0, 5)
+
+
+def test_the_looks_warm_calls_count_toward_the_error_rate() -> None:
+    """Warm p95 and the error rate undecided, 41 clean calls to pass it: the look's 20 warm calls
+    count in the error rate too, so 4 bursts of 5 and one more warm call for the other 21, not
+    9 bursts for all 41."""
+    plan = SamplingPlan(concurrency=5)
+    pending = [("warm_p95", Phase.WARM), ("error_rate", Phase.ALL)]
+    step = next_step(plan, looks_done=2, calls_made=86, undecided=pending, error_calls_to_pass=41)
+    assert (step.warm_calls, step.bursts) == (21, 4)
+
+
+def test_a_burst_mostly_past_the_error_rates_need_is_a_few_warm_calls() -> None:
+    """The error rate alone undecided, 21 clean calls to pass it: 2 bursts of 10 and one warm
+    call, not 3 bursts (9 calls past the need); 26: 3 bursts (6 of the last one needed)."""
+    pending = [("error_rate", Phase.ALL)]
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=106, undecided=pending, error_calls_to_pass=21
+    )
+    assert (step.warm_calls, step.bursts) == (1, 2)
+    step = next_step(
+        DEFAULT_PLAN, looks_done=2, calls_made=101, undecided=pending, error_calls_to_pass=26
+    )
+    assert (step.warm_calls, step.bursts) == (0, 3)
 
 
 def test_the_last_look_stops_undecided() -> None:

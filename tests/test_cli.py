@@ -140,9 +140,13 @@ def test_unreachable_url_is_a_failed_run_not_bad_input() -> None:
 
 
 def test_progress_one_plain_line_per_stage(url: str) -> None:
-    """Outside a terminal, progress is one plain line per stage on stderr, no escape codes."""
+    """Outside a terminal, progress is one plain line per stage on stderr, no escape codes,
+    after a first line saying what the run may cost."""
     result = invoke("probe", url, *FEW_CALLS, "--name", "api")
     assert re.sub(r"done in \d+\.\d s", "done in <t> s", result.stderr) == (
+        "api: at most 6 calls, under the 128 a clean PASS takes (the error budget 0.01 passes "
+        "after 127 calls without a failure): what is undecided then follows on-undecided "
+        "(pass)\n"
         "api: measuring the gate's own floor\n"
         "api: cold call\n"
         "api: warm calls 0/3\n"

@@ -590,7 +590,8 @@ def _errors(log: str) -> list[str]:
             "ASCII only)",
         ),
         (
-            {"INPUT_HEADERS": "Content-Length: 9"},
+            # GET: no body (a chat URL alone gets the default prompt's).
+            {"INPUT_HEADERS": "Content-Length: 9", "INPUT_METHOD": "GET"},
             "headers: Content-Length: '9' contradicts the body, which is 0 bytes; leave the "
             "header out and it is set for you",
         ),

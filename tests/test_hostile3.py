@@ -453,7 +453,13 @@ def test_action_reads_only_regular_files_in_the_workspace(
 def honest(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real result file of the demo endpoint, as `probe --json` wrote it (one look)."""
     path = tmp_path_factory.mktemp("honest") / "r.json"
-    judged(run_cli("probe", demo.url, *FAST, "--on-undecided", "pass", "--json", str(path)))
+    # -X GET: the bodiless request these files were made of (a chat URL alone now gets a
+    # default prompt, and a warning that would be one more here).
+    judged(
+        run_cli(
+            "probe", demo.url, *FAST, "-X", "GET", "--on-undecided", "pass", "--json", str(path)
+        )
+    )
     document: dict[str, Any] = json.loads(path.read_text())
     return document
 
@@ -489,7 +495,7 @@ def test_honest_files_merge_to_their_own_verdicts(
 def decided(demo: DemoServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A real result file with the default counts and sampling: every check decided PASS."""
     path = tmp_path_factory.mktemp("decided") / "r.json"
-    judged(run_cli("probe", demo.url, "--no-floor", "--json", str(path)))
+    judged(run_cli("probe", demo.url, "--no-floor", "-X", "GET", "--json", str(path)))
     document: dict[str, Any] = json.loads(path.read_text())
     assert document["verdict"]["passed"] is True
     return document
@@ -1016,7 +1022,7 @@ def test_a_personal_tokens_owner_keeps_a_comment_quoting_the_marker() -> None:
             "--max-tokens 5 was not sent (the raw format sends the body as written)",
         ),
         (
-            ["--stream"],
+            ["--stream", "-X", "GET"],  # no body: a chat URL alone gets the default prompt's
             "--stream was not sent in the body (the request has no body); only its Accept: "
             "text/event-stream header was",
         ),

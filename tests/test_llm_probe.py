@@ -25,7 +25,8 @@ def _target(base_url: str, *, stream: bool, prompt: str, warm: int, concurrency:
             "timeout": "60s",
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
-            **one_look(1),  # a real model on a shared CPU is slow: one look is plenty
+            # A real model on a shared CPU is slow: one look is plenty.
+            **one_look(1 + warm + concurrency),
         }
     )
 

@@ -122,7 +122,8 @@ def _target(base_url: str, *, warm: int, concurrency: int, max_tokens: int) -> T
             "timeout": "120s",
             "max-warm-p95": "off",
             "max-concurrent-p95": "off",
-            **one_look(1),  # a real model on a shared CPU is slow: one look is plenty
+            # A real model on a shared CPU is slow: one look is plenty.
+            **one_look(1 + warm + concurrency),
         }
     )
 
@@ -198,7 +199,7 @@ async def test_max_tokens_limits_the_answer_in_every_format(
         "timeout": "120s",
         "max-warm-p95": "off",
         "max-concurrent-p95": "off",
-        **one_look(1),
+        **one_look(5),
     }
     result = await probe(build_target({**raw, **extra}), measure_floor=False)
     assert [s.error_detail for s in result.samples if not s.ok] == []

@@ -3,7 +3,9 @@ and what a run says when its cap was sized to fit or falls short of the checks' 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
@@ -14,6 +16,7 @@ from latency_gate.config.plan import (
     DEFAULT_MAX_CALLS,
     calls_needed,
     effective_max_calls,
+    fit_first_look,
     plan_warnings,
 )
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
@@ -82,8 +85,9 @@ def test_a_cap_no_run_can_decide_is_refused_under_the_fail_policy(cap: str) -> N
 
 
 def test_warm_calls_that_leave_no_room_are_refused_under_the_fail_policy() -> None:
-    """290 warm calls under a cap of 300 leave the bursts no room: refused, with the figure."""
-    with pytest.raises(ConfigError, match="at least 341"):
+    """290 warm calls under a cap of 300 leave the burst 9 calls (fitted to the cap, which is
+    never spent past; it was 10, past the cap, and the figure 341): refused, with the figure."""
+    with pytest.raises(ConfigError, match="at least 327"):
         build_target(
             {
                 "url": "http://example.com/",
@@ -142,3 +146,80 @@ def test_cli_says_when_the_cap_was_sized(server: DemoServer) -> None:
         "--no-floor",
     )
     assert "warning: max-calls sized to 651 to fit the checks" in done.output
+
+
+def _calls_spent(tmp_path: Path, server: DemoServer, *args: str) -> int:
+    """The calls a probe of the demo endpoint spent, read from its JSON result."""
+    out = tmp_path / f"run{len(list(tmp_path.iterdir()))}.json"
+    done = invoke("probe", server.url, "--no-floor", "--json", str(out), *args)
+    assert done.exit_code == 0, done.output
+    return len(json.loads(out.read_text())["samples"])
+
+
+def test_a_smaller_first_look_spends_no_more_than_the_defaults(
+    tmp_path: Path, server: DemoServer
+) -> None:
+    """--warm-calls 5 --concurrency 5 spent 151 calls where the defaults spend 131 (look 3 took
+    bursts for the error rate's need as if its 20 warm calls did not count): no more now."""
+    default = _calls_spent(tmp_path, server)
+    smaller = _calls_spent(tmp_path, server, "--warm-calls", "5", "--concurrency", "5")
+    assert default == 131
+    assert smaller <= default
+
+
+@pytest.mark.parametrize(
+    ("cap", "warm", "concurrency", "fitted"),
+    [
+        (10, None, None, (6, 3)),
+        (4, None, None, (1, 2)),
+        (30, None, None, (20, 9)),
+        (31, None, None, (20, 10)),
+        (10, None, 5, (4, 5)),
+        (4, 2, 1, (2, 1)),
+    ],
+)
+def test_a_cap_under_the_first_look_fits_the_counts_not_given(
+    cap: int, warm: int | None, concurrency: int | None, fitted: tuple[int, int]
+) -> None:
+    """A max-calls under 1 + 20 + 10 makes the first look smaller: the burst a third of the
+    calls after the cold one, down to one warm call and a burst of 2; counts given are kept."""
+    assert fit_first_look(cap, warm, concurrency) == fitted
+
+
+def test_max_calls_10_spends_at_most_10_and_says_the_first_look_was_fitted(
+    server: DemoServer,
+) -> None:
+    """--max-calls 10 spent 31 calls (the whole first look, a warning): now 10 at most, the
+    first look 1 + 6 + 3, said so."""
+    before = len(server.records)
+    done = invoke("probe", server.url, "--max-calls", "10", "--no-floor")
+    assert done.exit_code == 0, done.output
+    assert len(server.records) - before == 10
+    assert (
+        "warning: max-calls 10 is under the 31 calls of the default first look, fitted to it: "
+        "1 cold call, 6 warm calls and a burst of 3, and its checks rest on 10 calls at most"
+    ) in done.output
+
+
+@pytest.mark.parametrize(
+    ("args", "least"),
+    [
+        (("--max-calls", "3"), "it takes at least 4, a cold call, 1 warm call and a burst of 2."),
+        (
+            ("--max-calls", "10", "--warm-calls", "20"),
+            "it takes at least 23, a cold call, 20 warm calls and a burst of 2 (--warm-calls as "
+            "given). Give at least 23, or lower --warm-calls",
+        ),
+    ],
+)
+def test_a_cap_no_first_look_fits_exits_2_before_any_call(
+    server: DemoServer, args: tuple[str, ...], least: str
+) -> None:
+    """A max-calls under the least first look (or under the counts given) is refused before
+    any call: exit 2, naming --max-calls and the least it takes."""
+    before = len(server.records)
+    done = invoke("probe", server.url, *args)
+    assert done.exit_code == 2, done.output
+    assert "--max-calls" in done.output
+    assert least in done.output
+    assert len(server.records) == before

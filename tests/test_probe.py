@@ -24,7 +24,8 @@ def _ignore(_: Progress) -> None:
 
 
 def _target(url: str, **raw: str) -> Target:
-    """A target of 5 warm calls and bursts of 5, judged on its first look alone (11 calls): what
+    """A target of 5 warm calls and bursts of 5, judged on its first look alone (11 calls, or
+    the first look of the counts given; max-calls is a cap, never spent past): what
     these tests read is in those calls, and the looks after them (up to 131 calls for the error
     budget) made a test of a 0.3 s endpoint take 20 s. A test that needs the looks says so."""
     settings: dict[str, str | list[str] | None] = {
@@ -32,9 +33,10 @@ def _target(url: str, **raw: str) -> Target:
         "warm-calls": "5",
         "concurrency": "5",
         "timeout": "5s",
-        "max-calls": "11",
     }
     settings.update(raw)
+    first_look = 1 + int(str(settings["warm-calls"])) + int(str(settings["concurrency"]))
+    settings.setdefault("max-calls", str(first_look))
     return build_target(settings)
 
 
@@ -320,7 +322,7 @@ async def test_a_retried_call_lives_within_one_timeout() -> None:
         faults=(Fault(kind="reset", every=100, offset=2),),
     )
     # One look: this test is about the call, not the verdict.
-    settings = {"warm-calls": "2", "concurrency": "1", "timeout": "1s", **one_look(1)}
+    settings = {"warm-calls": "2", "concurrency": "1", "timeout": "1s", **one_look(4)}
     result, _ = await _probe(spec, **settings)
     second = [s for s in result.samples if s.phase is CallPhase.WARM][1]
     assert not second.ok

@@ -58,7 +58,7 @@ async def test_both_arms_get_the_same_prompt_call_by_call() -> None:
                 "stream": "true",
                 "warm-calls": str(WARM),
                 "concurrency": str(CONCURRENCY),
-                **one_look(1),
+                **one_look(1 + WARM + CONCURRENCY),
             }
         )
         await probe(target, measure_floor=False)
@@ -79,7 +79,7 @@ async def test_two_runs_do_not_share_prompts() -> None:
     await server.start()
     try:
         target = build_target(
-            {"url": server.url, "prompt": "Hi", "warm-calls": "3", "concurrency": "2"} | one_look(1)
+            {"url": server.url, "prompt": "Hi", "warm-calls": "3", "concurrency": "2"} | one_look(6)
         )
         await probe(target, measure_floor=False)
         first = {_prompt(r.body) for r in server.requests}
@@ -293,7 +293,7 @@ async def _fixed_run(script: Callable[[int], list[Step]]) -> tuple[RunResult, Sc
                 "fixed-length": "true",
                 "warm-calls": "4",
                 "concurrency": "2",
-                **one_look(1),
+                **one_look(7),
             }
         )
         result = await probe(target, measure_floor=False)

@@ -47,7 +47,7 @@ from latency_gate.history_folder import with_commit
 from latency_gate.measure.engine import ProgressCallback
 from latency_gate.measure.limits import check_open_files
 from latency_gate.report.markdown import render_summary
-from latency_gate.report.progress import ProgressLog
+from latency_gate.report.progress import ProgressLog, describe_cost
 from latency_gate.report.terminal import render_terminal
 from latency_gate.run import exit_code, probe_all
 from latency_gate.signals import run_with_signals
@@ -130,6 +130,7 @@ def _main(env: Mapping[str, str], out: TextIO) -> int:
 
     def progress_for(target: Target) -> ProgressCallback:
         print(f"latency-gate: probing {target.display_url}", file=out)
+        print(f"latency-gate: {describe_cost(target)}", file=out)
         return log.printer(target.name)
 
     # Target names and endpoint text reach the log from here to the report: no line of theirs

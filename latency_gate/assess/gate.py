@@ -125,6 +125,7 @@ class Gate:
     reasons: list[str] = field(default_factory=list)
     stopped: str = ""
     failed_early: bool = False
+    calls_at_look: int = 0
 
     @property
     def decisions(self) -> dict[str, Decision]:
@@ -160,6 +161,7 @@ class Gate:
         `base_samples`: the base arm of an A/B run so far, tested against instead of
         `self.base.samples` (with `self.limit`)."""
         self.looks += 1
+        self.calls_at_look = len(samples)
         if self.looks == 1:
             self.first_look_calls = len(samples)
         for number in GATED_NUMBERS:
@@ -192,6 +194,22 @@ class Gate:
         else:
             self.reasons.append(step.reason)
         return step
+
+    def time_up(
+        self,
+        samples: Sequence[Sample],
+        base_samples: Sequence[Sample] | None,
+        why: str,
+    ) -> None:
+        """The last look when --max-time left calls unmade: every call judged once more (the
+        tests hold at any look, whenever it is taken), and `why` said as the reason sampling
+        stopped, with the checks it left undecided; they follow on-undecided, as at the cap."""
+        if not self.looks or len(samples) > self.calls_at_look:
+            self.look(samples, base_samples)
+        if self.stopped:
+            return  # the last look decided every check (or one failed the run)
+        asked = self.reasons.pop() if self.reasons else ""
+        self.stopped = f"{why}; {asked}" if asked else why
 
     def _undecided_regressions(self) -> list[str]:
         return [

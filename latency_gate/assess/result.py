@@ -21,7 +21,13 @@ from latency_gate.assess.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.assess.work import fixed_length_finding
-from latency_gate.config import Target, fixed_length_of, redact_url, unsent_settings
+from latency_gate.config import (
+    Target,
+    default_prompt_note,
+    fixed_length_of,
+    redact_url,
+    unsent_settings,
+)
 from latency_gate.config.plan import effective_max_calls, plan_warnings
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import (
@@ -134,6 +140,7 @@ def assess_run(
         warnings.append("the run was interrupted; the numbers cover the calls finished")
     if target.insecure:
         warnings.append("TLS certificate checks were turned off (--insecure)")
+    warnings += default_prompt_note(target)
     warnings += unsent_settings(target)
     if target.wait_ready > 0 and ready_after is None and samples:
         warnings.append(

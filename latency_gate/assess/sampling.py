@@ -5,10 +5,12 @@ Looks. Look 1 is the classic run: 1 cold call, `warm_calls` (20) sequential call
 `next_step`: while a gated check is undecided, the next look adds `warm_batch` (20) sequential
 calls if a warm check is undecided, and ceil(warm_batch / concurrency) bursts if a concurrent
 check is undecided; when the error rate is undecided, bursts again (the quickest calls to make):
-enough for it to pass if every call succeeds (`error_calls_to_pass`), at most the calls left
-spread evenly over the looks left. It stops when every gated check is decided at the same
-look, after `max_looks` looks, or when the next step would pass `max_calls` calls in all (a step
-is trimmed to what fits first).
+enough for it to pass if every call succeeds (`error_calls_to_pass`, less the look's warm calls,
+which count in it too, and the last few taken as warm calls when the look takes some anyway
+or they are fewer than half a burst),
+at most the calls left spread evenly over the looks left. It stops when every gated check is
+decided at the same look, after `max_looks` looks, or when the next step would pass
+`max_calls` calls in all (a step is trimmed to what fits first).
 
 Error rates across looks. Budget checks are SPRTs with Ville's bound (sequential.py): their
 error rates hold for any number of looks, and a check judged again on every call at each look
@@ -125,16 +127,29 @@ def next_step(
         return NextStep(0, 0, f"undecided at the cap of {plan.max_looks} looks: {names}")
     phases = {phase for _, phase in pending}
     warm = plan.warm_batch if Phase.WARM in phases else 0
-    bursts = plan.bursts_per_look if phases & {Phase.CONCURRENT, Phase.ALL} else 0
+    bursts = plan.bursts_per_look if Phase.CONCURRENT in phases else 0
     room = max(0, plan.max_calls - calls_made)
     if Phase.ALL in phases:
         # The error rate is undecided: rare failures need many calls, and bursts are the
         # quickest to make, so take what could decide it if every call succeeds, at most the
         # calls left spread evenly over the looks left (also when other checks take calls too:
         # a run that the regressions keep going must not leave the error rate short of calls).
-        per_look = (room - warm) // (plan.max_looks - looks_done) // plan.concurrency
+        per_look = max(
+            plan.bursts_per_look, (room - warm) // (plan.max_looks - looks_done) // plan.concurrency
+        )
         if error_calls_to_pass is not None:
-            per_look = min(per_look, math.ceil(error_calls_to_pass / plan.concurrency))
+            # No more than could decide it: the look's warm calls count in the error rate too,
+            # so bursts for the rest only (a smaller first look then spends no more calls).
+            rest = max(0, error_calls_to_pass - warm)
+            per_look = min(per_look, math.ceil(rest / plan.concurrency))
+            few = rest - (per_look - 1) * plan.concurrency  # the last burst's calls needed
+            if per_look * plan.concurrency > rest >= plan.concurrency * bursts and (
+                warm or 2 * few < plan.concurrency
+            ):
+                # The last few as warm calls rather than a burst mostly past what the error
+                # rate needs: when the look takes warm calls anyway, or fewer than half of it.
+                per_look = rest // plan.concurrency
+                warm += rest - per_look * plan.concurrency
         bursts = max(bursts, per_look)
     warm = min(warm, room)
     bursts = min(bursts, (room - warm) // plan.concurrency)

@@ -28,7 +28,12 @@ from latency_gate.errors import (
     machine_limit_message,
 )
 from latency_gate.github.commands import resume_commands, stop_commands
-from latency_gate.report.progress import ProgressLog, ProgressPrinter, progress_printer
+from latency_gate.report.progress import (
+    ProgressLog,
+    ProgressPrinter,
+    describe_cost,
+    progress_printer,
+)
 from latency_gate.version import __version__
 
 if TYPE_CHECKING:
@@ -326,8 +331,12 @@ def progress(target: Target) -> ProgressPrinter:
 
 
 def progress_log() -> tuple[Callable[[Target], ProgressPrinter], ProgressLog]:
-    """What prints a run's progress on stderr, and the log that beats while it goes."""
+    """What prints a run's progress on stderr, and the log that beats while it goes; each
+    target's first line says what its run may cost."""
     log = ProgressLog(sys.stderr)
-    if live_progress():
-        return progress, log
-    return (lambda target: log.printer(target.name)), log
+
+    def printer(target: Target) -> ProgressPrinter:
+        print(describe_cost(target), file=sys.stderr, flush=True)
+        return progress(target) if live_progress() else log.printer(target.name)
+
+    return printer, log

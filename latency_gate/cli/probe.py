@@ -159,6 +159,12 @@ PROBE_OPTION_GROUPS = (
     "[default: auto: what the checks can need, 500 with the default budgets].",
 )
 @click.option(
+    "--max-time",
+    metavar="DURATION",
+    help="No new call after this long from the cold call, e.g. 60s; what is undecided then "
+    "follows --on-undecided [default: no limit].",
+)
+@click.option(
     "--on-undecided",
     metavar="POLICY",
     help="estimate, fail or pass: how a check still undecided at the cap is decided "

@@ -22,6 +22,7 @@ from latency_gate.config.parsing import (
     redact_url,
 )
 from latency_gate.config.request import (
+    default_prompt_note,
     fixed_length_of,
     header_text_problem,
     parse_header,
@@ -54,6 +55,7 @@ __all__ = [
     "base_arm",
     "build_target",
     "chat_body",
+    "default_prompt_note",
     "detect_format",
     "find_secrets",
     "fixed_length_of",

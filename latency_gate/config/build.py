@@ -31,7 +31,12 @@ from latency_gate.config.parsing import (
     read_body,
     shown,
 )
-from latency_gate.config.plan import plan_problems
+from latency_gate.config.plan import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_WARM_CALLS,
+    fit_first_look,
+    plan_problems,
+)
 from latency_gate.config.rate_keys import RATE_KEYS, settle_rates, take_rates
 from latency_gate.config.rate_plan import goodput_problems
 from latency_gate.config.request import (
@@ -76,6 +81,7 @@ TARGET_KEYS = (
     "warm-calls",
     "concurrency",
     "max-calls",
+    "max-time",
     "on-undecided",
     "on-undecided-regression",
     "capacity",
@@ -161,6 +167,8 @@ def build_target(
     take("warm-calls", parse_count)
     take("concurrency", parse_count)
     take("max-calls", _parse_max_calls)
+    _fit_first_look(fields, merged, spelled, problems)
+    take("max-time", _max_time)
     take("on-undecided", _parse_on_undecided)
     take("on-undecided-regression", _parse_on_undecided_regression)
     take("capacity", parse_bool)
@@ -255,6 +263,38 @@ def _unstreamed_token_budgets(target: Target, spelled: Callable[[str], str]) -> 
     ]
 
 
+def _fit_first_look(
+    fields: dict[str, Any],
+    merged: Mapping[str, str | list[str] | None],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> None:
+    """A max-calls under the first look's calls fits the warm calls and the burst not given to
+    it (config/plan.py), or is refused before any call, naming the least it takes."""
+    cap = fields.get("max_calls")
+    if cap is None or any(
+        merged.get(k) is not None and k.replace("-", "_") not in fields for k in _COUNTS
+    ):
+        return  # no cap, or a count already refused
+    given = [
+        fields.get(k.replace("-", "_")) if merged.get(k) is not None else None for k in _COUNTS
+    ]
+    try:
+        warm, burst = fit_first_look(cap, given[0], given[1], spelled)
+    except ValueError as exc:
+        problems.append(InputProblem(spelled("max-calls"), str(exc)))
+        return
+    asked = (
+        DEFAULT_WARM_CALLS if given[0] is None else given[0],
+        DEFAULT_CONCURRENCY if given[1] is None else given[1],
+    )
+    fields["first_look_fitted"] = (warm, burst) != asked
+    fields["warm_calls"], fields["concurrency"] = warm, burst
+
+
+_COUNTS = ("warm-calls", "concurrency")
+
+
 def _error_budget(text: str) -> float:
     """An error-rate budget below 1: a budget of 100 % lets every call fail, so it gates
     nothing; that is what `off` says, and a number that only reads as 1.0 (a double keeps about
@@ -314,6 +354,11 @@ def _settle_base(
             )
     fields.pop("baseline_api_key", None)
     return []
+
+
+def _max_time(text: str) -> float | None:
+    """A duration above zero, or off/none for no limit."""
+    return None if text.strip().lower() in _OFF else _positive_duration(text)
 
 
 def _wait_duration(text: str) -> float:

@@ -287,6 +287,10 @@ def detect_format(url: str, body: str | None) -> Format:
 DEFAULT_MAX_TOKENS = 64
 """Answer length asked for when `--max-tokens` is not given (the same for every format)."""
 
+DEFAULT_PROMPT = "Say hello in five words."
+"""The prompt of a URL whose format is known (chat completions, responses, messages) when no
+`--prompt` or `--body` is given: such an endpoint answers a bodiless GET with an error."""
+
 # The field each format limits the answer length with. OpenAI's chat completions take
 # `max_completion_tokens` (its reasoning models refuse `max_tokens`); most OpenAI-compatible
 # servers (llama.cpp, vLLM, Ollama, LiteLLM) still know only `max_tokens`.

@@ -17,6 +17,7 @@ loading the judging layer (start-up, docs/benchmarks.md).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CAPACITY_MAX",
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_MAX_CALLS",
+    "DEFAULT_WARM_CALLS",
     "ERROR_ALPHA",
     "ERROR_BETA",
     "ERROR_CLUMP",
@@ -51,6 +54,7 @@ __all__ = [
     "clean_calls_to_pass_errors",
     "effective_max_calls",
     "error_shares",
+    "fit_first_look",
     "hold_calls",
     "level_bursts",
     "needs_of",
@@ -61,6 +65,14 @@ __all__ = [
     "search_least_calls",
     "search_worst_calls",
 ]
+
+# The first look's calls when none are given: 1 cold, DEFAULT_WARM_CALLS warm calls and a burst
+# of DEFAULT_CONCURRENCY. A max-calls under that fits the counts not given to it (fit_first_look).
+DEFAULT_WARM_CALLS = 20
+DEFAULT_CONCURRENCY = 10
+# The least a first look fitted to max-calls takes: the cold call, one warm call, a burst of 2.
+_LEAST_WARM = 1
+_LEAST_BURST = 2
 
 # The sampling plan (assess/sampling.py): looks after the first add LOOK_WARM_CALLS warm calls,
 # or as many calls in bursts, to the checks still undecided.
@@ -101,6 +113,49 @@ LEVEL_BROKEN_SHARE = 0.15
 LEVEL_ALPHA = 0.01
 LEVEL_BETA = 0.025
 DEFAULT_CAPACITY_MAX = 64
+
+
+def fit_first_look(
+    max_calls: int,
+    warm_calls: int | None,
+    concurrency: int | None,
+    spelled: Callable[[str], str] = str,
+) -> tuple[int, int]:
+    """(warm calls, concurrency) of a first look within `max_calls` calls (cold call included).
+
+    `warm_calls` and `concurrency` are the counts given (None: not given, the defaults'). A cap
+    at or over the first look leaves it as it is; under it, the counts not given are made
+    smaller, the burst a third of the calls after the cold one (as 10 of the default 30),
+    down to one warm call and a burst of 2. Raises ValueError, saying the least it takes, when
+    the counts given (or that least) do not fit: max-calls is a cap, never spent past.
+    `spelled` names an input as the user wrote it.
+    """
+    warm = DEFAULT_WARM_CALLS if warm_calls is None else warm_calls
+    burst = DEFAULT_CONCURRENCY if concurrency is None else concurrency
+    if 1 + warm + burst <= max_calls:
+        return warm, burst
+    if concurrency is None:
+        room = max_calls - 1 - (warm if warm_calls is not None else _LEAST_WARM)
+        third = (max_calls - 1) // 3
+        burst = max(_LEAST_BURST, min(burst, room if warm_calls is not None else third))
+    if warm_calls is None:
+        warm = max(_LEAST_WARM, min(warm, max_calls - 1 - burst))
+    least = 1 + warm + burst
+    if least <= max_calls:
+        return warm, burst
+    given = [
+        spelled(text)
+        for text, count in (("warm-calls", warm_calls), ("concurrency", concurrency))
+        if count is not None
+    ]
+    asked = f" ({' and '.join(given)} as given)" if given else ""
+    plural = "s" if warm != 1 else ""
+    raise ValueError(
+        f"{max_calls:,} call{'s' if max_calls != 1 else ''} cannot hold the first look: it takes "
+        f"at least {least:,}, a cold call, {warm:,} warm call{plural} and a burst of "
+        f"{burst:,}{asked}. Give at least {least:,}"
+        + (f", or lower {' and '.join(given)}" if given else "")
+    )
 
 
 def odds_shifted(share: float, factor: float) -> float:
@@ -362,6 +417,15 @@ def plan_warnings(target: _Planned) -> list[str]:
     needs = needs_of(target)
     cap = effective_max_calls(target)
     warnings: list[str] = []
+    default_look = 1 + DEFAULT_WARM_CALLS + DEFAULT_CONCURRENCY
+    if target.max_calls is not None and getattr(target, "first_look_fitted", False):
+        warm = target.warm_calls
+        warnings.append(
+            f"max-calls {target.max_calls:,} is under the {default_look} calls of the default "
+            f"first look, fitted to it: 1 cold call, {warm:,} warm call{'s' if warm != 1 else ''} "
+            f"and a burst of {target.concurrency:,}, and its checks rest on {target.max_calls:,} "
+            "calls at most"
+        )
     if target.max_calls is None and (needs.capacity or needs.goodput):
         checks = cap - needs.capacity - needs.goodput
         parts = [f"{checks:,} for the checks"]

@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from latency_gate.config.json_data import NotJSON, dump_json, load_json
 from latency_gate.config.parsing import (
     DEFAULT_MAX_TOKENS,
+    DEFAULT_PROMPT,
     TOKEN_LIMIT_FIELDS,
     Format,
     chat_body,
@@ -32,6 +33,7 @@ __all__ = [
     "PROXY_VARIABLES",
     "check_credentials",
     "check_framing",
+    "default_prompt_note",
     "fixed_length_of",
     "header_text_problem",
     "not_utf8",
@@ -168,8 +170,15 @@ def resolve_request(
     }
     if prompt is not None:
         body = chat_body(fmt, fields.get("model"), prompt, stream, **limits)
-    elif fields.get("model") is not None and body is None and fmt is not Format.RAW:
-        body = chat_body(fmt, fields.get("model"), "Say hello in five words.", stream, **limits)
+    elif (
+        body is None
+        and fmt is not Format.RAW
+        and (fields.get("model") is not None or fields.get("method", "POST") == "POST")
+    ):
+        # A URL of a known format (or --model) with nothing to send: a short default prompt,
+        # said in the settings, never a bodiless GET an LLM endpoint would refuse.
+        body = chat_body(fmt, fields.get("model"), DEFAULT_PROMPT, stream, **limits)
+        fields["default_prompt"] = DEFAULT_PROMPT
     fields["stream"] = stream
     if fields.get("fixed_length"):
         body = _fixed_length(
@@ -327,6 +336,21 @@ def _limit_answer(data: dict[str, Any], fmt: Format, url: str, fields: dict[str,
         data.pop(other, None)
     data[field] = fields["max_tokens"]
     return dump_json(data)
+
+
+def default_prompt_note(target: Target) -> list[str]:
+    """What a run of a URL of a known format given no --prompt or --body sent instead: the
+    default prompt, and when no --model was given, that the body names none (llama.cpp serves
+    the one model it loaded; most OpenAI-compatible servers, and Anthropic's, answer 4xx)."""
+    if target.default_prompt is None:
+        return []
+    note = f"no --prompt or --body: each call asked the default prompt {target.default_prompt!r}"
+    if target.model is None:
+        note += (
+            " and named no model (a server of one model, as llama.cpp, answers it; most "
+            "OpenAI-compatible servers need --model)"
+        )
+    return [note]
 
 
 def unsent_settings(target: Target) -> list[str]:

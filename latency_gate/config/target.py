@@ -94,6 +94,8 @@ class Target(_Frozen):
     api_key: SecretStr | None = None
     model: str | None = None
     prompt: str | None = None
+    # No --prompt nor --body for a URL of a known format: the prompt the body asks instead.
+    default_prompt: str | None = None
     format: Format = Format.RAW
     stream: bool = False
     timeout: float = Field(default=30.0, gt=0)
@@ -105,6 +107,12 @@ class Target(_Frozen):
     # config/plan.py); what is still undecided then is decided by on_undecided (its value, or
     # fail, or pass), and an undecided regression by on_undecided_regression.
     max_calls: int | None = Field(default=None, ge=1, le=100_000)
+    # The warm calls and the burst made smaller to fit a max-calls under the default first look
+    # (config/plan.py fit_first_look): said in the report; not a setting of what was measured.
+    first_look_fitted: bool = Field(default=False, exclude=True)
+    # --max-time: no new call starts this many seconds after the cold call (measure/deadline.py);
+    # what is undecided then follows on_undecided.
+    max_time: float | None = Field(default=None, gt=0, description="None: no limit")
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     on_undecided_regression: Literal["fail", "pass"] = "pass"
     # The capacity at the budget (assess/capacity.py): after the looks, the most calls at once
@@ -234,6 +242,10 @@ class Target(_Frozen):
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         for key in ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy"):
             data.pop(key, None)  # a run without a base keeps the settings it always had
+        if self.default_prompt is None:  # said only where the body is the default prompt's
+            data.pop("default_prompt", None)
+        if self.max_time is None:  # nor does a run without --max-time gain its setting
+            data.pop("max_time", None)
         if not self.capacity:  # nor does a run without the capacity search gain its settings
             for key in ("capacity", "capacity_max", "min_capacity"):
                 data.pop(key, None)
@@ -265,6 +277,10 @@ NOT_COMPARED = (
     "cost",
     "wait_ready",
     "max_calls",
+    "max_time",
+    # The body's fingerprint says what was sent; a run before the default prompt said it
+    # compares with one after.
+    "default_prompt",
     "on_undecided",
     "on_undecided_regression",
     # The capacity search runs after the looks, on calls of its own: the run's numbers are

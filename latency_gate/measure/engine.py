@@ -37,6 +37,7 @@ from latency_gate.measure.arrivals import Arrival, LevelAsk, RatePolicy, run_lev
 from latency_gate.measure.calls import failed_hop
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
 from latency_gate.measure.culprit import PROXY_OPTIONS
+from latency_gate.measure.deadline import Deadline
 from latency_gate.measure.prompts import Marks
 from latency_gate.measure.ready import wait_ready
 from latency_gate.models import CallPhase, ErrorKind, Sample, StampSource
@@ -122,6 +123,8 @@ class Measurement:
     # Why the base stopped being measured (its first calls all failed to connect or timed
     # out), or None: the head goes on alone, judged by its budget, and nothing is compared.
     base_stopped_early: str | None = None
+    # --max-time ran out with a call left unmade (measure/deadline.py).
+    time_up: bool = False
 
 
 # Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
@@ -256,13 +259,23 @@ async def measure(
                 open_client(arm.target, arm.context, kernel_stamps)
             )
         progress(Progress("cold", 0, len(arms)))
+        deadline = Deadline(target.max_time)
+        deadline.start()
         for done, arm in enumerate(arms, start=1):
             await arm.one(CallPhase.COLD, 0)
             progress(Progress("cold", done, len(arms)))
         # Warm calls reuse each arm's cold client: its connection is the one kept alive.
         first_look = min(FAIL_FAST_WARM, target.warm_calls)
         total = target.warm_calls * len(arms)
-        await _warm(arms, progress, first=0, count=first_look, total=total, close=False)
+        await _warm(
+            arms,
+            progress,
+            first=0,
+            count=first_look,
+            total=total,
+            close=False,
+            may=deadline.allows,
+        )
         into.stopped_early = _unreachable(arms[0].samples, arms[0].target, arms[0].of)
         if into.stopped_early is not None:
             progress(Progress("done", len(into.samples), len(into.samples)))
@@ -282,20 +295,25 @@ async def measure(
             first=first_look * len(arms),
             count=target.warm_calls - first_look,
             total=total,
+            may=deadline.allows_before_burst,
         )
         bursts = 0
         for _ in arms:
+            if not deadline.allows():
+                break
             arm = arms[arm_order(bursts, len(arms))]
             bursts += 1
             progress(Progress("concurrent", 0, target.concurrency))
             await burst(arm.target, arm.context, kernel_stamps, arm.samples, marks=arm.marks)
             progress(Progress("concurrent", target.concurrency, target.concurrency))
-        while more is not None and (step := more(into.samples)) is not None:
+        while more is not None and deadline.allows() and (step := more(into.samples)) is not None:
             into.extra.append(step)
             if step.warm_calls:
                 done = sum(arm.warm_done for arm in arms)
-                await _warm(arms, progress, first=done, count=step.warm_calls)
+                await _warm(arms, progress, first=done, count=step.warm_calls, may=deadline.allows)
             for _ in range(step.bursts * len(arms)):
+                if not deadline.allows():
+                    break
                 arm = arms[arm_order(bursts, len(arms))]
                 bursts += 1
                 done = sum(s.phase is CallPhase.CONCURRENT for s in arm.samples)
@@ -308,11 +326,12 @@ async def measure(
                     first_index=done,
                     marks=arm.marks,
                 )
-    if search is not None:
+    into.time_up = deadline.passed
+    if search is not None and deadline.allows():
         # After the warm clients are closed: their kept-alive connections would hold what a
         # server gives each connection (a thread, in llama.cpp's) through the search's bursts.
-        await _search(arms[0], search, progress, kernel_stamps)
-    if rates is not None:
+        await _search(arms[0], search, progress, kernel_stamps, deadline)
+    if rates is not None and deadline.allows():
         await run_levels(
             arms[0].target,
             arms[0].context,
@@ -320,6 +339,7 @@ async def measure(
             _Announced(rates, progress),
             earlier=into.samples,
         )
+    into.time_up = deadline.passed
     progress(Progress("done", len(into.samples), len(into.samples)))
 
 
@@ -341,13 +361,17 @@ class _Announced:
 
 
 async def _search(
-    arm: _Arm, search: SearchPolicy, progress: ProgressCallback, kernel_stamps: bool
+    arm: _Arm,
+    search: SearchPolicy,
+    progress: ProgressCallback,
+    kernel_stamps: bool,
+    deadline: Deadline,
 ) -> None:
     """The capacity search's bursts, each at the concurrency `search` asks for, until it says
     stop; each burst's calls and seconds (connections opened ahead included) go back to it."""
     calls: list[Sample] = []
     seconds = 0.0
-    while (concurrency := search(calls, seconds)) is not None:
+    while (concurrency := search(calls, seconds)) is not None and deadline.allows():
         level = arm.target.model_copy(update={"concurrency": concurrency})
         calls = []
         progress(Progress("capacity", 0, concurrency))
@@ -365,13 +389,17 @@ async def _warm(
     count: int,
     total: int | None = None,
     close: bool = True,
+    may: Callable[[], bool] | None = None,
 ) -> None:
     """`count` warm calls of each arm, interleaved (`arm_order`) from position `first` (the
     warm calls of every arm so far), counted in progress out of `total` (default: up to the
-    last of these); `close` reports the last one done."""
+    last of these); `close` reports the last one done. `may` says whether the next may start
+    (--max-time); the first it refuses ends them."""
     end = first + count * len(arms)
     total = end if total is None else total
     for position in range(first, end):
+        if may is not None and not may():
+            break
         arm = arms[arm_order(position, len(arms))]
         progress(Progress("warm", position, total))
         await arm.one(CallPhase.WARM, arm.warm_done)

@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TextIO, TypeVar
 
-from latency_gate.formatting import clean_text
+from latency_gate.config import Target
+from latency_gate.config.plan import effective_max_calls, needs_of
+from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.measure.engine import Progress
 from latency_gate.report.rows import humane
 
@@ -164,6 +166,28 @@ def describe(event: Progress, name: str) -> str:
             return f"{name}: calls at {rate}, at most {event.total:,}"
         case _:
             return f"{name}: done"
+
+
+def describe_cost(target: Target) -> str:
+    """What a run may spend, said before its first call: "endpoint: at most 500 calls; a clean
+    PASS takes 131 (the error budget 0.01 passes after 127 calls without a failure)", and the
+    wall clock bound with --max-time."""
+    cap = effective_max_calls(target)
+    needs = needs_of(target)
+    text = f"{clean_text(target.name, _NAME_LIMIT)}: at most {cap:,} calls"
+    if needs.minimum <= cap:
+        text += f"; a clean PASS takes {needs.minimum:,} ({needs.why})"
+    else:
+        text += (
+            f", under the {needs.minimum:,} a clean PASS takes ({needs.why}): what is undecided "
+            f"then follows on-undecided ({target.on_undecided})"
+        )
+    if target.max_time is not None:
+        text += (
+            f"; no call starts after {fmt_duration(target.max_time)} from the first "
+            "(--max-time), plus one call's timeout to end"
+        )
+    return text
 
 
 def describe_look(look: Look, name: str) -> str:

@@ -17,6 +17,7 @@ from latency_gate.config import (
     REDACTED,
     Format,
     Target,
+    default_prompt_note,
     redact_url,
     scrub_secrets,
 )
@@ -164,6 +165,7 @@ def render(result: QuickResult) -> str:
         ),
         f"{sum(c.sample.ok for c in result.calls)} of {len(result.calls)} calls succeeded.",
     ]
+    lines += [f"Note: {clean_text(note)}." for note in default_prompt_note(target)]
     if not varied and target.format is not Format.RAW:
         lines.append("No prompt found in the body to vary: a cache may have answered calls 2-3.")
     return "\n".join(lines) + "\n"

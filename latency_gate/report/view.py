@@ -270,7 +270,7 @@ def _setting_text(value: object) -> str:
     return str(value)
 
 
-_DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready"})
+_DURATION_SETTINGS = frozenset({"timeout", "idle", "wait_ready", "max_time"})
 
 
 def _sent_limits(config: Mapping[str, object]) -> dict[str, str]:
@@ -292,8 +292,16 @@ def _sent_limits(config: Mapping[str, object]) -> dict[str, str]:
 
 def _settings(config: Mapping[str, object]) -> tuple[tuple[str, str], ...]:
     # The budget has its own table; the name is the section's heading; the cost note is shown
-    # beside the comparison of targets. The answer's length limit is what the body carried.
+    # beside the comparison of targets. The answer's length limit is what the body carried; a
+    # default prompt is the prompt's row, said as one.
     sent = _sent_limits(config)
+    default = config.get("default_prompt")
+    if isinstance(default, str):
+        config = {
+            key: f"default: {default}" if key == "prompt" else value
+            for key, value in config.items()
+            if key != "default_prompt"
+        }
     return tuple(
         (
             key.replace("_", " "),
