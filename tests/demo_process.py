@@ -12,7 +12,7 @@ import select
 import subprocess
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -67,7 +67,10 @@ def demo_server(host: str, *options: str) -> Iterator[str]:
         line = process.stdout.readline() if ready else ""
         match = re.match(r"serving \S+ at (\S+) ", line)
         if match is None:
-            raise RuntimeError(f"the demo server did not start within 30 s: {line!r}")
+            if process.poll() is not None or line:  # it said something else: say all of it
+                with suppress(subprocess.TimeoutExpired):
+                    line += process.communicate(timeout=5)[0]
+            raise RuntimeError(f"the demo server did not start within 30 s:\n{line}")
         yield match[1]
     finally:
         _stop(process)
