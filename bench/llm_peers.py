@@ -403,7 +403,7 @@ def measure_gate(
         "--concurrency",
         str(opts.burst),
         "--max-calls",
-        "1",
+        str(1 + opts.sequential + opts.burst),  # the first look, no more (one under it is refused)
         "--on-undecided",
         "pass",
         "--json",

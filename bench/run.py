@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import csv
 import io
+import itertools
 import json
 import os
 import platform
@@ -185,12 +186,19 @@ class GateRun:
 def gate_probe(url: str, *args: str) -> GateRun:
     """`latency-gate probe URL ARGS --json PATH` in a fresh process; its JSON and peak RSS.
 
-    One look (`--max-calls 1`): the benchmark compares the same fixed set of calls across
-    tools, so the gate must not take more while a check is undecided.
+    One look (`--max-calls` the first look's calls: the cold call, ARGS' `--warm-calls` and
+    `--concurrency`): the benchmark compares the same fixed set of calls across tools, so the
+    gate must not take more while a check is undecided. (A cap under the first look is refused.)
     """
+    counts = {
+        name: int(value)
+        for name, value in itertools.pairwise(args)
+        if name in ("--warm-calls", "--concurrency")
+    }
+    first_look = 1 + counts["--warm-calls"] + counts["--concurrency"]
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "result.json"
-        one_look = ("--max-calls", "1", "--on-undecided", "pass")
+        one_look = ("--max-calls", str(first_look), "--on-undecided", "pass")
         cmd = [*latency_gate_command(), "probe", url, *args, *one_look, "--json", str(path)]
         started = time.perf_counter()
         proc = subprocess.Popen(

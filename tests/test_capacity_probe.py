@@ -191,6 +191,7 @@ async def test_progress_says_each_level() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # 3 calls of 0.38 s end at about 1.15 s against 1.3: other tests' load moves it
 async def test_the_queue_finding_and_the_capacity_agree_on_the_free_server() -> None:
     """The demo's free server (one request at a time, about 0.38 s each): the queue finding
     says "served about 1 at a time", and against 1.3 s three calls end within the budget at p95

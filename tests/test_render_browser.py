@@ -156,7 +156,10 @@ def test_chart_bars_render_as_solid_bars(browser: Browser, tmp_path: Path) -> No
     expected = [_bars(line) for line in view.chart]
     assert min(expected) >= MIN_BAR_CHARS  # the fixture draws a long bar on every line
 
-    image, box = _render_and_read(browser, render_summary([result]), tmp_path)
+    # The chart is in a folded section (where the time went): shown as a reader who opened it.
+    summary = render_summary([result])
+    assert "<details>" in summary
+    image, box = _render_and_read(browser, summary.replace("<details>", "<details open>"), tmp_path)
 
     assert box["charWidth"] > 3
     bands = _bands(_ink_runs(image, box), MIN_BAR_CHARS * box["charWidth"] * 0.8)
