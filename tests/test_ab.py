@@ -548,6 +548,7 @@ def test_action_refuses_a_loopback_base_in_its_container(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the first number decided stops the run: under load the burst's came first
 def test_action_runs_an_ab_run_with_its_limit(
     servers: tuple[DemoServer, DemoServer], tmp_path: Path
 ) -> None:
