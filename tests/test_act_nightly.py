@@ -49,6 +49,12 @@ CHANGES = {
     "max-concurrent-p95: 3s": "max-concurrent-p95: 1s\n          timeout: 2s\n          rate: 30/s",
     "min-rate: 4/s": "min-rate: 5/s",
     "goodput-time: 55m": "goodput-time: 90s",
+    # The test is of the workflow's mechanics (the cache carries the history, the second night
+    # reads and appends it), not of the goodput regression's false alarms, which
+    # bench/goodput_regression_sim.py measures: two searches of this 2-slot demo, one after
+    # another on a quiet machine, held 42.4/s and 32.7/s (stop 39's fresh clone), beyond the
+    # default 10 % limit, and the second night failed "regression: goodput 42.4/s -> 32.7/s".
+    "history-append: auto": "history-append: auto\n          max-regression: 50%",
 }
 JOB = "goodput"
 
