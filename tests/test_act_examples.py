@@ -32,7 +32,6 @@ from conftest import REPO_ROOT
 from demo_process import demo_server
 from fake_github import FakeGitHub
 from test_act import (
-    PR_NUMBER,
     REPOSITORY,
     TOKEN,
     ActEnv,
@@ -42,7 +41,7 @@ from test_act import (
     act_env,  # noqa: F401 - the fixture, shared with test_act.py
     run_act,
 )
-from test_act_history import _cache_action_copy, _event, _repository_copy
+from test_act_history import _cache_action_copy, _event, _pull_request, _repository_copy
 
 pytestmark = [pytest.mark.act, pytest.mark.docker, pytest.mark.slow]
 
@@ -76,24 +75,6 @@ def _stand_in(root: Path, name: str) -> Path:
     shutil.copytree(STAND_INS / name, folder)
     _commit_all(folder)
     return folder
-
-
-def _pull_request(root: Path) -> str:
-    repo = {"default_branch": "main", "full_name": REPOSITORY}
-    return _event(
-        root,
-        "pull_request",
-        {
-            "action": "synchronize",
-            "number": PR_NUMBER,
-            "pull_request": {
-                "number": PR_NUMBER,
-                "head": {"sha": "0" * 40, "ref": "feature"},
-                "base": {"ref": "main"},
-            },
-            "repository": repo,
-        },
-    )
 
 
 def _said(run: ActRun, job: str) -> str:

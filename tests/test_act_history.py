@@ -125,6 +125,25 @@ def _event(folder: Path, name: str, payload: dict[str, object]) -> str:
     return str(path)
 
 
+def _pull_request(root: Path) -> str:
+    """A pull_request event's payload (PR_NUMBER, from `feature` into main) in `root`."""
+    repo = {"default_branch": "main", "full_name": REPOSITORY}
+    return _event(
+        root,
+        "pull_request",
+        {
+            "action": "synchronize",
+            "number": PR_NUMBER,
+            "pull_request": {
+                "number": PR_NUMBER,
+                "head": {"sha": "0" * 40, "ref": "feature"},
+                "base": {"ref": "main"},
+            },
+            "repository": repo,
+        },
+    )
+
+
 @pytest.fixture(scope="module")
 def history_runs(
     act_env: ActEnv,  # noqa: F811 - the fixture imported above
@@ -143,20 +162,7 @@ def history_runs(
     _commit_all(workdir)
     repo = {"default_branch": "main", "full_name": REPOSITORY}
     push = _event(root, "push", {"ref": "refs/heads/main", "repository": repo})
-    pull_request = _event(
-        root,
-        "pull_request",
-        {
-            "action": "synchronize",
-            "number": PR_NUMBER,
-            "pull_request": {
-                "number": PR_NUMBER,
-                "head": {"sha": "0" * 40, "ref": "feature"},
-                "base": {"ref": "main"},
-            },
-            "repository": repo,
-        },
-    )
+    pull_request = _pull_request(root)
     cache_server = root / "cache-server"
     with (
         FakeGitHub(token=TOKEN, host=act_env.bridge) as github,
