@@ -84,6 +84,7 @@ async def test_calls_arrive_at_the_rate_whether_or_not_the_last_has_ended() -> N
 
 
 @pytest.mark.slow
+@pytest.mark.alone  # the client must send its rate on time: beside four workers it did not
 async def test_the_goodput_search_on_a_one_slot_server() -> None:
     """A 50 ms one-slot server against a 250 ms budget: the search ends with a rate that held
     within 10 % of the lowest that was near the budget or broke, under what the server
