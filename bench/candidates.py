@@ -4,7 +4,8 @@ Issue 21 asked for a test that sees the tail: "10 % of calls 3x slower" roughly 
 and leaves the median where it was. Each candidate below tests "head is worse than base by at
 most the limit" (head's calls divided by 1.10 first, so the boundary null is exchangeable):
 
-- P: the shipped test, a permutation test of the p95 itself (latency_gate/assess/regression.py);
+- P: the shipped test, a permutation test of the p95 itself
+  (latency_gate/assess/compare/regression.py);
 - E95, E90: exceedances of the pooled p95 (p90), an exact hypergeometric test of how many of
   head's calls are among the pool's slowest 5 % (10 %);
 - R80, R90: an upper-tail weighted rank test, weights rising linearly over the pooled top 20 %
@@ -28,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from latency_gate.assess.regression import (  # noqa: E402
+from latency_gate.assess.compare.regression import (  # noqa: E402
     Regression,
     look_alpha,
     percentile_regression,

@@ -4,7 +4,7 @@ said as an interval that holds the truth, and what it costs.
     python bench/capacitysim.py --write      # the tables of docs/statistics.md, "Capacity"
     python bench/capacitysim.py --runs 50    # quicker and coarser, prints only
 
-Every run goes through the shipped search: `CapacityRun` (latency_gate/assess/capacity.py)
+Every run goes through the shipped search: `CapacityRun` (latency_gate/assess/load/capacity.py)
 picks each level, judges it burst by burst with `judge_level` and says the capacity, exactly as
 in a real run; only the endpoint is simulated. Level c0 (the run's concurrency, 10) starts from
 the run's own concurrent calls: one burst, then two more a look while the run's concurrent
@@ -43,17 +43,17 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
-from latency_gate.assess.capacity import CapacityRun, RunLevel  # noqa: E402
-from latency_gate.assess.capacity_levels import (  # noqa: E402
+from latency_gate.assess.budget.checks import percentile_sprt  # noqa: E402
+from latency_gate.assess.budget.clumps import Clumps  # noqa: E402
+from latency_gate.assess.load.capacity import CapacityRun, RunLevel  # noqa: E402
+from latency_gate.assess.load.capacity_levels import (  # noqa: E402
     BREAK_TEST,
     HOLD_TEST,
     LevelCalls,
     LevelLimits,
 )
-from latency_gate.assess.capacity_verdict import capacity_check  # noqa: E402
-from latency_gate.assess.checks import percentile_sprt  # noqa: E402
-from latency_gate.assess.clumps import Clumps  # noqa: E402
-from latency_gate.assess.sequential import Decision  # noqa: E402
+from latency_gate.assess.load.capacity_verdict import capacity_check  # noqa: E402
+from latency_gate.assess.maths.sequential import Decision  # noqa: E402
 from latency_gate.config import plan  # noqa: E402
 from latency_gate.config.plan import (  # noqa: E402
     DEFAULT_CAPACITY_MAX,
@@ -390,7 +390,7 @@ def table_caps(runs: int) -> str:
     try:
         for calls in CAPS:
             plan.LEVEL_CALLS = calls
-            import latency_gate.assess.capacity as capacity_module
+            import latency_gate.assess.load.capacity as capacity_module
 
             capacity_module.LEVEL_CALLS = calls  # type: ignore[attr-defined]
             progress(f"caps: {calls} calls")
@@ -409,7 +409,7 @@ def table_caps(runs: int) -> str:
             )
     finally:
         plan.LEVEL_CALLS = kept
-        import latency_gate.assess.capacity as capacity_module
+        import latency_gate.assess.load.capacity as capacity_module
 
         capacity_module.LEVEL_CALLS = kept  # type: ignore[attr-defined]
     return "\n".join(lines)

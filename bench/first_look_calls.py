@@ -3,8 +3,9 @@
 
     python bench/first_look_calls.py
 
-No endpoint: the gate's own looks (assess/gate.py, assess/sampling.py) are fed calls that all
-succeed at 50 ms, as a clean endpoint answers, until it stops; the calls it asked for are counted.
+No endpoint: the gate's own looks (assess/budget/gate.py, assess/budget/sampling.py) are fed calls
+that all succeed at 50 ms, as a clean endpoint answers, until it stops; the calls it asked for are
+counted.
 """
 
 from __future__ import annotations

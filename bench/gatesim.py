@@ -1,6 +1,6 @@
 """Simulated runs of the shipped gate: synthetic calls judged by latency_gate.assess, look by look.
 
-A run here is what the engine does with the same `Gate` (latency_gate/assess/gate.py): look 1
+A run here is what the engine does with the same `Gate` (latency_gate/assess/budget/gate.py): look 1
 is 1 cold call, `warm_calls` sequential calls and one burst of `concurrency`; after each look
 `Gate.look` says what to add, and at the end `judge_samples` (latency_gate/assess/result.py)
 gives the checks, the baseline comparison and the verdict, exactly as `assess_run` puts them in
@@ -27,11 +27,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from latency_gate.assess import stats  # noqa: E402
-from latency_gate.assess.baseline import BaselinePlan  # noqa: E402
-from latency_gate.assess.gate import Gate, plan_for  # noqa: E402
+from latency_gate.assess.budget.gate import Gate, plan_for  # noqa: E402
+from latency_gate.assess.budget.sampling import SamplingPlan  # noqa: E402
+from latency_gate.assess.compare.baseline import BaselinePlan  # noqa: E402
+from latency_gate.assess.numbers import stats  # noqa: E402
 from latency_gate.assess.result import judge_samples  # noqa: E402
-from latency_gate.assess.sampling import SamplingPlan  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
 from latency_gate.config.plan import DEFAULT_CAPACITY_MAX, effective_max_calls  # noqa: E402
 from latency_gate.config.regression import RegressionLimit  # noqa: E402

@@ -64,7 +64,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
-from latency_gate.assess.stats import percentile  # noqa: E402 - after the path is set
+from latency_gate.assess.numbers.stats import percentile  # noqa: E402 - after the path is set
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PROMPT = "Write a long story about a lighthouse keeper and the storm."

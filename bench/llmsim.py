@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from gatesim import Clock, Drift, Outcome, Settings, _plan, thue_morse  # noqa: E402
 
-from latency_gate.assess import stats  # noqa: E402
-from latency_gate.assess.gate import Gate  # noqa: E402
+from latency_gate.assess.budget.gate import Gate  # noqa: E402
+from latency_gate.assess.numbers import stats  # noqa: E402
 from latency_gate.assess.result import judge_samples  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample  # noqa: E402

@@ -48,7 +48,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 sys.path.insert(0, str(ROOT))
 
-from latency_gate.assess.stats import percentile  # noqa: E402 - after the path is set
+from latency_gate.assess.numbers.stats import percentile  # noqa: E402 - after the path is set
 
 SUBPROCESS_TIMEOUT = 300.0
 DEFAULT_VENV = Path(tempfile.gettempdir()) / "latency-gate-bench-venv"

@@ -180,12 +180,12 @@ def _creep_sequence(
 ) -> tuple[list[bool], list[bool]]:
     """One sequence of CREEP_RUNS runs of an endpoint growing `growth` a run, drift tau between
     runs: for each run from the window's end on, whether the shipped rules warned of a creep
-    (assess/creep.py, over the window before it) and whether the head's prediction rule
-    (assess/history.py) called it a regression."""
+    (assess/compare/creep.py, over the window before it) and whether the head's prediction rule
+    (assess/compare/history.py) called it a regression."""
     from gatesim import Drift
 
-    from latency_gate.assess.creep import creep
-    from latency_gate.assess.history import predict
+    from latency_gate.assess.compare.creep import creep
+    from latency_gate.assess.compare.history import predict
 
     rng = rng_for("creep", number, replicate)
     base = lognormal(0.25, multiple=0.2)
@@ -217,9 +217,9 @@ def replace_scale(endpoint: Endpoint, scale: float) -> Endpoint:
 
 
 def table_creep(runs: int, progress: Callable[[str], None]) -> str:
-    """The trend test of a history of 10 runs (assess/creep.py) and the head's prediction rule,
-    over sequences of 40 runs: an unchanged endpoint (false warnings a run) and one growing 2 %
-    a run (2.16x after 40), with drift tau between runs."""
+    """The trend test of a history of 10 runs (assess/compare/creep.py) and the head's prediction
+    rule, over sequences of 40 runs: an unchanged endpoint (false warnings a run) and one growing 2
+    % a run (2.16x after 40), with drift tau between runs."""
     rows = [
         table_row(
             "endpoint",

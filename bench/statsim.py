@@ -44,7 +44,7 @@ from gatesim import (  # noqa: E402
     run_ab,
 )
 
-from latency_gate.assess.history import predict  # noqa: E402
+from latency_gate.assess.compare.history import predict  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
 
 LATENCY = ("warm_p95", "concurrent_p95")
@@ -491,7 +491,7 @@ def _history_flags(
     cell_number: int, runs: int, *, k: int, tau: float, change: Callable[[Endpoint], Endpoint]
 ) -> tuple[float, float, float]:
     """Share of runs whose warm p95, concurrent p95, and either, the shipped rule
-    (assess/history.py `predict`) calls a regression: K earlier runs and the head, each run
+    (assess/compare/history.py `predict`) calls a regression: K earlier runs and the head, each run
     with its own drift factor exp(N(0, tau)) between runs."""
     base_ep = lognormal(0.25, multiple=0.2)
     flags = {"warm_p95": 0, "concurrent_p95": 0}

@@ -35,11 +35,11 @@ from latency_gate.report.progress import Look, TargetProgress
 from latency_gate.report.result_file import parse_runs
 
 if TYPE_CHECKING:
-    from latency_gate.assess.baseline import BaselinePlan
-    from latency_gate.assess.capacity import CapacityRun
-    from latency_gate.assess.gate import Gate
-    from latency_gate.assess.goodput import RateRun
-    from latency_gate.assess.history import HistoryPlan
+    from latency_gate.assess.budget.gate import Gate
+    from latency_gate.assess.compare.baseline import BaselinePlan
+    from latency_gate.assess.compare.history import HistoryPlan
+    from latency_gate.assess.load.capacity import CapacityRun
+    from latency_gate.assess.load.goodput import RateRun
 
 __all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
 
@@ -102,7 +102,7 @@ class _Judge:
         of the next burst, given the last one's calls (none the first time, when the search
         starts from the run's own concurrent check)."""
         if self.capacity is None:
-            from latency_gate.assess.capacity import start_search  # noqa: PLC0415 (start-up)
+            from latency_gate.assess.load.capacity import start_search  # noqa: PLC0415 (start-up)
 
             self.capacity = start_search(self.target, self.gate, self.into.samples)
         else:
@@ -113,7 +113,7 @@ class _Judge:
         """The engine's question for calls at a rate (after the looks and the capacity search):
         the next level, given the last one's calls (none the first time)."""
         if self.rates is None:
-            from latency_gate.assess.goodput import start_rates  # noqa: PLC0415 (start-up)
+            from latency_gate.assess.load.goodput import start_rates  # noqa: PLC0415 (start-up)
 
             spent = 0 if self.capacity is None else self.capacity.calls
             self.rates = start_rates(
@@ -334,8 +334,8 @@ async def probe_all(
     history: HistoryPlan | None = None,
 ) -> list[RunResult]:
     """Probe targets one after another (so they do not disturb each other), each result labelled
-    and held against the baseline plan or the history (assess/history.py; a target with too few
-    runs in it is compared with its newest one, as `plan` would be), or for a target with a
+    and held against the baseline plan or the history (assess/compare/history.py; a target with too
+    few runs in it is compared with its newest one, as `plan` would be), or for a target with a
     `baseline_url` against its base measured beside it, by `max_regression` (default 10 %).
 
     When the task running this is cancelled (SIGINT, SIGTERM), the calls finished so far become a
@@ -405,7 +405,7 @@ def plan_baseline(
 ) -> BaselinePlan:
     """Load the baseline at `path` and match it to `targets`; ConfigError on a bad file or a
     baseline of another configuration. A missing file is not an error (see BaselinePlan)."""
-    from latency_gate.assess.baseline import BaselinePlan, match_baseline  # noqa: PLC0415 (start-up)
+    from latency_gate.assess.compare.baseline import BaselinePlan, match_baseline  # noqa: PLC0415 (start-up)
 
     if not path.exists():
         return BaselinePlan(str(path), limit, None)

@@ -1,7 +1,7 @@
 """One look: the sampling settings of tests that pin call counts.
 
 A run samples in looks: after the first (1 cold call, the warm calls, one burst) it takes more
-calls while a check is still undecided (latency_gate/assess/sampling.py). Most tests pin how
+calls while a check is still undecided (latency_gate/assess/budget/sampling.py). Most tests pin how
 many calls a run makes, or what befalls each call, so they cap the calls at the first look and
 let a check still undecided there pass. Sequential sampling has tests of its own in
 tests/test_assess_*.py.

@@ -15,8 +15,8 @@ from result_factory import (
     samples_for,
 )
 
-from latency_gate.assess.baseline import BaselinePlan
-from latency_gate.assess.history import HistoryPlan, TargetHistory
+from latency_gate.assess.compare.baseline import BaselinePlan
+from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget, build_target
 from latency_gate.config.regression import DEFAULT_LIMIT

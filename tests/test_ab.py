@@ -26,9 +26,9 @@ from script_server import ScriptServer, steady
 
 from latency_gate import action, cli
 from latency_gate.action.settings import parse_settings
-from latency_gate.assess.baseline import match_baseline
-from latency_gate.assess.gate import Gate
-from latency_gate.assess.sampling import SamplingPlan
+from latency_gate.assess.budget.gate import Gate
+from latency_gate.assess.budget.sampling import SamplingPlan
+from latency_gate.assess.compare.baseline import match_baseline
 from latency_gate.config import Budget, Target, base_arm, build_target, with_environment_proxy
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.config.targets_file import load_targets

@@ -6,8 +6,7 @@ import math
 
 import pytest
 
-from latency_gate.assess.binomial import binom_cdf
-from latency_gate.assess.checks import (
+from latency_gate.assess.budget.checks import (
     budget_meaning,
     cold_start_check,
     error_rate_check,
@@ -15,7 +14,8 @@ from latency_gate.assess.checks import (
     percentile_check,
     percentile_sprt,
 )
-from latency_gate.assess.sequential import Decision, Sprt, odds_shifted
+from latency_gate.assess.maths.binomial import binom_cdf
+from latency_gate.assess.maths.sequential import Decision, Sprt, odds_shifted
 
 
 def test_p95_test_weighs_two_percent_against_twelve() -> None:

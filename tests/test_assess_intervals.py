@@ -10,13 +10,13 @@ import math
 
 import pytest
 
-from latency_gate.assess.binomial import (
+from latency_gate.assess.maths.binomial import (
     binom_cdf,
     binom_sf,
     clopper_pearson,
     order_statistic_ranks,
 )
-from latency_gate.assess.intervals import (
+from latency_gate.assess.maths.intervals import (
     error_rate_interval,
     linear_percentile,
     percentile_interval,

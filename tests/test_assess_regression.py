@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from latency_gate.assess.regression import (
+from latency_gate.assess.compare.regression import (
     INTERIM_ALPHA,
     REGRESSION_ALPHA,
     RESAMPLES,
@@ -18,7 +18,7 @@ from latency_gate.assess.regression import (
     percentile_regression,
     ratio_interval,
 )
-from latency_gate.assess.resampling import Splits, deals, seed_from
+from latency_gate.assess.maths.resampling import Splits, deals, seed_from
 
 
 def _lognormal(seed: int, n: int, sigma: float = 0.25, scale: float = 1.0) -> list[float]:

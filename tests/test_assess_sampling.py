@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from latency_gate.assess.sampling import (
+from latency_gate.assess.budget.sampling import (
     DEFAULT_PLAN,
     NextStep,
     Phase,
@@ -12,7 +12,7 @@ from latency_gate.assess.sampling import (
     next_step,
     resolve,
 )
-from latency_gate.assess.sequential import Decision
+from latency_gate.assess.maths.sequential import Decision
 
 
 def test_defaults() -> None:

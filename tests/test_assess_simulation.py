@@ -20,7 +20,7 @@ import gatesim
 import llmsim
 import statsim
 
-from latency_gate.assess.checks import percentile_sprt, worst_errors
+from latency_gate.assess.budget.checks import percentile_sprt, worst_errors
 from latency_gate.config import Budget
 
 

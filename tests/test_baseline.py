@@ -17,7 +17,7 @@ from pydantic import SecretStr
 from result_factory import healthy_samples, make_result, make_target, samples_for
 
 from latency_gate import cli
-from latency_gate.assess.baseline import BaselinePlan, compare, config_differences
+from latency_gate.assess.compare.baseline import BaselinePlan, compare, config_differences
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread

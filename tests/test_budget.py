@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from result_factory import failed_sample, samples_for
 
-from latency_gate.assess.gate import Gate, plan_for
-from latency_gate.assess.stats import numbers
+from latency_gate.assess.budget.gate import Gate, plan_for
+from latency_gate.assess.numbers.stats import numbers
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
 from latency_gate.models import CallPhase, ErrorKind, NumberDelta, Sample, Verdict

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 
 import pytest
 
-from latency_gate.assess import stats
+from latency_gate.assess.numbers import stats
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord
 from latency_gate.demo.presets import classic_three

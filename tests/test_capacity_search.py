@@ -1,5 +1,5 @@
-"""The capacity search as a state machine (assess/capacity.py), and its levels judged burst by
-burst (assess/capacity_levels.py), with scripted levels: no endpoint."""
+"""The capacity search as a state machine (assess/load/capacity.py), and its levels judged burst by
+burst (assess/load/capacity_levels.py), with scripted levels: no endpoint."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from conftest import REPO_ROOT
 
-from latency_gate.assess.capacity import CapacityRun, CapacitySearch, RunLevel, judged_again
-from latency_gate.assess.capacity_levels import LevelCalls, LevelLimits, judge_level
-from latency_gate.assess.clumps import Clumps
+from latency_gate.assess.budget.clumps import Clumps
+from latency_gate.assess.load.capacity import CapacityRun, CapacitySearch, RunLevel, judged_again
+from latency_gate.assess.load.capacity_levels import LevelCalls, LevelLimits, judge_level
 from latency_gate.config.plan import LEVEL_CALLS, level_bursts, search_worst_calls
 from latency_gate.config.search import Bracket, LevelOutcome
 from latency_gate.models import CallPhase, ErrorKind, Sample

@@ -1,15 +1,16 @@
 """Failures in clumps: the error budget's test counts a run of consecutive failures as one event,
-and the report names the clumps (assess/clumps.py, docs/statistics.md "Failures in clumps")."""
+and the report names the clumps (assess/budget/clumps.py, docs/statistics.md "Failures in
+clumps")."""
 
 from __future__ import annotations
 
 import pytest
 
-from latency_gate.assess.checks import error_rate_check, nearer_healthy
-from latency_gate.assess.clumps import Clumps, clean_run_chance, clump_tests, clumps_of
-from latency_gate.assess.gate import Gate, plan_for
-from latency_gate.assess.sequential import Decision
-from latency_gate.assess.stats import numbers
+from latency_gate.assess.budget.checks import error_rate_check, nearer_healthy
+from latency_gate.assess.budget.clumps import Clumps, clean_run_chance, clump_tests, clumps_of
+from latency_gate.assess.budget.gate import Gate, plan_for
+from latency_gate.assess.maths.sequential import Decision
+from latency_gate.assess.numbers.stats import numbers
 from latency_gate.config import Budget
 from latency_gate.models import CallPhase, ErrorKind, Sample
 

@@ -14,7 +14,7 @@ from one_look import one_look
 from result_factory import make_result, samples_for
 
 from latency_gate import action, cli
-from latency_gate.assess.cheapest import compare_targets, in_cost_order, read_price
+from latency_gate.assess.compare.cheapest import compare_targets, in_cost_order, read_price
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.models import RunResult
 from latency_gate.report.markdown import render_summary

@@ -1,5 +1,5 @@
-"""A slow creep of main's runs (assess/creep.py): the trend of a history's runs is tested beside
-the head against their spread, warned of, never failing the run."""
+"""A slow creep of main's runs (assess/compare/creep.py): the trend of a history's runs is tested
+beside the head against their spread, warned of, never failing the run."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import random
 import pytest
 from result_factory import make_result, make_target, samples_for
 
-from latency_gate.assess.creep import MIN_TREND_RUNS, TREND_ALPHA, creep
-from latency_gate.assess.history import HistoryPlan, TargetHistory
+from latency_gate.assess.compare.creep import MIN_TREND_RUNS, TREND_ALPHA, creep
+from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import RunResult, StampSource

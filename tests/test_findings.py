@@ -14,7 +14,7 @@ import trustme
 from result_factory import failed_sample, healthy_samples, ok_sample, samples_for
 
 from latency_gate.assess.findings import find
-from latency_gate.assess.stats import numbers
+from latency_gate.assess.numbers.stats import numbers
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault, classic_three
 from latency_gate.demo.server import serve_in_thread

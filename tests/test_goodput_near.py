@@ -13,11 +13,11 @@ import pytest
 from goodput_driver import Clocked, drive_one_slot
 from result_factory import make_result
 
-from latency_gate.assess.capacity_levels import LevelLimits
-from latency_gate.assess.goodput import RateSearch, start_rates
-from latency_gate.assess.goodput_levels import OpenLevel, near_rates, rate_bracket
-from latency_gate.assess.goodput_replay import goodput_again
-from latency_gate.assess.goodput_verdict import goodput_checks
+from latency_gate.assess.load.capacity_levels import LevelLimits
+from latency_gate.assess.load.goodput import RateSearch, start_rates
+from latency_gate.assess.load.goodput_levels import OpenLevel, near_rates, rate_bracket
+from latency_gate.assess.load.goodput_replay import goodput_again
+from latency_gate.assess.load.goodput_verdict import goodput_checks
 from latency_gate.config import build_target
 from latency_gate.config.plan import effective_max_calls
 from latency_gate.config.search import LevelOutcome

@@ -1,5 +1,6 @@
-"""The history rule (assess/history.py): Student's t, the prediction bound, which runs count, the
-check a run gets, and the history folder read, appended to and pruned (history_folder.py).
+"""The history rule (assess/compare/history.py): Student's t, the prediction bound, which runs
+count, the check a run gets, and the history folder read, appended to and pruned
+(history_folder.py).
 
 The rule's arithmetic is held against numpy and scipy (the package imports neither), and its
 false-alarm rate against a fixed-seed simulation of per-run values that drift.
@@ -16,7 +17,7 @@ from pathlib import Path
 import pytest
 from result_factory import failed_sample, make_result, make_target, samples_for
 
-from latency_gate.assess.history import (
+from latency_gate.assess.compare.history import (
     HISTORY_ALPHA,
     HistoryPlan,
     TargetHistory,
@@ -24,8 +25,8 @@ from latency_gate.assess.history import (
     match_history,
     predict,
 )
+from latency_gate.assess.maths.student_t import t_cdf, t_quantile
 from latency_gate.assess.result import assess_run
-from latency_gate.assess.student_t import t_cdf, t_quantile
 from latency_gate.config import Budget
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.errors import ConfigError

@@ -314,10 +314,10 @@ def test_a_search_the_cap_stopped_below_the_floor_is_undecided(policy: str) -> N
     """A search that max-calls stopped at 20 held, 40 not tried, against a minimum of 30: the
     floor is undecided, not a FAIL "20 against 30"; on-undecided decides (fail fails it by
     policy; estimate has no value above the levels tried and passes, said as undecided)."""
-    from latency_gate.assess.capacity import CapacityRun, RunLevel
-    from latency_gate.assess.capacity_levels import LevelCalls, LevelLimits
-    from latency_gate.assess.capacity_verdict import capacity_check
-    from latency_gate.assess.clumps import Clumps
+    from latency_gate.assess.budget.clumps import Clumps
+    from latency_gate.assess.load.capacity import CapacityRun, RunLevel
+    from latency_gate.assess.load.capacity_levels import LevelCalls, LevelLimits
+    from latency_gate.assess.load.capacity_verdict import capacity_check
     from latency_gate.assess.verdict import judge
     from latency_gate.models import CallPhase, Sample, StampSource
 

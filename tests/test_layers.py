@@ -78,7 +78,7 @@ def test_the_import_contract_is_kept() -> None:
     """import-linter finds no import from a lower layer into a higher one."""
     result = _run_contract(REPO)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 1 kept, 0 broken." in result.stdout
+    assert "Contracts: 2 kept, 0 broken." in result.stdout
 
 
 def test_the_import_contract_catches_an_upward_import(tmp_path: Path) -> None:
@@ -87,11 +87,27 @@ def test_the_import_contract_catches_an_upward_import(tmp_path: Path) -> None:
         PACKAGE, tmp_path / "latency_gate", ignore=shutil.ignore_patterns("__pycache__")
     )
     shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
-    stats = tmp_path / "latency_gate" / "assess" / "stats.py"
+    stats = tmp_path / "latency_gate" / "assess" / "numbers" / "stats.py"
     stats.write_text(stats.read_text() + "\nfrom latency_gate.run import probe  # noqa\n")
     result = _run_contract(tmp_path)
     assert result.returncode != 0
-    assert "latency_gate.assess.stats -> latency_gate.run" in result.stdout
+    assert "latency_gate.assess.numbers.stats -> latency_gate.run" in result.stdout
+
+
+def test_the_rooms_contract_catches_a_room_importing_one_above(tmp_path: Path) -> None:
+    """The assess/ rooms contract fails on a copy where the maths imports the budget's gate."""
+    shutil.copytree(
+        PACKAGE, tmp_path / "latency_gate", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    binomial = tmp_path / "latency_gate" / "assess" / "maths" / "binomial.py"
+    binomial.write_text(
+        binomial.read_text() + "\nfrom latency_gate.assess.budget.gate import Gate  # noqa\n"
+    )
+    result = _run_contract(tmp_path)
+    assert result.returncode != 0
+    assert "assess/ rooms: each stands on the ones below it BROKEN" in result.stdout
+    assert "latency_gate.assess.maths.binomial -> latency_gate.assess.budget.gate" in result.stdout
 
 
 def _violations(source: str, relative: str) -> list[str]:

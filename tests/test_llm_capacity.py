@@ -23,7 +23,7 @@ import httpx
 import pytest
 from conftest import _serve_llama
 
-from latency_gate.assess.intervals import linear_percentile
+from latency_gate.assess.maths.intervals import linear_percentile
 from latency_gate.config import build_target
 from latency_gate.measure.clients import burst, ssl_context_for
 from latency_gate.report.terminal import render_terminal

@@ -35,7 +35,7 @@ from render.page import (
 from report_scenarios import HOSTILE_NAME, scenario_history, scenario_history_few
 from result_factory import STARTED_AT, make_result, make_target
 
-from latency_gate.assess.history import HistoryPlan
+from latency_gate.assess.compare.history import HistoryPlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import HistoryRun, Numbers, RunResult, StampSource

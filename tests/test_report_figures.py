@@ -12,12 +12,12 @@ from collections.abc import Sequence
 import pytest
 from result_factory import ok_sample
 
-from latency_gate.assess.cheapest import compare_targets
-from latency_gate.assess.checks import budget_meaning, error_rate_check
+from latency_gate.assess.budget.checks import budget_meaning, error_rate_check
+from latency_gate.assess.compare.cheapest import compare_targets
 from latency_gate.assess.findings import find
 from latency_gate.assess.findings.load import served_at_once
-from latency_gate.assess.sequential import Decision
-from latency_gate.assess.stats import numbers
+from latency_gate.assess.maths.sequential import Decision
+from latency_gate.assess.numbers.stats import numbers
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault
 from latency_gate.models import CallPhase, CallTimings, RunResult, Sample

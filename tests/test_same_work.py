@@ -16,11 +16,11 @@ import pytest
 from one_look import one_look
 from script_server import ScriptServer, Step, steady
 
-from latency_gate.assess import stats
-from latency_gate.assess.baseline import compare
-from latency_gate.assess.regression import Alphas, Regression
-from latency_gate.assess.same_work import SameWork, ratio_test, what_changed
-from latency_gate.assess.work import adjusted, length_unit, per_token, work_of
+from latency_gate.assess.compare.baseline import compare
+from latency_gate.assess.compare.regression import Alphas, Regression
+from latency_gate.assess.compare.same_work import SameWork, ratio_test, what_changed
+from latency_gate.assess.numbers import stats
+from latency_gate.assess.numbers.work import adjusted, length_unit, per_token, work_of
 from latency_gate.config import build_target
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.errors import ConfigError
@@ -363,7 +363,7 @@ def test_a_time_per_token_budget_is_a_check_and_a_tested_regression() -> None:
 def test_a_time_per_token_budget_is_judged_by_the_gate() -> None:
     """The gate holds the time per token's p95 to --max-tpot-p95: 8 ms a token passes 50 ms and
     fails 5 ms."""
-    from latency_gate.assess.gate import Gate, plan_for
+    from latency_gate.assess.budget.gate import Gate, plan_for
     from latency_gate.config import Budget
 
     rng = random.Random(10)

@@ -6,8 +6,8 @@ import statistics
 
 import pytest
 
-from latency_gate.assess import stats
-from latency_gate.assess.timeline import stamp_stats
+from latency_gate.assess.numbers import stats
+from latency_gate.assess.numbers.timeline import stamp_stats
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample
 
 

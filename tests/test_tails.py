@@ -4,9 +4,9 @@ than the shapes the gate's figures hold for (docs/statistics.md, "Tails heavier 
 
 from __future__ import annotations
 
-from latency_gate.assess.gate import Gate, plan_for
-from latency_gate.assess.meaning import HEAVY_TAIL
-from latency_gate.assess.stats import numbers
+from latency_gate.assess.budget.gate import Gate, plan_for
+from latency_gate.assess.budget.meaning import HEAVY_TAIL
+from latency_gate.assess.numbers.stats import numbers
 from latency_gate.config import Budget
 from latency_gate.models import CallPhase, Sample
 

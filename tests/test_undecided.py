@@ -9,7 +9,7 @@ from collections.abc import Callable
 import pytest
 from result_factory import failed_sample, make_result, make_target, samples_for
 
-from latency_gate.assess.baseline import BaselinePlan
+from latency_gate.assess.compare.baseline import BaselinePlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import CallPhase, ErrorKind, RunResult, Sample, StampSource
@@ -195,8 +195,8 @@ def test_an_early_pass_never_stands_beside_a_value_over_its_budget() -> None:
     them over the budget: the p95 of all 100 is now over it, the test is undecided again, and the
     check is decided by its value (FAIL), not left PASS beside a p95 over budget (2-3 % of runs
     near the budget printed that before)."""
-    from latency_gate.assess.gate import Gate, plan_for
-    from latency_gate.assess.stats import numbers
+    from latency_gate.assess.budget.gate import Gate, plan_for
+    from latency_gate.assess.numbers.stats import numbers
     from latency_gate.config import Budget
 
     fast = samples_for(cold=0.3, warm=[0.5] * 40, concurrent=[])
@@ -219,8 +219,8 @@ def test_an_early_pass_never_stands_beside_a_value_over_its_budget() -> None:
 def test_an_early_pass_that_the_value_agrees_with_stands() -> None:
     """The same, with 2 of the 60 later calls over the budget: undecided again, but the p95 of
     all 100 is within it, so the PASS reached at 40 calls stands and its sentence says so."""
-    from latency_gate.assess.gate import Gate, plan_for
-    from latency_gate.assess.stats import numbers
+    from latency_gate.assess.budget.gate import Gate, plan_for
+    from latency_gate.assess.numbers.stats import numbers
     from latency_gate.config import Budget
 
     fast = samples_for(cold=0.3, warm=[0.5] * 40, concurrent=[])

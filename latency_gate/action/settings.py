@@ -29,8 +29,8 @@ from latency_gate.history_folder import HistoryOptions, parse_history_options, p
 from latency_gate.run import plan_baseline
 
 if TYPE_CHECKING:
-    from latency_gate.assess.baseline import BaselinePlan
-    from latency_gate.assess.history import HistoryPlan
+    from latency_gate.assess.compare.baseline import BaselinePlan
+    from latency_gate.assess.compare.history import HistoryPlan
 
 CommentMode = Literal["auto", "always", "on-failure", "never"]
 COMMENT_MODES: tuple[CommentMode, ...] = ("auto", "always", "on-failure", "never")

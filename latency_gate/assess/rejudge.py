@@ -18,14 +18,14 @@ from typing import Any, overload
 
 from pydantic import ValidationError
 
-from latency_gate.assess import stats
-from latency_gate.assess.capacity import judged_again
-from latency_gate.assess.capacity_levels import LevelLimits
-from latency_gate.assess.capacity_verdict import capacity_check
+from latency_gate.assess.budget.gate import Gate, plan_for
 from latency_gate.assess.findings import find
-from latency_gate.assess.gate import Gate, plan_for
-from latency_gate.assess.goodput_replay import goodput_rows_again
-from latency_gate.assess.timeline import chain_stats, stamp_stats
+from latency_gate.assess.load.capacity import judged_again
+from latency_gate.assess.load.capacity_levels import LevelLimits
+from latency_gate.assess.load.capacity_verdict import capacity_check
+from latency_gate.assess.load.goodput_replay import goodput_rows_again
+from latency_gate.assess.numbers import stats
+from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
 from latency_gate.config.plan import effective_max_calls

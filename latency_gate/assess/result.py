@@ -9,18 +9,22 @@ from collections.abc import Collection, Sequence
 from functools import partial
 from typing import Literal
 
-from latency_gate.assess import stats
-from latency_gate.assess.baseline import BaselinePlan, baseline_for, compare, with_origins
-from latency_gate.assess.capacity_verdict import base_capacities, capacity_check, capacity_delta
-from latency_gate.assess.creep import creep, creep_note
+from latency_gate.assess.budget.gate import Gate, plan_for
+from latency_gate.assess.compare.baseline import BaselinePlan, baseline_for, compare, with_origins
+from latency_gate.assess.compare.creep import creep, creep_note
+from latency_gate.assess.compare.history import HistoryPlan, earlier_runs, history_check
+from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.findings import find
-from latency_gate.assess.gate import Gate, plan_for
-from latency_gate.assess.goodput_verdict import goodput_checks, goodput_delta
-from latency_gate.assess.history import HistoryPlan, earlier_runs, history_check
-from latency_gate.assess.regression import DEFAULT_RELATIVE, look_alpha
-from latency_gate.assess.timeline import chain_stats, stamp_stats
+from latency_gate.assess.load.capacity_verdict import (
+    base_capacities,
+    capacity_check,
+    capacity_delta,
+)
+from latency_gate.assess.load.goodput_verdict import goodput_checks, goodput_delta
+from latency_gate.assess.numbers import stats
+from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
+from latency_gate.assess.numbers.work import fixed_length_finding
 from latency_gate.assess.verdict import judge
-from latency_gate.assess.work import fixed_length_finding
 from latency_gate.config import (
     Target,
     default_prompt_note,
@@ -227,8 +231,9 @@ def judge_samples(
 
     `base_arm` (the base's redacted URL and its calls) compares an A/B run with the base
     measured beside it; `baseline` is then not used. With a `history`, the comparison is the
-    history's (assess/history.py), made once here. `goodput` (a --goodput search's) is compared
-    with the base's search, as the capacity is. `extra`: rows of their own (calls at a rate)."""
+    history's (assess/compare/history.py), made once here. `goodput` (a --goodput search's) is
+    compared with the base's search, as the capacity is. `extra`: rows of their own (calls at a
+    rate)."""
     checks = gate.checks(samples, numbers)
     gated = gate.budget.compared()
     if history is not None and baseline is None:
@@ -291,7 +296,7 @@ def judge_samples(
 
 
 def _creeps(history: HistoryPlan, target: str, gated: Collection[str]) -> list[str]:
-    """The warning of each gated percentile whose history creeps up (assess/creep.py)."""
+    """The warning of each gated percentile whose history creeps up (assess/compare/creep.py)."""
     runs = list(reversed(history.of(target).runs))  # oldest first
     relative = history.limit.relative if history.limit.relative is not None else DEFAULT_RELATIVE
     notes = []

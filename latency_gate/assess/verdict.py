@@ -1,7 +1,7 @@
 """The verdict, written once: budget checks, no data, an interrupted run and regressions.
 
-The checks (decided or resolved by policy, assess/gate.py) and the regressions in, PASS or FAIL
-out; no other module writes a verdict.
+The checks (decided or resolved by policy, assess/budget/gate.py) and the regressions in, PASS or
+FAIL out; no other module writes a verdict.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def judge(
     baseline comparison) still undecided and not counted as a regression, unless the test's
     estimate of it is within `relative_limit` (such a row is shown in the comparison, with what
     the calls rule out, and not warned of: docs/statistics.md, "Undecided"); `warnings` (a creep
-    of main's runs, assess/creep.py) are said with them and never fail the run.
+    of main's runs, assess/compare/creep.py) are said with them and never fail the run.
     """
     reasons: list[str] = []
     undecided: list[str] = []
@@ -94,7 +94,7 @@ def _movement(delta: NumberDelta) -> tuple[str, str]:
         low, high = delta.interval
         where = " at the same work" if delta.same_work else ""
         spread = f", head / base{where} {low:.2f} to {high:.2f} ({interval_level_text(delta)})"
-    if delta.threshold is not None:  # against a history (assess/history.py)
+    if delta.threshold is not None:  # against a history (assess/compare/history.py)
         bound = fmt_value(delta.threshold, delta.number)
         spread = f" against the history, above its bound of {bound} (the limit included)"
     moved = f"{fmt_value(delta.base, delta.number)} → {fmt_value(delta.head, delta.number)}"

@@ -32,7 +32,7 @@ from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
 from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
-    from latency_gate.assess.history import HistoryPlan
+    from latency_gate.assess.compare.history import HistoryPlan
     from latency_gate.history_folder import HistoryOptions
     from latency_gate.models import RunResult
 

@@ -2,8 +2,8 @@
 run needs before it can decide.
 
 Each gated statement ("warm p95 <= 3 s", "error rate <= 0.01") is decided by a sequential test
-between a healthy and a failing share (assess/checks.py, docs/statistics.md). Those shares are
-part of what a budget means, so they are defined here, beside the plan's limits, and the edges
+between a healthy and a failing share (assess/budget/checks.py, docs/statistics.md). Those shares
+are part of what a budget means, so they are defined here, beside the plan's limits, and the edges
 can hold a target's `max-calls` against what its checks need before the first call, without
 loading the judging layer (start-up, docs/benchmarks.md).
 
@@ -74,8 +74,8 @@ DEFAULT_CONCURRENCY = 10
 _LEAST_WARM = 1
 _LEAST_BURST = 2
 
-# The sampling plan (assess/sampling.py): looks after the first add LOOK_WARM_CALLS warm calls,
-# or as many calls in bursts, to the checks still undecided.
+# The sampling plan (assess/budget/sampling.py): looks after the first add LOOK_WARM_CALLS warm
+# calls, or as many calls in bursts, to the checks still undecided.
 MAX_LOOKS = 9
 LOOK_WARM_CALLS = 20
 # What the default checks can need, with the error budget's room (docs/statistics.md, table d).
@@ -92,14 +92,14 @@ ERROR_FAILING = 3.0
 ERROR_ALPHA = 0.02
 ERROR_BETA = 0.04
 # Failures come in clumps (a restart, a deploy, an outage): the error budget's test counts clumps
-# (assess/clumps.py), and until the calls show how long theirs are, a PASS allows for clumps of
-# this many calls (docs/statistics.md, "Failures in clumps").
+# (assess/budget/clumps.py), and until the calls show how long theirs are, a PASS allows for clumps
+# of this many calls (docs/statistics.md, "Failures in clumps").
 ERROR_CLUMP = 1
 # The error budget's calls for its stated error rates near the budget: ERROR_ROOM / budget
 # (500 for 0.01; docs/statistics.md, table d).
 ERROR_ROOM = 5.0
 
-# The capacity search (assess/capacity.py, docs/statistics.md "Capacity"): each level of
+# The capacity search (assess/load/capacity.py, docs/statistics.md "Capacity"): each level of
 # concurrency takes bursts while its checks are undecided, and none once it has LEVEL_CALLS
 # calls (whatever the concurrency: level 1 too); the search goes no higher than --capacity-max.
 # A level holds when its calls rule out LEVEL_SHARE or more of them over the budget (its p95
@@ -189,7 +189,7 @@ def clean_calls_to_pass(healthy: float, failing: float, beta: float) -> int:
 
 def hold_calls() -> int:
     """The fewest judged calls, none over the budget, that hold a level (its test of
-    LEVEL_SHARE against LEVEL_HELD_SHARE of calls over the budget, assess/capacity_levels.py's
+    LEVEL_SHARE against LEVEL_HELD_SHARE of calls over the budget, assess/load/capacity_levels.py's
     HOLD_TEST)."""
     return clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
 

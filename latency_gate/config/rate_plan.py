@@ -7,7 +7,7 @@ the latency a queue is held to), because a queue's memory is as long as its late
 long as a number of calls: the calls due in the first RATE_WARMUP budgets are made and not
 judged (the queue fills from idle), a level may hold only once its judged calls span
 RATE_HOLD budgets, and it lasts at most RATE_SPAN budgets (and RATE_LEVEL_CALLS calls), or what
-`--rate-for` says. A level's tests (the capacity levels' two, assess/capacity_levels.py) need
+`--rate-for` says. A level's tests (the capacity levels' two, assess/load/capacity_levels.py) need
 about 90 calls to hold even when none is over the budget, so at rates too low for RATE_JUDGED
 (the capacity levels' 130) calls in RATE_SPAN budgets a level of the auto length lasts until
 about that many are due after its warm-up (at most RATE_LEVEL_CALLS calls); a level fitted to

@@ -1,6 +1,6 @@
 """The order in which the capacity search tries levels, and what the worst order costs.
 
-Pure rules, without the judging layer: assess/capacity.py drives the search with them, and the
+Pure rules, without the judging layer: assess/load/capacity.py drives the search with them, and the
 plan (config/plan.py) sizes `max-calls: auto` from `worst_calls` before the first call.
 
 Each level tried ends held (its p95 shown within the budget), broke (shown over it) or near (its

@@ -1,6 +1,6 @@
 """The history folder (`--history DIR`, action input `history`): read before the run, appended
 to after it. An edge package: it reads and writes files; the rule that judges a run against the
-runs read here is assess/history.py.
+runs read here is assess/compare/history.py.
 
 A history folder is a cache (the Actions cache, most often): a file in it that cannot be read or
 is not a result file is skipped with a warning naming it, never an error; a folder that is not

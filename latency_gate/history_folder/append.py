@@ -145,7 +145,7 @@ def prune(folder: Path, keep: int, now: datetime) -> list[Path]:
     FUTURE_SLACK (a clock ahead, or a file made so) counts as the oldest: ten of them would
     otherwise outrank every file written from now on, which would be pruned at once, for good.
     Returns the files deleted."""
-    from latency_gate.assess.history import FUTURE_SLACK  # noqa: PLC0415
+    from latency_gate.assess.compare.history import FUTURE_SLACK  # noqa: PLC0415
 
     latest = now.timestamp() + FUTURE_SLACK
     ours = sorted(

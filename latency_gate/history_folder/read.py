@@ -22,7 +22,7 @@ from latency_gate.models import RunResult
 from latency_gate.run import load_runs
 
 if TYPE_CHECKING:
-    from latency_gate.assess.history import HistoryPlan
+    from latency_gate.assess.compare.history import HistoryPlan
 
 __all__ = [
     "DEFAULT_KEEP",
@@ -65,7 +65,7 @@ def parse_history_options(
 ) -> HistoryOptions:
     """Validate the history settings; ConfigError names each bad one as `names` spells it
     (keys "size", "keep", "append")."""
-    from latency_gate.assess.history import (  # noqa: PLC0415 (start-up)
+    from latency_gate.assess.compare.history import (  # noqa: PLC0415 (start-up)
         DEFAULT_SIZE,
         MAX_RUNS,
         MIN_RUNS,
@@ -114,18 +114,18 @@ def plan_history(
     *,
     now: float | None = None,
 ) -> HistoryPlan:
-    """Read the folder and match its runs to `targets` (assess.history.HistoryPlan).
+    """Read the folder and match its runs to `targets` (assess.compare.history.HistoryPlan).
 
     Files are read newest first (by the time in our names, else by the file's own time) until
     every target has `size` usable runs, and at most the newest `keep` of them: a folder holds
     no more once pruned, and a folder of thousands would otherwise be parsed whole for the ten
     runs used. A file or a run dated past `now` (the clock, seconds since 1970) by more than
-    assess.history.FUTURE_SLACK is skipped: it would stay "the newest" until that date.
+    assess.compare.history.FUTURE_SLACK is skipped: it would stay "the newest" until that date.
 
     Each skipped file is passed to `warn`, named. ConfigError (naming `option`) only when the
     path is not a folder or the folder cannot be listed.
     """
-    from latency_gate.assess.history import (  # noqa: PLC0415
+    from latency_gate.assess.compare.history import (  # noqa: PLC0415
         FUTURE_SLACK,
         HistoryPlan,
         match_history,
@@ -203,7 +203,7 @@ class _Usable:
         self.size = size
 
     def add(self, runs: Sequence[RunResult]) -> None:
-        from latency_gate.assess.baseline import config_differences  # noqa: PLC0415
+        from latency_gate.assess.compare.baseline import config_differences  # noqa: PLC0415
 
         for run in runs:
             settings = self.settings.get(run.target)

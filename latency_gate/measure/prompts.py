@@ -28,7 +28,7 @@ class Marks:
     (a secret salt drawn per run, hashed with the call's kind and index, so no two calls of a run
     and no two runs share a prompt), and the same for the head's i-th call and the base's i-th
     of an A/B run, which share one `Marks`: a model at temperature 0 answers the two alike, so
-    the pairs compare the same work (assess/same_work.py)."""
+    the pairs compare the same work (assess/compare/same_work.py)."""
 
     salt: bytes = field(default_factory=lambda: secrets.token_bytes(16))
 

@@ -82,7 +82,7 @@ class GapRecorder:
 
 
 def _percentile(ordered: list[int], q: float) -> float:
-    """The same method as latency_gate.assess.stats.percentile, on sorted values."""
+    """The same method as latency_gate.assess.numbers.stats.percentile, on sorted values."""
     rank = (len(ordered) - 1) * q / 100
     low, high = math.floor(rank), math.ceil(rank)
     return ordered[low] + (rank - low) * (ordered[high] - ordered[low])

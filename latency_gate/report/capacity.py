@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.assess.capacity_verdict import (
+from latency_gate.assess.findings.load import rounds_within, served_at_once
+from latency_gate.assess.load.capacity_verdict import (
     broke_because,
     capacity_headline,
     level_meaning,
 )
-from latency_gate.assess.findings.load import rounds_within, served_at_once
 from latency_gate.config.plan import LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult

@@ -1,13 +1,14 @@
 """Drawing the chain of a call: a cell for the report tables, the chart shared by every target,
-and plain-text lines for the terminal. The links and stamps come from latency_gate.assess.timeline;
-the numbers from the result's `phases` and `chain`, never recomputed from samples here.
+and plain-text lines for the terminal. The links and stamps come from
+latency_gate.assess.numbers.timeline; the numbers from the result's `phases` and `chain`, never
+recomputed from samples here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from latency_gate.assess.timeline import CHAIN_LABELS, LINKS
+from latency_gate.assess.numbers.timeline import CHAIN_LABELS, LINKS
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, PhaseStats, RunResult
 from latency_gate.report.rows import streamed

@@ -216,7 +216,7 @@ def _history(history: History, started_at: float) -> None:
     most the clock slack a history folder allows), oldest first, each number one a run could
     measure; no more of them than the size, which is a size `--history-size` takes."""
     # Loaded here, when a file is read: judging is not needed before a run's first request.
-    from latency_gate.assess.history import (  # noqa: PLC0415 (start-up)
+    from latency_gate.assess.compare.history import (  # noqa: PLC0415 (start-up)
         FUTURE_SLACK,
         MAX_RUNS,
         MIN_RUNS,
@@ -256,7 +256,7 @@ def _history(history: History, started_at: float) -> None:
 
 def _rate_settings(config: Mapping[str, object]) -> None:
     """The run's `rate` and `min_rate` as the options took them: a rate, or absent. The rows of
-    the calls at a rate are judged again from them (assess/goodput_replay.py): any other value
+    the calls at a rate are judged again from them (assess/load/goodput_replay.py): any other value
     would be read as no rate asked, and the verdict would follow the edit."""
     for key in ("rate", "min_rate"):
         value = config.get(key)

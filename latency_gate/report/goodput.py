@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.assess.goodput_said import (
+from latency_gate.assess.load.goodput_said import (
     deciding_levels,
     goodput_headline,
     level_said,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import jinja2
 
-from latency_gate.assess.cheapest import compare_targets, in_cost_order
+from latency_gate.assess.compare.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import SENTENCE_CAP, fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale

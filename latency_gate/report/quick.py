@@ -11,7 +11,7 @@ import shlex
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from latency_gate.assess.timeline import CURL_TIMES, curl_times
+from latency_gate.assess.numbers.timeline import CURL_TIMES, curl_times
 from latency_gate.config import (
     HARMLESS_HEADERS,
     REDACTED,

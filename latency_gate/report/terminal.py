@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.assess.cheapest import compare_targets, in_cost_order
+from latency_gate.assess.compare.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import SENTENCE_CAP, clean_text, fmt_duration
 from latency_gate.models import RunResult
 from latency_gate.report.chain import terminal_chain

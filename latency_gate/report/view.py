@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from latency_gate.assess.checks import budget_meaning
-from latency_gate.assess.intervals import error_rate_interval
-from latency_gate.assess.timeline import CHAIN_LABELS
+from latency_gate.assess.budget.checks import budget_meaning
+from latency_gate.assess.maths.intervals import error_rate_interval
+from latency_gate.assess.numbers.timeline import CHAIN_LABELS
 from latency_gate.config.parsing import DEFAULT_MAX_TOKENS, Format, token_limit_field
 from latency_gate.formatting import fmt_duration, fmt_percent
 from latency_gate.models import (

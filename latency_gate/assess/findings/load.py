@@ -16,8 +16,8 @@ from latency_gate.assess.findings.streams import (
     BURST_MIN_TOKENS,
     BURST_WINDOW,
 )
-from latency_gate.assess.goodput_levels import CLIENT_BUDGET_SHARE
-from latency_gate.assess.intervals import linear_percentile as percentile
+from latency_gate.assess.load.goodput_levels import CLIENT_BUDGET_SHARE
+from latency_gate.assess.maths.intervals import linear_percentile as percentile
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
 

@@ -35,7 +35,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from latency_gate.assess.sequential import Decision, Sprt
+from latency_gate.assess.maths.sequential import Decision, Sprt
 from latency_gate.config import plan
 from latency_gate.config.plan import ERROR_ALPHA, ERROR_BETA, error_shares
 from latency_gate.formatting import plural

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from latency_gate.assess import work
-from latency_gate.assess.intervals import linear_percentile as percentile
+from latency_gate.assess.maths.intervals import linear_percentile as percentile
+from latency_gate.assess.numbers import work
 from latency_gate.models import CallPhase, Numbers, Sample
 
 __all__ = [

@@ -30,8 +30,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from latency_gate.assess.capacity_levels import LevelLimits
-from latency_gate.assess.goodput_levels import (
+from latency_gate.assess.budget.sampling import on_undecided_policy
+from latency_gate.assess.load.capacity_levels import LevelLimits
+from latency_gate.assess.load.goodput_levels import (
     CLIENT_BUDGET_SHARE,
     CLIENT_FLOOR_TIMES,
     Arrived,
@@ -39,8 +40,7 @@ from latency_gate.assess.goodput_levels import (
     near_rates,
     rate_bracket,
 )
-from latency_gate.assess.goodput_said import near_span
-from latency_gate.assess.sampling import on_undecided_policy
+from latency_gate.assess.load.goodput_said import near_span
 from latency_gate.config import Target
 from latency_gate.config.rate_plan import (
     RATE_PRECISION,

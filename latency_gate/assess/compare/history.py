@@ -37,9 +37,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from latency_gate.assess.baseline import BaselinePlan, config_differences
-from latency_gate.assess.regression import DEFAULT_RELATIVE, error_rate_regression
-from latency_gate.assess.student_t import t_quantile
+from latency_gate.assess.compare.baseline import BaselinePlan, config_differences
+from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, error_rate_regression
+from latency_gate.assess.maths.student_t import t_quantile
 from latency_gate.config import Target
 from latency_gate.config.parsing import MAX_DURATION
 from latency_gate.config.regression import RegressionLimit

@@ -9,7 +9,7 @@ first) and the comparison says nothing about price: "preview is 29 ms slower at 
 staging". Either way every other target is held against the reference: the cheapest target
 within budget, or the first one within budget. "Faster" is measured at p95: warm p95, and
 concurrent p95 when both runs have it, and said only when the calls show it: the interval of
-the ratio of the two p95s (the permutation test inverted, assess/regression.py) lies wholly
+the ratio of the two p95s (the permutation test inverted, assess/compare/regression.py) lies wholly
 below 1 (or above it, for "slower"), and the sentence carries that interval. Two endpoints of
 the same behaviour differ by noise alone; "b is 13 ms slower at warm p95" was said of them
 (issue 28). The intervals share a 5 % error between the p95s compared (97.5 % each for two,
@@ -26,8 +26,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from latency_gate.assess.regression import ratio_interval
-from latency_gate.assess.stats import latencies
+from latency_gate.assess.compare.regression import ratio_interval
+from latency_gate.assess.numbers.stats import latencies
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, RunResult
 

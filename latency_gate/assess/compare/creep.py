@@ -29,7 +29,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.student_t import t_quantile
+from latency_gate.assess.maths.student_t import t_quantile
 from latency_gate.formatting import fmt_value
 
 __all__ = ["MIN_TREND_RUNS", "TREND_ALPHA", "Creep", "creep", "creep_note"]

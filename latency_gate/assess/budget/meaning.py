@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.checks import error_rate_sprt, percentile_sprt, worst_errors
-from latency_gate.assess.clumps import SPOKEN_CLUMP, Clumps, clean_run_chance, clump_tests
-from latency_gate.assess.intervals import linear_percentile
-from latency_gate.assess.sequential import Decision, Sprt
+from latency_gate.assess.budget.checks import error_rate_sprt, percentile_sprt, worst_errors
+from latency_gate.assess.budget.clumps import SPOKEN_CLUMP, Clumps, clean_run_chance, clump_tests
+from latency_gate.assess.maths.intervals import linear_percentile
+from latency_gate.assess.maths.sequential import Decision, Sprt
 from latency_gate.config.plan import ERROR_CLUMP
 from latency_gate.formatting import fmt_percent, fmt_value
 

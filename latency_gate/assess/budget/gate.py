@@ -16,20 +16,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from latency_gate.assess.checks import (
+from latency_gate.assess.budget.checks import (
     cold_start_check,
     error_rate_check,
     nearer_healthy,
     percentile_check,
 )
-from latency_gate.assess.clumps import (
+from latency_gate.assess.budget.clumps import (
     clumps_of,
 )
-from latency_gate.assess.intervals import LEVEL, error_rate_interval, percentile_interval
-from latency_gate.assess.judged import Look, judge_number
-from latency_gate.assess.meaning import Judged, check_meaning, tail_ratio
-from latency_gate.assess.regression import Alphas, Regression, look_alpha
-from latency_gate.assess.sampling import (
+from latency_gate.assess.budget.meaning import Judged, check_meaning, tail_ratio
+from latency_gate.assess.budget.sampling import (
     NextStep,
     Phase,
     SamplingPlan,
@@ -37,8 +34,11 @@ from latency_gate.assess.sampling import (
     on_undecided_policy,
     resolve,
 )
-from latency_gate.assess.sequential import Decision
-from latency_gate.assess.stats import first_tokens, latencies, per_token_times
+from latency_gate.assess.compare.judged import Look, judge_number
+from latency_gate.assess.compare.regression import Alphas, Regression, look_alpha
+from latency_gate.assess.maths.intervals import LEVEL, error_rate_interval, percentile_interval
+from latency_gate.assess.maths.sequential import Decision
+from latency_gate.assess.numbers.stats import first_tokens, latencies, per_token_times
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_interval, fmt_value
@@ -412,7 +412,7 @@ class Gate:
         now: Judged | None = None,
         tail: float | None = None,
     ) -> str:
-        """The check's sentence (assess/meaning.py) with this run's policy and looks."""
+        """The check's sentence (assess/budget/meaning.py) with this run's policy and looks."""
         return check_meaning(
             number.name,
             number.q,

@@ -23,15 +23,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from latency_gate.assess.capacity_levels import (
+from latency_gate.assess.budget.gate import Gate
+from latency_gate.assess.budget.sampling import on_undecided_policy
+from latency_gate.assess.load.capacity_levels import (
     LevelCalls,
     LevelJudged,
     LevelLimits,
     judge_level,
     level_record,
 )
-from latency_gate.assess.gate import Gate
-from latency_gate.assess.sampling import on_undecided_policy
 from latency_gate.config import Target
 from latency_gate.config.plan import LEVEL_CALLS
 from latency_gate.config.search import Bracket, LevelOutcome, next_level

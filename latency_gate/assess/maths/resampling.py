@@ -20,7 +20,7 @@ import random
 import struct
 from collections.abc import Sequence
 
-from latency_gate.assess.intervals import linear_percentile
+from latency_gate.assess.maths.intervals import linear_percentile
 
 __all__ = ["Splits", "deals", "pq", "seed_from", "splits_for", "statistic"]
 

@@ -33,8 +33,13 @@ from collections.abc import Sequence
 from http import HTTPStatus
 from typing import Literal
 
-from latency_gate.assess.capacity_verdict import undecided_delta
-from latency_gate.assess.goodput_said import deciding_levels, level_said, near_levels, near_span
+from latency_gate.assess.load.capacity_verdict import undecided_delta
+from latency_gate.assess.load.goodput_said import (
+    deciding_levels,
+    level_said,
+    near_levels,
+    near_span,
+)
 from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_duration, fmt_percent, plural

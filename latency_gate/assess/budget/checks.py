@@ -23,15 +23,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.clumps import Clumps, clump_tests
-from latency_gate.assess.intervals import (
+from latency_gate.assess.budget.clumps import Clumps, clump_tests
+from latency_gate.assess.maths.intervals import (
     ErrorRateInterval,
     Interval,
     error_rate_interval,
     linear_percentile,
     percentile_interval,
 )
-from latency_gate.assess.sequential import Decision, Sprt, operating_characteristic
+from latency_gate.assess.maths.sequential import Decision, Sprt, operating_characteristic
 from latency_gate.config.plan import (
     ERROR_ALPHA,
     ERROR_BETA,

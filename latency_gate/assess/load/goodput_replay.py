@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from latency_gate.assess.capacity_levels import LevelLimits
-from latency_gate.assess.goodput_levels import OpenLevel, rate_bracket
-from latency_gate.assess.goodput_verdict import goodput_checks
+from latency_gate.assess.load.capacity_levels import LevelLimits
+from latency_gate.assess.load.goodput_levels import OpenLevel, rate_bracket
+from latency_gate.assess.load.goodput_verdict import goodput_checks
 from latency_gate.config import Budget
 from latency_gate.models import Check, Goodput, RateLevel, RunResult, Sample
 

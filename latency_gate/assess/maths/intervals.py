@@ -12,7 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.binomial import clopper_pearson, order_statistic_ranks
+from latency_gate.assess.maths.binomial import clopper_pearson, order_statistic_ranks
 from latency_gate.formatting import fmt_percent
 
 __all__ = [
@@ -44,8 +44,8 @@ class Interval:
 def linear_percentile(values: Sequence[float], q: float) -> float | None:
     """numpy's default ("linear") percentile, q in 0..100; None for no values.
 
-    The one definition of the percentile every report states (latency_gate.assess.stats uses it
-    as `percentile`).
+    The one definition of the percentile every report states (latency_gate.assess.numbers.stats
+    uses it as `percentile`).
     """
     if not 0 <= q <= 100:
         raise ValueError(f"percentile must be between 0 and 100, got {q}")

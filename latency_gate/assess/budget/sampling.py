@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
-from latency_gate.assess.sequential import Decision
+from latency_gate.assess.maths.sequential import Decision
 from latency_gate.config.plan import DEFAULT_MAX_CALLS, LOOK_WARM_CALLS, MAX_LOOKS
 
 __all__ = [

@@ -36,9 +36,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from latency_gate.assess.binomial import clopper_pearson
-from latency_gate.assess.intervals import LEVEL, Interval
-from latency_gate.assess.resampling import deals, pq, splits_for, statistic
+from latency_gate.assess.maths.binomial import clopper_pearson
+from latency_gate.assess.maths.intervals import LEVEL, Interval
+from latency_gate.assess.maths.resampling import deals, pq, splits_for, statistic
 
 __all__ = [
     "DEFAULT_RELATIVE",
@@ -67,7 +67,7 @@ INTERIM_ALPHA = 0.001
 WITHIN_INTERIM_ALPHA = 0.01
 RESAMPLES = 999
 # Brings head's calls (already brought back by the limit) and base's to the values the test
-# compares: the identity, or their latencies at the same work (assess/work.py, `adjusted`).
+# compares: the identity, or their latencies at the same work (assess/numbers/work.py, `adjusted`).
 Transform = Callable[[list[float]], tuple[list[float], list[float]]]
 # Deals for each limit tried when the test is inverted into an interval, and the halvings of the
 # search on each side (a width of 2 in log space to 1e-4).
@@ -147,9 +147,9 @@ def percentile_regression(
 
     `relative_transform` and `absolute_transform`, when given, map head's calls brought back by
     the limit (divided by it, or less it) to the two samples compared: for a test at the same
-    work, both arms' latencies over what their answers' lengths predict (assess/same_work.py).
-    `head` and `base` are then the raw latencies, and `ratio` and the interval are of the
-    transformed samples' percentiles.
+    work, both arms' latencies over what their answers' lengths predict
+    (assess/compare/same_work.py). `head` and `base` are then the raw latencies, and `ratio` and
+    the interval are of the transformed samples' percentiles.
     """
     within = alpha if alpha_within is None else alpha_within
     if len(head) < 2 or len(base) < 2:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.stats import percentile
+from latency_gate.assess.numbers.stats import percentile
 from latency_gate.models import CallPhase, CallTimings, PhaseStats, Sample
 
 __all__ = [

@@ -2,12 +2,12 @@
 length, so head and base are compared on the same work and the length on its own.
 
 For a whole-call percentile (warm p50/p95, concurrent p95) of a run whose answers have a length
-(assess/work.py: output tokens, or a body's bytes), two tests decide together:
+(assess/numbers/work.py: output tokens, or a body's bytes), two tests decide together:
 
 - **the same work**: the percentile of each call's latency over what its length predicts (a
   line through both arms' calls of that kind; a burst's calls also on their burst's mean
-  length), by the exact permutation test of assess/regression.py at the limit. Its noise is the
-  endpoint's speed alone, not the spread of the answers' lengths;
+  length), by the exact permutation test of assess/compare/regression.py at the limit. Its noise is
+  the endpoint's speed alone, not the spread of the answers' lengths;
 - **the answers' length**: the geometric mean of the pairs' length ratios (the head's i-th call
   and the base's i-th got the same prompt: measure/engine.py), by Student's t, paired; unpaired
   (Welch) against an earlier run, whose prompts were others.
@@ -30,14 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from latency_gate.assess.regression import (
+from latency_gate.assess.compare.regression import (
     Alphas,
     PercentileRegression,
     Regression,
     percentile_regression,
 )
-from latency_gate.assess.student_t import t_quantile
-from latency_gate.assess.work import (
+from latency_gate.assess.maths.student_t import t_quantile
+from latency_gate.assess.numbers.work import (
     Work,
     adjusted,
     first_token,

@@ -15,15 +15,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.regression import (
+from latency_gate.assess.compare.regression import (
     Alphas,
     PercentileRegression,
     Regression,
     error_rate_regression,
     percentile_regression,
 )
-from latency_gate.assess.same_work import RatioTest, SameWork, combine
-from latency_gate.assess.stats import first_tokens, latencies, per_token_times
+from latency_gate.assess.compare.same_work import RatioTest, SameWork, combine
+from latency_gate.assess.numbers.stats import first_tokens, latencies, per_token_times
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.models import CallPhase, Sample
 

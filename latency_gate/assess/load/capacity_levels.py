@@ -25,10 +25,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from latency_gate.assess.checks import error_rate_check, nearer_healthy
-from latency_gate.assess.clumps import Clumps, clumps_of
-from latency_gate.assess.intervals import linear_percentile
-from latency_gate.assess.sequential import Decision, Sprt
+from latency_gate.assess.budget.checks import error_rate_check, nearer_healthy
+from latency_gate.assess.budget.clumps import Clumps, clumps_of
+from latency_gate.assess.maths.intervals import linear_percentile
+from latency_gate.assess.maths.sequential import Decision, Sprt
 from latency_gate.config.plan import (
     ERROR_ALPHA,
     ERROR_BETA,

@@ -36,7 +36,8 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Literal, Protocol
 
-from latency_gate.assess.capacity_levels import (
+from latency_gate.assess.budget.clumps import clumped, clumps_of
+from latency_gate.assess.load.capacity_levels import (
     BREAK_TEST,
     HOLD_TEST,
     P95,
@@ -45,9 +46,8 @@ from latency_gate.assess.capacity_levels import (
     LevelLimits,
     judge_level,
 )
-from latency_gate.assess.clumps import clumped, clumps_of
-from latency_gate.assess.intervals import linear_percentile
-from latency_gate.assess.sequential import Decision
+from latency_gate.assess.maths.intervals import linear_percentile
+from latency_gate.assess.maths.sequential import Decision
 from latency_gate.models import RateLevel, Sample
 
 __all__ = [
@@ -80,7 +80,7 @@ class Arrived(Protocol):
 def clumped_decision(values: Sequence[float], limit: float) -> Decision:
     """A level's two tests (capacity_levels.level_decision: broke, held or neither) on `values`
     in the order their calls were due, with the calls over `limit` counted in clumps (runs of
-    consecutive ones), as the error test counts failures (assess/clumps.py): a queue's slow
+    consecutive ones), as the error test counts failures (assess/budget/clumps.py): a queue's slow
     calls come in runs (one long call delays the calls behind it), and counted one by one a
     run of five over the budget weighed as five independent calls. The break test takes the
     clumps' own mean length, the hold test the length as if one more clump of one call had been

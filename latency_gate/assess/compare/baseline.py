@@ -4,10 +4,10 @@ measured beside the head (`--baseline-url`), compared number by number.
 Each gated percentile (warm p50, warm p95, concurrent p95, first-token p95) is tested on that
 percentile itself, with the null hypothesis "head is worse than base by at most the limit"
 (`--max-regression 20%`, `200ms` or `20%,200ms`, both to be exceeded; `10%` when none is given):
-an exact permutation test at the limit (assess/regression.py). Three outcomes: regressed, not
-regressed, undecided; while one is undecided the run takes more calls (assess/gate.py), and one
-still undecided at the cap is not called a regression unless `on-undecided-regression` is fail
-(a regression is a claim that needs evidence; the budget guards the level), and is said as a
+an exact permutation test at the limit (assess/compare/regression.py). Three outcomes: regressed,
+not regressed, undecided; while one is undecided the run takes more calls (assess/budget/gate.py),
+and one still undecided at the cap is not called a regression unless `on-undecided-regression` is
+fail (a regression is a claim that needs evidence; the budget guards the level), and is said as a
 warning wherever the verdict is. Only numbers with a budget are tested. The error rate: the
 exact conditional test of two counts against the relative limit. Cold start is one call on each
 side: shown, never called a regression. docs/statistics.md has the methods and the simulated
@@ -21,16 +21,16 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from latency_gate.assess.judged import Judged, Look, judge_number
-from latency_gate.assess.regression import (
+from latency_gate.assess.compare.judged import Judged, Look, judge_number
+from latency_gate.assess.compare.regression import (
     REGRESSION_ALPHA,
     WITHIN_ALPHA,
     Alphas,
     Regression,
     look_alpha,
 )
-from latency_gate.assess.same_work import SameWork, what_changed
-from latency_gate.assess.stats import numbers as numbers_of
+from latency_gate.assess.compare.same_work import SameWork, what_changed
+from latency_gate.assess.numbers.stats import numbers as numbers_of
 from latency_gate.config import NOT_COMPARED, Target
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.target import comparable_settings
@@ -206,7 +206,7 @@ def compare(
     `base_samples`, when given, are the base arm of an A/B run measured beside the head (kind
     "side-by-side", `source` its redacted URL, the same prompts call by call), used instead of
     `base` (None then). A run whose answers have a length is compared at the same work, the
-    length beside it (assess/same_work.py), and what changed is named (`parts`, `cause`).
+    length beside it (assess/compare/same_work.py), and what changed is named (`parts`, `cause`).
 
     Only the numbers in `gated` (those with a budget; every number when None) are tested: the
     others are shown beside their base. A regression still undecided is not a regression, unless
