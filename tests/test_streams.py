@@ -400,7 +400,8 @@ def test_sse_event_named_error_is_a_stream_error() -> None:
 
 def test_long_error_message_is_clipped_to_2048_chars() -> None:
     """The detail quotes the server but keeps at most 2,048 characters: the sample's detail is
-    cut to 200 only after the secrets are scrubbed from all of it (tests/test_hostile3.py)."""
+    cut to 200 only after the secrets are scrubbed from all of it
+    (tests/test_hostile_credentials_nested.py)."""
     result = chat({"error": {"message": "x" * 5000}})
     assert result.detail == "x" * 2047 + "…"
 
