@@ -109,7 +109,7 @@ EXIT_2_CASES: list[tuple[str, list[str], str]] = [
         "body-dev-zero",
         ["-d", "@/dev/zero"],
         # A device is refused before a byte is read (issue 19); the 16 MiB bound on regular
-        # files is tested in tests/test_hostile3.py.
+        # files is tested in tests/test_hostile_files.py.
         "-d/--body: cannot read body file '/dev/zero': is a device, not a file",
     ),
 ]
