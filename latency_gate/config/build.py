@@ -3,33 +3,28 @@
 The CLI, the action's INPUT_* variables and a targets file all hand `build_target` a mapping of
 raw strings keyed by the canonical kebab-case input name; every bad value is collected and
 reported together in one `ConfigError` that names each input as the user spelled it. The string
-parsers it uses live in latency_gate.config.parsing.
+parsers it uses live in latency_gate.config.parsing, and those of one setting's own value in
+latency_gate.config.setting_values.
 """
 
 from __future__ import annotations
 
-import re
-import ssl
 from collections.abc import Callable, Mapping
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
 from latency_gate.config.ab import BASE_KEYS, check_base
-from latency_gate.config.files import input_file
 from latency_gate.config.parsing import (
     Format,
     parse_bool,
     parse_count,
     parse_duration,
-    parse_fraction,
     parse_proxy,
     parse_token_limit_field,
     parse_url,
     read_body,
-    shown,
 )
 from latency_gate.config.plan import (
     DEFAULT_CONCURRENCY,
@@ -46,6 +41,22 @@ from latency_gate.config.request import (
     parse_api_key,
     parse_header,
     resolve_request,
+)
+from latency_gate.config.setting_values import (
+    OFF,
+    ca_bundle,
+    error_budget,
+    max_time,
+    nonempty,
+    parse_format,
+    parse_max_calls,
+    parse_max_tokens,
+    parse_method,
+    parse_min_capacity,
+    parse_on_undecided,
+    parse_on_undecided_regression,
+    positive_duration,
+    wait_duration,
 )
 from latency_gate.config.target import Budget, Header, Target
 from latency_gate.errors import ConfigError, InputProblem
@@ -103,8 +114,6 @@ TARGET_KEYS = (
     *BASE_KEYS,
 )
 
-_OFF = {"", "none", "off"}
-
 
 def build_target(
     raw: Mapping[str, str | list[str] | None],
@@ -132,78 +141,13 @@ def build_target(
             InputProblem(spelled(key), "is not valid UTF-8 text (check the shell's encoding)")
         )
         del merged[key]
-    fields: dict[str, Any] = {}
-    budget: dict[str, float | None] = {}
-
-    def take(key: str, parse: Callable[[str], Any], field: str | None = None) -> None:
-        value = merged.get(key)
-        if value is None:
-            return
-        if isinstance(value, list):
-            problems.append(InputProblem(spelled(key), "expected a single value, not a list"))
-            return
-        try:
-            fields[field or key.replace("-", "_")] = parse(value)
-        except ValueError as exc:
-            problems.append(InputProblem(spelled(key), str(exc)))
-
+    take = _Take(merged, spelled, problems)
     unknown = sorted(set(merged) - set(TARGET_KEYS))
     problems += [InputProblem(spelled(key), "unknown setting") for key in unknown]
 
-    take("url", parse_url)
-    if merged.get("url") in (None, ""):
-        problems.append(InputProblem(spelled("url"), "required: the endpoint to probe"))
-        fields.pop("url", None)
-    take("name", lambda s: _nonempty(s, "a name"))
-    take("method", _parse_method)
-    take("body", lambda s: read_body(s, base_dir, root))
-    take("api-key", parse_api_key)
-    take("model", lambda s: s or None)
-    take("prompt", lambda s: s or None)
-    take("format", _parse_format)
-    take("stream", parse_bool)
-    take("timeout", _positive_duration)
-    take("idle", parse_duration)
-    take("warm-calls", parse_count)
-    take("concurrency", parse_count)
-    take("max-calls", _parse_max_calls)
-    _fit_first_look(fields, merged, spelled, problems)
-    take("max-time", _max_time)
-    take("on-undecided", _parse_on_undecided)
-    take("on-undecided-regression", _parse_on_undecided_regression)
-    take("capacity", parse_bool)
-    take("capacity-max", parse_count)
-    take("min-capacity", _parse_min_capacity)
-    take_rates(take)
-    take("fresh-connections", parse_bool)
-    take("follow-redirects", parse_bool)
-    take("ca-bundle", lambda s: _ca_bundle(s, base_dir, root))
-    take("insecure", parse_bool)
-    take("max-tokens", _parse_max_tokens)
-    take("token-limit-field", parse_token_limit_field)
-    take("vary-prompt", parse_bool)
-    take("fixed-length", parse_bool)
-    take("wait-ready", _wait_duration)
-    take("proxy", parse_proxy)
-    if "proxy" in fields and fields["proxy"] is None:
-        fields["direct"] = True  # said off: the environment's proxy is not used either
-    take("http2", parse_bool)
-    take("baseline-url", parse_url)
-    take("baseline-api-key", parse_api_key)
-    for key, field in BUDGET_KEYS.items():
-        value = merged.get(key)
-        if value is None or isinstance(value, list):
-            continue
-        try:
-            if value.strip().lower() in _OFF:
-                budget[field] = None
-            elif key == "max-error-rate":
-                budget[field] = _error_budget(value)
-            else:
-                budget[field] = _positive_duration(value)
-        except ValueError as exc:
-            problems.append(InputProblem(spelled(key), str(exc)))
-
+    _take_settings(take, base_dir, root)
+    fields = take.fields
+    budget = _budget(merged, spelled, problems)
     headers = _headers(merged, "headers", spelled, problems)
     base_headers = _headers(merged, "baseline-headers", spelled, problems)
 
@@ -221,15 +165,7 @@ def build_target(
     if fields.get("min_capacity") is not None:
         fields["capacity"] = True  # a minimum to hold is a search to make
     settle_rates(fields)
-    try:
-        target = Target(**fields)
-    except ValidationError as exc:
-        raise ConfigError(
-            [
-                InputProblem(spelled(_kebab(err["loc"])), err["msg"])
-                for err in exc.errors(include_url=False)
-            ]
-        ) from None
+    target = _validated(fields, spelled)
     # What no run could decide (config/plan.py), refused before the first call.
     undecidable = [InputProblem(spelled(key), text) for key, text in plan_problems(target)]
     undecidable += [InputProblem(spelled(key), text) for key, text in capacity_problems(target)]
@@ -238,6 +174,115 @@ def build_target(
     if undecidable:
         raise ConfigError(undecidable)
     return target
+
+
+class _Take:
+    """Reads one setting of `merged` into `fields` under its field name, or says in `problems`
+    why it could not (a list where one value goes, a parser's ValueError)."""
+
+    def __init__(
+        self,
+        merged: dict[str, str | list[str] | None],
+        spelled: Callable[[str], str],
+        problems: list[InputProblem],
+    ) -> None:
+        self.merged, self.spelled, self.problems = merged, spelled, problems
+        self.fields: dict[str, Any] = {}
+
+    def __call__(self, key: str, parse: Callable[[str], Any], field: str | None = None) -> None:
+        value = self.merged.get(key)
+        if value is None:
+            return
+        if isinstance(value, list):
+            self.problems.append(
+                InputProblem(self.spelled(key), "expected a single value, not a list")
+            )
+            return
+        try:
+            self.fields[field or key.replace("-", "_")] = parse(value)
+        except ValueError as exc:
+            self.problems.append(InputProblem(self.spelled(key), str(exc)))
+
+
+def _take_settings(take: _Take, base_dir: Path | None, root: Path | None) -> None:
+    """Every setting with one value, in the order their problems are listed."""
+    merged, fields, spelled, problems = take.merged, take.fields, take.spelled, take.problems
+    take("url", parse_url)
+    if merged.get("url") in (None, ""):
+        problems.append(InputProblem(spelled("url"), "required: the endpoint to probe"))
+        fields.pop("url", None)
+    take("name", lambda s: nonempty(s, "a name"))
+    take("method", parse_method)
+    take("body", lambda s: read_body(s, base_dir, root))
+    take("api-key", parse_api_key)
+    take("model", lambda s: s or None)
+    take("prompt", lambda s: s or None)
+    take("format", parse_format)
+    take("stream", parse_bool)
+    take("timeout", positive_duration)
+    take("idle", parse_duration)
+    take("warm-calls", parse_count)
+    take("concurrency", parse_count)
+    take("max-calls", parse_max_calls)
+    _fit_first_look(fields, merged, spelled, problems)
+    take("max-time", max_time)
+    take("on-undecided", parse_on_undecided)
+    take("on-undecided-regression", parse_on_undecided_regression)
+    take("capacity", parse_bool)
+    take("capacity-max", parse_count)
+    take("min-capacity", parse_min_capacity)
+    take_rates(take)
+    take("fresh-connections", parse_bool)
+    take("follow-redirects", parse_bool)
+    take("ca-bundle", lambda s: ca_bundle(s, base_dir, root))
+    take("insecure", parse_bool)
+    take("max-tokens", parse_max_tokens)
+    take("token-limit-field", parse_token_limit_field)
+    take("vary-prompt", parse_bool)
+    take("fixed-length", parse_bool)
+    take("wait-ready", wait_duration)
+    take("proxy", parse_proxy)
+    if "proxy" in fields and fields["proxy"] is None:
+        fields["direct"] = True  # said off: the environment's proxy is not used either
+    take("http2", parse_bool)
+    take("baseline-url", parse_url)
+    take("baseline-api-key", parse_api_key)
+
+
+def _budget(
+    merged: Mapping[str, str | list[str] | None],
+    spelled: Callable[[str], str],
+    problems: list[InputProblem],
+) -> dict[str, float | None]:
+    """The budgets given, by field: off (or empty) turns one off."""
+    budget: dict[str, float | None] = {}
+    for key, field in BUDGET_KEYS.items():
+        value = merged.get(key)
+        if value is None or isinstance(value, list):
+            continue
+        try:
+            if value.strip().lower() in OFF:
+                budget[field] = None
+            elif key == "max-error-rate":
+                budget[field] = error_budget(value)
+            else:
+                budget[field] = positive_duration(value)
+        except ValueError as exc:
+            problems.append(InputProblem(spelled(key), str(exc)))
+    return budget
+
+
+def _validated(fields: dict[str, Any], spelled: Callable[[str], str]) -> Target:
+    """The Target of `fields`; what its own validation refuses, named as the user spelled it."""
+    try:
+        return Target(**fields)
+    except ValidationError as exc:
+        raise ConfigError(
+            [
+                InputProblem(spelled(_kebab(err["loc"])), err["msg"])
+                for err in exc.errors(include_url=False)
+            ]
+        ) from None
 
 
 def _unstreamed_token_budgets(target: Target, spelled: Callable[[str], str]) -> list[InputProblem]:
@@ -295,25 +340,6 @@ def _fit_first_look(
 _COUNTS = ("warm-calls", "concurrency")
 
 
-def _error_budget(text: str) -> float:
-    """An error-rate budget below 1: a budget of 100 % lets every call fail, so it gates
-    nothing; that is what `off` says, and a number that only reads as 1.0 (a double keeps about
-    16 digits: 0.99999999999999999) is said to be 1 rather than taken for less."""
-    value = parse_fraction(text)
-    if value >= 1:
-        stripped = text.strip()
-        try:
-            exact = Decimal(stripped[:-1]) / 100 if stripped.endswith("%") else Decimal(stripped)
-        except ArithmeticError:  # float() reads a few spellings Decimal does not
-            exact = Decimal(1)
-        rounded = "" if exact >= 1 else " (it reads as 1.0)"
-        raise ValueError(
-            f"{shown(text)}{rounded} lets every call fail, so it gates nothing: use off to turn "
-            "the error-rate budget off, or give a share below 1"
-        )
-    return value
-
-
 def _headers(
     merged: Mapping[str, str | list[str] | None],
     key: str,
@@ -356,58 +382,9 @@ def _settle_base(
     return []
 
 
-def _max_time(text: str) -> float | None:
-    """A duration above zero, or off/none for no limit."""
-    return None if text.strip().lower() in _OFF else _positive_duration(text)
-
-
-def _wait_duration(text: str) -> float:
-    """A duration, or off/0 for no readiness wait."""
-    return 0.0 if text.strip().lower() in _OFF else parse_duration(text)
-
-
 def _kebab(loc: tuple[int | str, ...]) -> str:
     last = str(loc[-1]) if loc else "input"
     return last.replace("_", "-")
-
-
-def _nonempty(text: str, what: str) -> str:
-    if not text.strip():
-        raise ValueError(f"expected {what}, got an empty string")
-    return text.strip()
-
-
-def _positive_duration(text: str) -> float:
-    value = parse_duration(text)
-    if value <= 0:
-        raise ValueError(f"expected a duration above zero, got {text!r}")
-    return value
-
-
-def _parse_method(text: str) -> str:
-    method = text.strip().upper()
-    if not re.fullmatch(r"[A-Z]+", method):
-        raise ValueError(f"expected an HTTP method such as GET or POST, got {text!r}")
-    return method
-
-
-def _parse_on_undecided(text: str) -> str:
-    choice = text.strip().lower()
-    if choice not in {"estimate", "fail", "pass"}:
-        raise ValueError(f"expected estimate, fail or pass, got {text!r}")
-    return choice
-
-
-def _parse_on_undecided_regression(text: str) -> str:
-    choice = text.strip().lower()
-    if choice not in {"fail", "pass"}:
-        raise ValueError(f"expected fail or pass, got {text!r}")
-    return choice
-
-
-def _parse_min_capacity(text: str) -> int | None:
-    """A count of calls at once, or empty/off for none (the capacity is reported, not gated)."""
-    return None if text.strip().lower() in _OFF else parse_count(text)
 
 
 def capacity_problems(target: Target) -> list[tuple[str, str]]:
@@ -439,42 +416,3 @@ def capacity_problems(target: Target) -> list[tuple[str, str]]:
             )
         )
     return problems
-
-
-# Servers read an answer's length as a 32-bit integer (llama.cpp, vLLM, the hosted APIs): a
-# larger one is a typo, and sent as written it fails every call with a 400.
-_MOST_TOKENS = 2**31 - 1
-
-
-def _parse_max_tokens(text: str) -> int:
-    """An answer length a server can read: a whole number from 1 to 2,147,483,647."""
-    count = parse_count(text)
-    if count > _MOST_TOKENS:
-        raise ValueError(
-            f"expected at most {_MOST_TOKENS:,} (servers read it as a 32-bit integer), got "
-            f"{count:,}"
-        )
-    return count
-
-
-def _parse_max_calls(text: str) -> int | None:
-    """A count, or auto (sized to what the checks need)."""
-    return None if text.strip().lower() in {"auto", ""} else parse_count(text)
-
-
-def _parse_format(text: str) -> Format:
-    try:
-        return Format(text.strip().lower())
-    except ValueError:
-        choices = ", ".join(f.value for f in Format)
-        raise ValueError(f"expected one of {choices}; got {text!r}") from None
-
-
-def _ca_bundle(text: str, base_dir: Path | None, root: Path | None) -> str:
-    """A readable PEM file that holds at least one CA certificate."""
-    path = input_file(text, base_dir, root=root)
-    try:
-        ssl.create_default_context(cafile=path)
-    except (ssl.SSLError, OSError, ValueError) as exc:
-        raise ValueError(f"{path!r} holds no usable PEM certificate ({exc})") from None
-    return path
