@@ -13,22 +13,22 @@ what the engine's `more` callback asks after each look; `Gate.checks` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from latency_gate.assess.budget.checks import (
-    cold_start_check,
-    error_rate_check,
-    nearer_healthy,
-    percentile_check,
+from latency_gate.assess.budget import gated
+from latency_gate.assess.budget.checks import error_rate_check, nearer_healthy
+from latency_gate.assess.budget.gated import (
+    GATED_NUMBERS,
+    NO_DATA,
+    SETTLED,
+    GatedNumber,
+    p95_tail_ratio,
+    settled_meaning,
 )
-from latency_gate.assess.budget.clumps import (
-    clumps_of,
-)
-from latency_gate.assess.budget.meaning import Judged, check_meaning, tail_ratio
+from latency_gate.assess.budget.meaning import Judged, check_meaning
 from latency_gate.assess.budget.sampling import (
     NextStep,
-    Phase,
     SamplingPlan,
     next_step,
     on_undecided_policy,
@@ -36,48 +36,15 @@ from latency_gate.assess.budget.sampling import (
 )
 from latency_gate.assess.compare.judged import Look, judge_number
 from latency_gate.assess.compare.regression import Alphas, Regression, look_alpha
-from latency_gate.assess.maths.intervals import LEVEL, error_rate_interval, percentile_interval
+from latency_gate.assess.maths.intervals import LEVEL
 from latency_gate.assess.maths.sequential import Decision
-from latency_gate.assess.numbers.stats import first_tokens, latencies, per_token_times
 from latency_gate.config import Budget
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.formatting import fmt_interval, fmt_value
-from latency_gate.models import CallPhase, Check, Numbers, RunResult, Sample
+from latency_gate.models import Check, Numbers, RunResult, Sample
 
 __all__ = ["GATED_NUMBERS", "NOT_NEEDED", "Gate", "plan_for"]
 
-Pick = Callable[[Sequence[Sample]], list[float]]
-
 NOT_NEEDED = "undecided: not needed, another check had failed the run"
-
-
-def _warm(samples: Sequence[Sample]) -> list[float]:
-    return latencies(samples, CallPhase.WARM)
-
-
-def _concurrent(samples: Sequence[Sample]) -> list[float]:
-    return latencies(samples, CallPhase.CONCURRENT)
-
-
-@dataclass(frozen=True)
-class _Number:
-    name: str
-    budget_field: str
-    q: float | None  # the percentile; None for cold start and the error rate
-    pick: Pick | None  # the calls' values behind the number
-    phase: Phase  # where more calls for it come from
-
-
-# In the order reports show them.
-GATED_NUMBERS = (
-    _Number("cold_start", "max_cold_start", None, None, Phase.WARM),
-    _Number("warm_p50", "max_warm_p50", 50, _warm, Phase.WARM),
-    _Number("warm_p95", "max_warm_p95", 95, _warm, Phase.WARM),
-    _Number("concurrent_p95", "max_concurrent_p95", 95, _concurrent, Phase.CONCURRENT),
-    _Number("error_rate", "max_error_rate", None, None, Phase.ALL),
-    _Number("ttft_p95", "max_ttft_p95", 95, first_tokens, Phase.WARM),
-    _Number("tpot_p95", "max_tpot_p95", 95, per_token_times, Phase.WARM),
-)
 
 
 def plan_for(
@@ -96,10 +63,6 @@ def plan_for(
         on_undecided=on_undecided_policy(on_undecided),
         on_undecided_regression="fail" if on_undecided_regression == "fail" else "pass",
     )
-
-
-def _failed(samples: Sequence[Sample]) -> int:
-    return sum(not s.ok for s in samples)
 
 
 @dataclass
@@ -132,26 +95,9 @@ class Gate:
         """Each budget check's decision at the latest look."""
         return {name: judged.decision for name, judged in self.judged.items()}
 
-    def _limit(self, number: _Number) -> float | None:
+    def _limit(self, number: GatedNumber) -> float | None:
         value: float | None = getattr(self.budget, number.budget_field)
         return value
-
-    def _judge(self, number: _Number, limit: float, samples: Sequence[Sample]) -> Judged | None:
-        if number.name == "cold_start":
-            cold = latencies(samples, CallPhase.COLD)
-            check = cold_start_check(cold[0] if cold else None, limit)
-            return Judged(check.decision, check.n, check.exceedances)
-        if number.name == "error_rate":
-            clumps = clumps_of(s.ok for s in samples)
-            errors = error_rate_check(clumps.failed, len(samples), limit, clumps)
-            return Judged(errors.decision, len(samples), errors.counts.failed, clumps)
-        if number.pick is None or number.q is None:
-            return None
-        values = number.pick(samples)
-        if number.name in ("ttft_p95", "tpot_p95") and not values:
-            return None  # not a stream: nothing to gate
-        found = percentile_check(values, number.q, limit)
-        return Judged(found.decision, found.n, found.exceedances)
 
     def look(
         self, samples: Sequence[Sample], base_samples: Sequence[Sample] | None = None
@@ -168,7 +114,7 @@ class Gate:
             limit = self._limit(number)
             if limit is None:
                 continue
-            judged = self._judge(number, limit, samples)
+            judged = gated.judge(number, limit, samples)
             if judged is None:
                 continue
             self.judged[number.name] = judged
@@ -323,18 +269,18 @@ class Gate:
         return tuple(check for check in found if check is not None)
 
     def _check(
-        self, number: _Number, value: float | None, samples: Sequence[Sample]
+        self, number: GatedNumber, value: float | None, samples: Sequence[Sample]
     ) -> Check | None:
         limit = self._limit(number)
-        interval, n = self._interval(number, samples)
+        interval, n = gated.interval(number, samples, self.interval_level)
         common = {"number": number.name, "value": value, "limit": limit, "n": n}
         if limit is None:
             if number.name in ("ttft_p95", "tpot_p95") and value is None:
                 return None  # not a stream: no first token to report
             return Check(**common, passed=None, interval=interval)
         if value is None:
-            return Check(**common, passed=False, note="no data", meaning=_NO_DATA[number.name])
-        judged = self.judged.get(number.name) or self._judge(number, limit, samples)
+            return Check(**common, passed=False, note="no data", meaning=NO_DATA[number.name])
+        judged = self.judged.get(number.name) or gated.judge(number, limit, samples)
         if judged is None:
             return Check(**common, passed=None, interval=interval)
         within = (
@@ -359,7 +305,7 @@ class Gate:
                 interval=interval,
                 meaning=self._meaning(number, earlier, value, limit, now=judged),
             )
-        settled = _settled(interval, limit)
+        settled = gated.settled(interval, limit)
         if judged.decision is Decision.UNDECIDED and self.failed_early and settled is not None:
             # Sampling stopped because another check failed the run, before this one's test
             # decided; but its calls already put it on one side of its budget (3 of 3 calls
@@ -367,9 +313,9 @@ class Gate:
             return Check(
                 **common,
                 passed=settled,
-                note=_SETTLED,
+                note=SETTLED,
                 interval=interval,
-                meaning=_settled_meaning(number.name, interval, limit, passed=settled),
+                meaning=settled_meaning(number.name, interval, limit, passed=settled),
             )
         if judged.decision is Decision.UNDECIDED and self.failed_early:
             # Sampling stopped because another check already failed the run: this one was not
@@ -397,13 +343,13 @@ class Gate:
             decided=not by_policy,
             by_policy=by_policy,
             meaning=self._meaning(
-                number, judged, value, limit, passed=passed, tail=_tail_ratio(number, samples)
+                number, judged, value, limit, passed=passed, tail=p95_tail_ratio(number, samples)
             ),
         )
 
     def _meaning(
         self,
-        number: _Number,
+        number: GatedNumber,
         judged: Judged,
         value: float,
         limit: float,
@@ -434,70 +380,3 @@ class Gate:
         A plan whose cap ends it at the first look could stop nowhere else."""
         looks = 1 if self.plan.max_calls <= self.first_look_calls else self.plan.max_looks
         return 1 - (1 - LEVEL) / looks
-
-    def _interval(
-        self, number: _Number, samples: Sequence[Sample]
-    ) -> tuple[tuple[float | None, float | None] | None, int]:
-        if number.name == "cold_start":
-            return None, len(latencies(samples, CallPhase.COLD))
-        level = self.interval_level
-        if number.name == "error_rate":
-            counts = error_rate_interval(_failed(samples), len(samples), level)
-            return (counts.interval.low, counts.interval.high), len(samples)
-        values = [] if number.pick is None else number.pick(samples)
-        if number.q is None or not values:
-            return (None, None), len(values)
-        found = percentile_interval(values, number.q, level)
-        return (found.low, found.high), len(values)
-
-
-_SETTLED = "by its interval"  # undecided by its test when another check failed the run
-
-
-def _settled(interval: tuple[float | None, float | None] | None, limit: float) -> bool | None:
-    """Whether a check's 95 % interval (the one its row shows) lies wholly within its budget
-    (True) or wholly over it (False); None when it straddles the budget or is unbounded there."""
-    if interval is None:
-        return None
-    low, high = interval
-    if low is not None and low > limit:
-        return False
-    if high is not None and high <= limit:
-        return True
-    return None
-
-
-def _settled_meaning(
-    number: str,
-    interval: tuple[float | None, float | None] | None,
-    limit: float,
-    *,
-    passed: bool,
-) -> str:
-    """ "FAIL: its 95 % interval, 14.1 % to 100.0 %, lies wholly over the 1.0 % budget (the run
-    stopped, on another check's FAIL, before this check's test decided)"."""
-    side = "within" if passed else "over"
-    return (
-        f"{'PASS' if passed else 'FAIL'}: its 95 % interval, {fmt_interval(interval, number)}, "
-        f"lies wholly {side} the {fmt_value(limit, number)} budget (the run stopped, on another "
-        "check's FAIL, before this check's test decided)"
-    )
-
-
-def _tail_ratio(number: _Number, samples: Sequence[Sample]) -> float | None:
-    """The p98 / p95 of a p95 check's calls (None for other checks, or too few calls)."""
-    if number.q != 95 or number.pick is None:
-        return None
-    return tail_ratio(number.pick(samples))
-
-
-_NO_DATA = {
-    "cold_start": "the cold call failed: there is no cold start to hold against its budget",
-    "warm_p50": "no warm call succeeded: there is no latency to hold against the budget",
-    "warm_p95": "no warm call succeeded: there is no latency to hold against the budget",
-    "concurrent_p95": "no concurrent call succeeded: there is no latency to hold against "
-    "the budget",
-    "error_rate": "no call was made",
-    "ttft_p95": "no streamed call delivered a first token",
-    "tpot_p95": "no warm streamed call delivered two tokens or more",
-}
