@@ -16,12 +16,20 @@ error rates.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from latency_gate.assess.compare.judged import Judged, Look, judge_number
+from latency_gate.assess.compare.reference import (
+    CALL_KINDS,
+    Reference,
+    config_differences,
+    held_against,
+    no_base_data,
+    origin_of,
+    too_few_calls,
+    with_origins,
+)
 from latency_gate.assess.compare.regression import (
     REGRESSION_ALPHA,
     WITHIN_ALPHA,
@@ -31,14 +39,11 @@ from latency_gate.assess.compare.regression import (
 )
 from latency_gate.assess.compare.same_work import SameWork, what_changed
 from latency_gate.assess.numbers.stats import numbers as numbers_of
-from latency_gate.config import NOT_COMPARED, Target
+from latency_gate.config import Target
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.config.target import comparable_settings
 from latency_gate.errors import ConfigError, InputProblem
-from latency_gate.formatting import plural
 from latency_gate.models import (
     BaselineCheck,
-    CallPhase,
     NumberDelta,
     Numbers,
     PartDelta,
@@ -79,71 +84,6 @@ _NUMBERS = (
     "tpot_p95",
     "error_rate",
 )
-
-
-def config_differences(
-    head: Mapping[str, object], base: Mapping[str, object]
-) -> list[tuple[str, object, object]]:
-    """(setting, base value, head value) for each compared setting that differs.
-
-    The URL is compared without its origin (scheme, host, port): the same request at another
-    host (a pull request's preview, held against main's runs of production) measures the same
-    work, and the reports name both origins (with_origins). Its path, query and credentials,
-    and every other setting, still count."""
-    if isinstance(base.get("url"), str):  # older result files masked query values as %2A%2A%2A
-        base = {**base, "url": str(base["url"]).replace("=%2A%2A%2A", "=***")}
-    head, base = _requested(comparable_settings(head)), _requested(comparable_settings(base))
-    keys = [k for k in dict.fromkeys([*base, *head]) if k not in NOT_COMPARED]
-    return [(k, base.get(k), head.get(k)) for k in keys if base.get(k) != head.get(k)]
-
-
-def _requested(settings: dict[str, object]) -> dict[str, object]:
-    """The settings with the URL cut to what is requested of its origin: the path and query,
-    and whether it carries credentials ("***@/v1/chat")."""
-    url = settings.get("url")
-    if not isinstance(url, str):
-        return settings
-    try:
-        parts = urlsplit(url)
-        credentials = "***@" if parts.username is not None or parts.password is not None else ""
-    except ValueError:
-        return settings
-    query = f"?{parts.query}" if parts.query else ""
-    return {**settings, "url": f"{credentials}{parts.path or '/'}{query}"}
-
-
-def origin_of(url: object) -> str | None:
-    """The origin of a (redacted) URL, "https://api.example.com:8443", without credentials;
-    None when it is not a URL."""
-    if not isinstance(url, str):
-        return None
-    try:
-        parts = urlsplit(url)
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if not parts.scheme or not host:
-        return None
-    host = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme}://{host}" + (f":{port}" if port is not None else "")
-
-
-def with_origins(
-    check: BaselineCheck | None, head_url: str, bases: Sequence[RunResult]
-) -> BaselineCheck | None:
-    """`check` saying both origins when the runs it was held against (`bases`: the baseline
-    run, or the history's) measured another origin than this run's `head_url`."""
-    head = origin_of(head_url)
-    others = tuple(
-        dict.fromkeys(
-            origin
-            for run in bases
-            if (origin := origin_of(run.config.get("url"))) is not None and origin != head
-        )
-    )
-    if check is None or not others:
-        return check
-    return check.model_copy(update={"head_origin": head, "base_origins": others})
 
 
 def match_baseline(
@@ -223,113 +163,22 @@ def compare(
         raise ValueError("compare needs a base run or the base arm's samples")
     same = SameWork(samples, base_samples, concurrency=concurrency, paired=side_by_side)
     parts = same.parts(limit) if same.applies else ()
-    cause = what_changed(parts)
-    deltas = []
-    length: PartDelta | None = None
-    for number in _NUMBERS:
-        base_value = getattr(base_numbers, number)
-        head_value = getattr(numbers, number)
-        if number in ("ttft_p95", "tpot_p95") and base_value is None and head_value is None:
-            continue
-        if number == "tpot_p95" and (gated is None or number not in gated):
-            continue  # shown among the parts (what changed), tested only with a budget
-        note = ""
-        outcome: Regression | None = None
-        judged: Judged | None = None
-        look = Look(len(samples), len(base_samples), final)
-        tested = gated is None or number in gated
-        missing = ""  # why a tested number could not be compared: the base gave no data
-        if base_value is None and head_value is not None and tested and number in _KINDS:
-            # A comparison with no data on one side is not a comparison: undecided, and the
-            # undecided policy says whether that fails the run.
-            outcome = Regression.UNDECIDED
-            missing = _no_base_data(number, base_samples, side_by_side)
-        elif base_value is None or head_value is None:
-            note = "no data on one side"
-        elif number == "cold_start":
-            note = "one call each: cannot be told from noise, not gated"
-        elif not tested and number != "error_rate":
-            note = "not tested: it has no budget (only gated numbers are tested)"
-        else:
-            if outcomes is not None and number in outcomes and looks and number in looks:
-                look = looks[number]
-            judged = judge_number(
-                number,
-                samples[: look.head_calls],
-                base_samples[: look.base_calls],
-                limit,
-                look.alpha,
-                concurrency=concurrency,
-                paired=side_by_side,
-                interval=intervals,
-            )
-            if judged is None and tested and number in _KINDS:
-                outcome = Regression.UNDECIDED
-                missing = _too_few(number, samples, base_samples)
-            elif judged is None:
-                note = "too few calls to tell from noise"
-            else:
-                outcome = judged.outcome
-                if (
-                    number == "error_rate"
-                    and sum(not s.ok for s in samples) + sum(not s.ok for s in base_samples) == 0
-                ):
-                    note = "no failure on either side"
-        if outcome is not None and not tested:  # the error rate without a budget
-            outcome, judged = None, None
-            note = "not tested: it has no budget (only gated numbers are tested)"
-        if (
-            outcome is not None
-            and judged is not None
-            and outcomes is not None
-            and outcomes.get(number) is Regression.REGRESSED
-            and outcome is not Regression.REGRESSED
-        ):
-            # Decided at a look on calls it no longer has (a result file judged again in one
-            # look): the look's decision stands, said with the interval of every call.
-            outcome = outcomes[number]
-        if judged is not None and judged.length_outcome is not None and length is None:
-            length = _length_part(same, final, limit)
-        by_policy = False
-        if outcome is Regression.UNDECIDED and not note:
-            why = "undecided: nothing to compare with" if missing else "undecided at the cap"
-            if stopped_early:
-                note = "undecided: not needed, the run had already failed"
-            elif on_undecided == "fail":
-                note = f"{why}: counted as a regression by policy"
-                by_policy = True
-            else:
-                note = (
-                    f"{why}: not called a regression (on-undecided-regression: pass)"
-                    + _smallest_caught(judged, limit)
-                )
-        same_work = judged is not None and judged.same_work
-        halved = judged is not None and judged.length_outcome is not None
-        regressed_alpha = look.alpha.regressed / (2 if halved else 1)
-        deltas.append(
-            NumberDelta(
-                number=number,
-                base=base_value,
-                head=head_value,
-                regressed=outcome is Regression.REGRESSED or by_policy,
-                note=note,
-                interval=None if judged is None else judged.interval,
-                decided=outcome is not Regression.UNDECIDED,
-                outcome=None if outcome is None else outcome.value,
-                by_policy=by_policy,
-                same_work=same_work,
-                interval_levels=None
-                if judged is None
-                else (1 - regressed_alpha, 1 - look.alpha.within),
-                calls=None if judged is None else (look.head_calls, look.base_calls),
-                cause=cause if halved or same_work else "",
-                estimate=None if judged is None else judged.estimate,
-                missing=missing or None,
-                by_length=judged is not None
-                and judged.by_length
-                and outcome is Regression.REGRESSED,
-            )
-        )
+    reference = _Base(
+        samples,
+        base_samples,
+        base_numbers,
+        limit,
+        final,
+        same=same,
+        cause=what_changed(parts),
+        outcomes=outcomes,
+        looks=looks,
+        stopped_early=stopped_early,
+        on_undecided=on_undecided,
+        intervals=intervals,
+    )
+    names = [n for n in _NUMBERS if _listed(n, numbers, base_numbers, gated)]
+    deltas = held_against(reference, names, numbers, gated)
     return BaselineCheck(
         status="compared",
         kind="side-by-side" if side_by_side else "earlier-run",
@@ -337,10 +186,172 @@ def compare(
         test=SAME_WORK_TEST_NAME if same.applies else TEST_NAME,
         max_relative=limit.relative,
         max_absolute=limit.absolute,
-        deltas=tuple(deltas),
+        deltas=deltas,
         parts=parts,
-        length=length,
+        length=reference.length,
     )
+
+
+def _listed(
+    number: str, numbers: Numbers, base_numbers: Numbers, gated: Collection[str] | None
+) -> bool:
+    """Whether `number` has a row: a first-token or per-token number only where a side has it,
+    and the per-token one only with a budget (else it is shown among the parts)."""
+    if number in ("ttft_p95", "tpot_p95") and (
+        getattr(base_numbers, number) is None and getattr(numbers, number) is None
+    ):
+        return False
+    return not (number == "tpot_p95" and (gated is None or number not in gated))
+
+
+class _Base(Reference):
+    """A base's calls as the reference: the base arm of an A/B run, or an earlier run's. Each
+    number is tested by `judge_number` on the calls of the look that decided it (`looks`), else
+    on every call at `final`; one still undecided follows `on_undecided`."""
+
+    one_call = "one call each"
+
+    def __init__(
+        self,
+        samples: Sequence[Sample],
+        base_samples: Sequence[Sample],
+        base_numbers: Numbers,
+        limit: RegressionLimit,
+        final: Alphas,
+        *,
+        same: SameWork,
+        cause: str,
+        outcomes: Mapping[str, Regression] | None,
+        looks: Mapping[str, Look] | None,
+        stopped_early: bool,
+        on_undecided: str,
+        intervals: bool,
+    ) -> None:
+        self.samples, self.base_samples, self.base_numbers = samples, base_samples, base_numbers
+        self.limit, self.final, self.same, self.cause = limit, final, same, cause
+        self.outcomes, self.looks, self.intervals = outcomes, looks, intervals
+        self.stopped_early, self.on_undecided = stopped_early, on_undecided
+        self.side_by_side = same.paired
+        self.length: PartDelta | None = None  # the answers' length, once a test weighed it
+
+    def base(self, number: str) -> float | None:
+        value: float | None = getattr(self.base_numbers, number)
+        return value
+
+    def lacks(self, number: str) -> bool:
+        return self.base(number) is None
+
+    def no_data(self, number: str, head: float | None, *, tested: bool) -> NumberDelta:
+        if head is not None and tested and number in CALL_KINDS:
+            # A comparison with no data on one side is not a comparison: undecided, and the
+            # undecided policy says whether that fails the run.
+            missing = no_base_data(number, self.base_samples, self.side_by_side)
+            return self._delta(number, head, Regression.UNDECIDED, None, missing=missing)
+        return NumberDelta(
+            number=number, base=self.base(number), head=head, note="no data on one side"
+        )
+
+    def too_few(self, number: str, head: float) -> NumberDelta:
+        if number in CALL_KINDS:
+            missing = too_few_calls(number, self.samples, self.base_samples)
+            return self._delta(number, head, Regression.UNDECIDED, None, missing=missing)
+        return NumberDelta(
+            number=number,
+            base=self.base(number),
+            head=head,
+            note="too few calls to tell from noise",
+        )
+
+    def _look(self, number: str) -> Look:
+        """The calls and alphas `number` is tested at: those of the look that decided it."""
+        if (
+            self.outcomes is not None
+            and number in self.outcomes
+            and self.looks
+            and number in self.looks
+        ):
+            return self.looks[number]
+        return Look(len(self.samples), len(self.base_samples), self.final)
+
+    def test(self, number: str, head: float) -> NumberDelta | None:
+        look = self._look(number)
+        judged = judge_number(
+            number,
+            self.samples[: look.head_calls],
+            self.base_samples[: look.base_calls],
+            self.limit,
+            look.alpha,
+            concurrency=self.same.concurrency,
+            paired=self.side_by_side,
+            interval=self.intervals,
+        )
+        if judged is None:
+            return None
+        outcome, note = judged.outcome, ""
+        if number == "error_rate" and all(s.ok for s in (*self.samples, *self.base_samples)):
+            note = "no failure on either side"
+        if (
+            self.outcomes is not None
+            and self.outcomes.get(number) is Regression.REGRESSED
+            and outcome is not Regression.REGRESSED
+        ):
+            # Decided at a look on calls it no longer has (a result file judged again in one
+            # look): the look's decision stands, said with the interval of every call.
+            outcome = self.outcomes[number]
+        if judged.length_outcome is not None and self.length is None:
+            self.length = _length_part(self.same, self.final, self.limit)
+        return self._delta(number, head, outcome, judged, note=note, look=look)
+
+    def _delta(
+        self,
+        number: str,
+        head: float,
+        outcome: Regression,
+        judged: Judged | None,
+        *,
+        note: str = "",
+        missing: str = "",
+        look: Look | None = None,
+    ) -> NumberDelta:
+        """The row of a number tested (`judged`), or left undecided for `missing` data; an
+        undecided one said as the policy decides it."""
+        by_policy = False
+        if outcome is Regression.UNDECIDED and not note:
+            why = "undecided: nothing to compare with" if missing else "undecided at the cap"
+            if self.stopped_early:
+                note = "undecided: not needed, the run had already failed"
+            elif self.on_undecided == "fail":
+                note = f"{why}: counted as a regression by policy"
+                by_policy = True
+            else:
+                note = (
+                    f"{why}: not called a regression (on-undecided-regression: pass)"
+                    + _smallest_caught(judged, self.limit)
+                )
+        same_work = judged is not None and judged.same_work
+        halved = judged is not None and judged.length_outcome is not None
+        tested_at = look or self._look(number)
+        regressed_alpha = tested_at.alpha.regressed / (2 if halved else 1)
+        return NumberDelta(
+            number=number,
+            base=self.base(number),
+            head=head,
+            regressed=outcome is Regression.REGRESSED or by_policy,
+            note=note,
+            interval=None if judged is None else judged.interval,
+            decided=outcome is not Regression.UNDECIDED,
+            outcome=outcome.value,
+            by_policy=by_policy,
+            same_work=same_work,
+            interval_levels=None
+            if judged is None
+            else (1 - regressed_alpha, 1 - tested_at.alpha.within),
+            calls=None if judged is None else (tested_at.head_calls, tested_at.base_calls),
+            cause=self.cause if halved or same_work else "",
+            estimate=None if judged is None else judged.estimate,
+            missing=missing or None,
+            by_length=judged is not None and judged.by_length and outcome is Regression.REGRESSED,
+        )
 
 
 def _smallest_caught(judged: Judged | None, limit: RegressionLimit) -> str:
@@ -376,48 +387,6 @@ def _length_part(same: SameWork, alpha: Alphas, limit: RegressionLimit) -> PartD
         n=found.n,
         paired=found.paired,
         outcome=found.against(1 + relative).value,
-    )
-
-
-# The calls behind each compared latency number, by kind.
-_KINDS = {
-    "warm_p50": (CallPhase.WARM,),
-    "warm_p95": (CallPhase.WARM,),
-    "concurrent_p95": (CallPhase.CONCURRENT,),
-    "ttft_p95": (CallPhase.WARM, CallPhase.CONCURRENT),
-    "tpot_p95": (CallPhase.WARM,),
-}
-
-
-def _no_base_data(number: str, base_samples: Sequence[Sample], side_by_side: bool) -> str:
-    """ "the base gave no data: none of its 20 warm calls succeeded (20 http_5xx)": why a
-    number of the base is missing, in the words of the reports."""
-    who = "the base" if side_by_side else "the baseline run"
-    kinds = _KINDS.get(number, tuple(CallPhase))
-    calls = [s for s in base_samples if s.phase in kinds]
-    kind = " and ".join(k.value for k in kinds)
-    if not calls:
-        return f"{who} gave no data: it made no {kind} call"
-    failed = Counter(str(s.error or "failed") for s in calls if not s.ok)
-    listed = ", ".join(f"{count:,} {error}" for error, count in failed.most_common())
-    what = (
-        f"its one {kind} call failed"
-        if len(calls) == 1
-        else f"none of its {plural(len(calls), kind + ' call')} succeeded"
-    )
-    return f"{who} gave no data: {what}" + (f" ({listed})" if listed else "")
-
-
-def _too_few(number: str, samples: Sequence[Sample], base_samples: Sequence[Sample]) -> str:
-    """ "too few calls to compare (1 of the base's and 20 of the head's succeeded)"."""
-    kinds = _KINDS[number]
-
-    def succeeded(calls: Sequence[Sample]) -> int:
-        return sum(s.ok and s.phase in kinds for s in calls)
-
-    return (
-        f"too few calls to compare ({succeeded(base_samples)} of the base's and "
-        f"{succeeded(samples)} of the head's succeeded)"
     )
 
 

@@ -37,7 +37,8 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from latency_gate.assess.compare.baseline import BaselinePlan, config_differences
+from latency_gate.assess.compare.baseline import BaselinePlan
+from latency_gate.assess.compare.reference import Reference, config_differences, held_against
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, error_rate_regression
 from latency_gate.assess.maths.student_t import t_quantile
 from latency_gate.config import Target
@@ -205,7 +206,7 @@ def match_history(
     targets: Sequence[Target], runs: Sequence[RunResult], size: int
 ) -> dict[str, TargetHistory]:
     """Each target's runs of `runs`: the same name and comparable settings (the rule of
-    `--baseline`, baseline.config_differences), newest first by start, the newest `size`.
+    `--baseline`, reference.config_differences), newest first by start, the newest `size`.
     A run of other settings is skipped and counted, not an error."""
     matched: dict[str, TargetHistory] = {}
     for target in targets:
@@ -320,15 +321,16 @@ def history_check(
                 "history": _evidence(plan, history, "newest"),
             }
         )
-    deltas = tuple(
-        _delta(number, plan, history, samples, numbers, gated=gated)
+    names = [
+        number
         for number in ("cold_start", *_PERCENTILES[:3], "error_rate", "ttft_p95")
         if not (
             number == "ttft_p95"
             and numbers.ttft_p95 is None
             and all(run.numbers.ttft_p95 is None for run in history.runs)
         )
-    )
+    ]
+    deltas = held_against(_Runs(plan, history, samples), names, numbers, gated)
     return BaselineCheck(
         status="compared",
         source=plan.source,
@@ -341,55 +343,92 @@ def history_check(
     )
 
 
-def _delta(
-    number: str,
-    plan: HistoryPlan,
-    history: TargetHistory,
-    samples: Sequence[Sample],
-    numbers: Numbers,
-    *,
-    gated: Collection[str] | None,
-) -> NumberDelta:
-    head: float | None = getattr(numbers, number)
-    values = [v for run in history.runs if (v := getattr(run.numbers, number)) is not None]
-    center = _center(values, plan.limit)
-    tested = gated is None or number in gated
-    if number == "error_rate":
-        return _error_rate(plan, history, samples, numbers, center, tested=tested)
-    if head is None:
-        return NumberDelta(number=number, base=center, head=None, note="no data in this run")
-    if number == "cold_start":
-        note = "one call a run: cannot be told from noise, not gated"
-        return NumberDelta(number=number, base=center, head=head, note=note)
-    if not tested:
-        note = "not tested: it has no budget (only gated numbers are tested)"
-        return NumberDelta(number=number, base=center, head=head, note=note)
-    found = predict(
-        head,
-        values,
-        max_relative=plan.limit.relative,
-        max_absolute=plan.limit.absolute,
-        alpha=plan.alpha,
-    )
-    if found is None:
-        note = f"fewer than {MIN_RUNS} earlier runs have a value: not tested"
-        return NumberDelta(number=number, base=center, head=head, note=note)
-    if not found.threshold <= MAX_DURATION:
-        # No call lasts longer: the test could not have called any value a regression.
-        note = (
-            "not tested: the earlier runs spread so widely that a regression would have to "
-            "exceed 24 h, the longest a call can take"
+class _Runs(Reference):
+    """A history's runs as the reference: each number held against the prediction bound of
+    their values, the error rate against their pooled calls."""
+
+    one_call = "one call a run"
+
+    def __init__(
+        self, plan: HistoryPlan, history: TargetHistory, samples: Sequence[Sample]
+    ) -> None:
+        self.plan, self.history, self.samples = plan, history, samples
+
+    def _values(self, number: str) -> list[float]:
+        return [v for run in self.history.runs if (v := getattr(run.numbers, number)) is not None]
+
+    def _pooled(self) -> tuple[int, int]:
+        """The failed calls and the calls of every run."""
+        calls = sum(len(run.samples) for run in self.history.runs)
+        failed = sum(not s.ok for run in self.history.runs for s in run.samples)
+        return failed, calls
+
+    def base(self, number: str) -> float | None:
+        center = _center(self._values(number), self.plan.limit)
+        if number != "error_rate":
+            return center
+        failed, calls = self._pooled()
+        return failed / calls if calls else center
+
+    def no_data(self, number: str, head: float | None, *, tested: bool) -> NumberDelta:
+        return NumberDelta(
+            number=number, base=self.base(number), head=head, note="no data in this run"
         )
-        return NumberDelta(number=number, base=found.center, head=head, note=note)
-    return NumberDelta(
-        number=number,
-        base=found.center,
-        head=head,
-        regressed=found.regressed,
-        outcome="regressed" if found.regressed else "not regressed",
-        bound=found.bound,
-        threshold=found.threshold,
-    )
+
+    def too_few(self, number: str, head: float) -> NumberDelta:
+        note = f"fewer than {MIN_RUNS} earlier runs have a value: not tested"
+        return NumberDelta(number=number, base=self.base(number), head=head, note=note)
+
+    def test(self, number: str, head: float) -> NumberDelta | None:
+        if number == "error_rate":
+            return self._error_rate(head)
+        plan = self.plan
+        found = predict(
+            head,
+            self._values(number),
+            max_relative=plan.limit.relative,
+            max_absolute=plan.limit.absolute,
+            alpha=plan.alpha,
+        )
+        if found is None:
+            return None
+        if not found.threshold <= MAX_DURATION:
+            # No call lasts longer: the test could not have called any value a regression.
+            note = (
+                "not tested: the earlier runs spread so widely that a regression would have to "
+                "exceed 24 h, the longest a call can take"
+            )
+            return NumberDelta(number=number, base=found.center, head=head, note=note)
+        return NumberDelta(
+            number=number,
+            base=found.center,
+            head=head,
+            regressed=found.regressed,
+            outcome="regressed" if found.regressed else "not regressed",
+            bound=found.bound,
+            threshold=found.threshold,
+        )
+
+    def _error_rate(self, head: float) -> NumberDelta:
+        failed, calls = self._pooled()
+        found = error_rate_regression(
+            sum(not s.ok for s in self.samples),
+            max(len(self.samples), 1),
+            failed,
+            max(calls, 1),
+            max_relative=self.plan.limit.relative or 0.0,
+            alpha=self.plan.alpha,
+        )
+        return NumberDelta(
+            number="error_rate",
+            base=self.base("error_rate"),
+            head=head,
+            regressed=found.outcome.value == "regressed",
+            note=found.note,
+            interval=(found.ratio_interval.low, found.ratio_interval.high),
+            decided=found.outcome.value != "undecided",
+            outcome=found.outcome.value,
+        )
 
 
 def _center(values: Sequence[float], limit: RegressionLimit) -> float | None:
@@ -400,38 +439,3 @@ def _center(values: Sequence[float], limit: RegressionLimit) -> float | None:
     if (limit.relative is not None or limit.absolute is None) and min(values) > 0:
         return math.exp(math.fsum(math.log(v) for v in values) / len(values))
     return math.fsum(values) / len(values)
-
-
-def _error_rate(
-    plan: HistoryPlan,
-    history: TargetHistory,
-    samples: Sequence[Sample],
-    numbers: Numbers,
-    center: float | None,
-    *,
-    tested: bool,
-) -> NumberDelta:
-    calls = sum(len(run.samples) for run in history.runs)
-    failed = sum(not s.ok for run in history.runs for s in run.samples)
-    pooled = failed / calls if calls else center
-    if not tested:
-        note = "not tested: it has no budget (only gated numbers are tested)"
-        return NumberDelta(number="error_rate", base=pooled, head=numbers.error_rate, note=note)
-    found = error_rate_regression(
-        sum(not s.ok for s in samples),
-        max(len(samples), 1),
-        failed,
-        max(calls, 1),
-        max_relative=plan.limit.relative or 0.0,
-        alpha=plan.alpha,
-    )
-    return NumberDelta(
-        number="error_rate",
-        base=pooled,
-        head=numbers.error_rate,
-        regressed=found.outcome.value == "regressed",
-        note=found.note,
-        interval=(found.ratio_interval.low, found.ratio_interval.high),
-        decided=found.outcome.value != "undecided",
-        outcome=found.outcome.value,
-    )
