@@ -88,94 +88,11 @@ def parse_settings(
     problems: list[InputProblem] = []
     known = set(TARGET_KEYS) | set(ACTION_KEYS) | set(SEVERAL_KEYS) | set(HISTORY_KEYS)
     problems += [InputProblem(k, "unknown input") for k in sorted(set(inputs) - known)]
-
-    comment = inputs.get("comment", "auto").strip().lower()
-    if comment not in COMMENT_MODES:
-        problems.append(
-            InputProblem("comment", f"expected one of {', '.join(COMMENT_MODES)}; got {comment!r}")
-        )
-    flags: dict[str, bool] = {}
-    for key in ("summary", "fail-on-breach"):
-        # The same grammar as every other flag (stream, insecure, ...): true/false, yes/no, 1/0.
-        try:
-            flags[key] = parse_bool(inputs[key]) if key in inputs else True
-        except ValueError as exc:
-            problems.append(InputProblem(key, str(exc)))
-            flags[key] = True
-
-    raw: dict[str, str | list[str] | None] = {
-        k: v for k, v in inputs.items() if k in TARGET_KEYS and k not in MULTI_LINE_KEYS
-    }
-    for key in MULTI_LINE_KEYS:
-        raw[key] = inputs.get(key, "").splitlines()
-    targets: list[Target] = []
-    try:
-        if "targets" in inputs:
-            if "url" in inputs:
-                raise ConfigError.single("targets", "give `url` or `targets`, not both")
-            # The other inputs (their defaults included) fill what the file leaves out.
-            given = {k: v for k, v in raw.items() if k not in {"url", "name"}}
-            targets = load_targets(
-                workspace / inputs["targets"],
-                given=given,
-                environ=os.environ if environ is None else environ,
-                root=workspace,
-            )
-        else:
-            targets = [build_target(raw, base_dir=workspace, root=workspace)]
-        if "proxy" not in inputs:
-            env = os.environ if environ is None else environ
-            targets = [with_environment_proxy(t, env) for t in targets]
-    except ConfigError as exc:
-        problems += exc.problems
+    comment, flags = _report_modes(inputs, problems)
+    targets = _targets(inputs, workspace, environ, problems)
     if in_container:
-        for target in targets:
-            for field, message in loopback_problems(target):
-                where = (
-                    f"targets ({inputs['targets']}): target {target.name!r}, {field}"
-                    if "targets" in inputs
-                    else field
-                )
-                problems.append(InputProblem(where, message))
-    plan: BaselinePlan | None = None
-    side_by_side = any(t.baseline_url is not None for t in targets)
-    limit = DEFAULT_LIMIT
-    max_regression = None
-    if "max-regression" in inputs:
-        try:
-            limit = max_regression = parse_max_regression(inputs["max-regression"])
-        except ValueError as exc:
-            problems.append(InputProblem("max-regression", str(exc)))
-        if not ({"baseline", "history"} & set(inputs)) and not side_by_side:
-            problems.append(
-                InputProblem(
-                    "max-regression",
-                    "needs `baseline`, `baseline-url` or `history` to compare with",
-                )
-            )
-    compared = [k for k in ("baseline", "history") if k in inputs]
-    if side_by_side:
-        compared.append("baseline-url")
-    if len(compared) > 1:
-        shown = " and ".join(f"`{k}`" for k in compared)
-        problems.append(
-            InputProblem(
-                compared[-1],
-                f"give one of `baseline` (an earlier run's result), `baseline-url` (a base "
-                f"measured beside the head in this run) and `history`, not {shown}: a run makes "
-                "one comparison",
-            )
-        )
-    elif "baseline" in inputs and targets:
-        baseline_path = workspace / inputs["baseline"]
-        try:
-            try:  # the baseline is read only inside the workspace, like every other file
-                confined(baseline_path, workspace)
-            except ValueError as exc:
-                raise ConfigError.single("baseline", str(exc)) from None
-            plan = plan_baseline(targets, baseline_path, limit, option="baseline")
-        except ConfigError as exc:
-            problems += exc.problems
+        problems += _loopback_problems(inputs, targets)
+    plan, limit, max_regression = _comparison(inputs, workspace, targets, problems)
     history, history_options, history_warnings = _history(inputs, workspace, targets, limit)
     problems += history_warnings.problems
     # Named by the user: that one file and nothing beside it. Left to the action: its own
@@ -212,6 +129,138 @@ def parse_settings(
         history_options=history_options,
         history_warnings=history_warnings.warnings,
     )
+
+
+def _report_modes(
+    inputs: Mapping[str, str], problems: list[InputProblem]
+) -> tuple[str, dict[str, bool]]:
+    """`comment`, and the flags `summary` and `fail-on-breach` (true when not given)."""
+    comment = inputs.get("comment", "auto").strip().lower()
+    if comment not in COMMENT_MODES:
+        problems.append(
+            InputProblem("comment", f"expected one of {', '.join(COMMENT_MODES)}; got {comment!r}")
+        )
+    flags: dict[str, bool] = {}
+    for key in ("summary", "fail-on-breach"):
+        # The same grammar as every other flag (stream, insecure, ...): true/false, yes/no, 1/0.
+        try:
+            flags[key] = parse_bool(inputs[key]) if key in inputs else True
+        except ValueError as exc:
+            problems.append(InputProblem(key, str(exc)))
+            flags[key] = True
+    return comment, flags
+
+
+def _targets(
+    inputs: Mapping[str, str],
+    workspace: Path,
+    environ: Mapping[str, str] | None,
+    problems: list[InputProblem],
+) -> list[Target]:
+    """The one target of the inputs, or the targets file's (the inputs fill in what it omits),
+    each with the environment's proxy unless `proxy` was given; none when a problem is found."""
+    raw: dict[str, str | list[str] | None] = {
+        k: v for k, v in inputs.items() if k in TARGET_KEYS and k not in MULTI_LINE_KEYS
+    }
+    for key in MULTI_LINE_KEYS:
+        raw[key] = inputs.get(key, "").splitlines()
+    targets: list[Target] = []
+    try:
+        if "targets" in inputs:
+            if "url" in inputs:
+                raise ConfigError.single("targets", "give `url` or `targets`, not both")
+            # The other inputs (their defaults included) fill what the file leaves out.
+            given = {k: v for k, v in raw.items() if k not in {"url", "name"}}
+            targets = load_targets(
+                workspace / inputs["targets"],
+                given=given,
+                environ=os.environ if environ is None else environ,
+                root=workspace,
+            )
+        else:
+            targets = [build_target(raw, base_dir=workspace, root=workspace)]
+        if "proxy" not in inputs:
+            env = os.environ if environ is None else environ
+            targets = [with_environment_proxy(t, env) for t in targets]
+    except ConfigError as exc:
+        problems += exc.problems
+    return targets
+
+
+def _loopback_problems(inputs: Mapping[str, str], targets: list[Target]) -> list[InputProblem]:
+    """In the Docker action's container: each target's loopback URL, which would reach the
+    container itself."""
+    problems = []
+    for target in targets:
+        for field, message in loopback_problems(target):
+            where = (
+                f"targets ({inputs['targets']}): target {target.name!r}, {field}"
+                if "targets" in inputs
+                else field
+            )
+            problems.append(InputProblem(where, message))
+    return problems
+
+
+def _comparison(
+    inputs: Mapping[str, str],
+    workspace: Path,
+    targets: list[Target],
+    problems: list[InputProblem],
+) -> tuple[BaselinePlan | None, RegressionLimit, RegressionLimit | None]:
+    """The baseline file read (`baseline`), the regression limit, and the limit as given: one
+    comparison a run (an earlier run, a base measured beside the head, or a history)."""
+    plan: BaselinePlan | None = None
+    side_by_side = any(t.baseline_url is not None for t in targets)
+    limit = DEFAULT_LIMIT
+    max_regression = None
+    if "max-regression" in inputs:
+        try:
+            limit = max_regression = parse_max_regression(inputs["max-regression"])
+        except ValueError as exc:
+            problems.append(InputProblem("max-regression", str(exc)))
+        if not ({"baseline", "history"} & set(inputs)) and not side_by_side:
+            problems.append(
+                InputProblem(
+                    "max-regression",
+                    "needs `baseline`, `baseline-url` or `history` to compare with",
+                )
+            )
+    compared = [k for k in ("baseline", "history") if k in inputs]
+    if side_by_side:
+        compared.append("baseline-url")
+    if len(compared) > 1:
+        shown = " and ".join(f"`{k}`" for k in compared)
+        problems.append(
+            InputProblem(
+                compared[-1],
+                f"give one of `baseline` (an earlier run's result), `baseline-url` (a base "
+                f"measured beside the head in this run) and `history`, not {shown}: a run makes "
+                "one comparison",
+            )
+        )
+    elif "baseline" in inputs and targets:
+        plan = _baseline(workspace / inputs["baseline"], workspace, targets, limit, problems)
+    return plan, limit, max_regression
+
+
+def _baseline(
+    baseline_path: Path,
+    workspace: Path,
+    targets: list[Target],
+    limit: RegressionLimit,
+    problems: list[InputProblem],
+) -> BaselinePlan | None:
+    """The baseline file, read only inside the workspace, like every other file."""
+    try:
+        try:
+            confined(baseline_path, workspace)
+        except ValueError as exc:
+            raise ConfigError.single("baseline", str(exc)) from None
+        return plan_baseline(targets, baseline_path, limit, option="baseline")
+    except ConfigError as exc:
+        problems += exc.problems
+    return None
 
 
 @dataclass
