@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -123,97 +124,50 @@ def _build(
     environ: Mapping[str, str],
     root: Path | None,
 ) -> list[Target]:
-    def where(path: PathKey) -> str:
-        line = line_of(lines, path)
-        return f"{name}:{line}" if line is not None else name
-
-    def problem(path: PathKey, label: str, message: str) -> InputProblem:
-        return InputProblem(f"{where(path)}: {label}", message)
-
+    sheet = _Sheet(lines, name, given=given, environ=environ, base_dir=base_dir, root=root)
     if not isinstance(data, dict):
         raise ConfigError(
-            [problem((), "file", "expected a mapping with `targets:` (and optional `defaults:`)")]
+            [
+                sheet.problem(
+                    (), "file", "expected a mapping with `targets:` (and optional `defaults:`)"
+                )
+            ]
         )
     problems = [
-        problem((key,), str(key), f"unknown section; expected {' or '.join(TOP_LEVEL_KEYS)}")
+        sheet.problem((key,), str(key), f"unknown section; expected {' or '.join(TOP_LEVEL_KEYS)}")
         for key in data
         if key not in TOP_LEVEL_KEYS
     ]
-
-    defaults: Raw = {}
-    raw_defaults = data.get("defaults", {})
-    if not isinstance(raw_defaults, dict):
-        problems.append(problem(("defaults",), "defaults", "expected a mapping of settings"))
-    else:
-        for key, value in raw_defaults.items():
-            path: PathKey = ("defaults", key)
-            if key == COST_KEY:
-                problems.append(problem(path, f"defaults.{key}", "a cost belongs to each target"))
-                continue
-            try:
-                defaults[str(key)] = _raw_value(str(key), value, environ)
-            except ValueError as exc:
-                problems.append(problem(path, f"defaults.{key}", str(exc)))
-
+    sheet.defaults = _defaults(data.get("defaults", {}), sheet, problems)
     entries = data.get("targets")
     if not isinstance(entries, list) or not entries:
         problems.append(
-            problem(("targets",), "targets", "expected a list of targets, cheapest first")
+            sheet.problem(("targets",), "targets", "expected a list of targets, cheapest first")
         )
         raise ConfigError(problems)
     if len(entries) > MAX_TARGETS:
         problems.append(
-            problem(("targets",), "targets", f"at most {MAX_TARGETS} targets, got {len(entries)}")
+            sheet.problem(
+                ("targets",), "targets", f"at most {MAX_TARGETS} targets, got {len(entries)}"
+            )
         )
-
     targets: list[Target] = []
     seen: dict[str, int] = {}
     for index, entry in enumerate(entries):
         at: PathKey = ("targets", index)
         if not isinstance(entry, dict):
-            problems.append(problem(at, f"targets[{index}]", "expected a mapping of settings"))
+            problems.append(
+                sheet.problem(at, f"targets[{index}]", "expected a mapping of settings")
+            )
             continue
         label = f"target {entry.get('name')!r}" if entry.get("name") else f"targets[{index}]"
-        raw: Raw = {}
-        entry_problems: list[InputProblem] = []
-        cost: str | None = None
-        for key, value in entry.items():
-            try:
-                if key == COST_KEY:
-                    cost = _scalar(value, environ).strip() or None
-                else:
-                    raw[str(key)] = _raw_value(str(key), value, environ)
-            except ValueError as exc:
-                entry_problems.append(problem((*at, key), f"{label}, {key}", str(exc)))
-        if "name" not in raw:
-            entry_problems.append(problem(at, label, "needs a `name`, shown as its column"))
-
-        def spelled(
-            key: str, at: PathKey = at, label: str = label, entry: dict[Any, Any] = entry
-        ) -> str:
-            # Name the setting where it was written: this target, the defaults, or beside the file.
-            if key in entry or (key not in defaults and key not in given):
-                return f"{where((*at, key))}: {label}, {key}"
-            if key in defaults:
-                return f"{where(('defaults', key))}: defaults.{key} (for {label})"
-            return f"{key} (for {label})"
-
-        try:
-            merged_defaults = {**given, **defaults}
-            target = build_target(
-                raw, spelled, base_dir=base_dir, defaults=merged_defaults, root=root
-            )
-        except ConfigError as exc:
-            entry_problems += exc.problems
-        else:
-            if not entry_problems:
-                targets.append(target.model_copy(update={"cost": cost}))
-        problems += entry_problems
-        target_name = str(raw.get("name") or "").strip()
+        target, target_name = _target(sheet, at, label, entry, problems)
+        if target is not None:
+            targets.append(target)
         if target_name:
             if target_name in seen:
                 problems.append(
-                    problem(
+                    sheet.problem(
                         (*at, "name"),
                         f"{label}, name",
                         f"the name is already used by targets[{seen[target_name]}]; "
@@ -224,6 +178,101 @@ def _build(
     if problems:
         raise ConfigError(problems)
     return targets
+
+
+class _Sheet:
+    """A targets file being read: where each of its settings was written (file and line), and
+    what every target builds on (the settings given beside the file, the file's defaults)."""
+
+    def __init__(
+        self,
+        lines: Mapping[PathKey, int],
+        name: str,
+        *,
+        given: Raw,
+        environ: Mapping[str, str],
+        base_dir: Path | None,
+        root: Path | None,
+    ) -> None:
+        self.lines, self.name, self.given, self.environ = lines, name, given, environ
+        self.base_dir, self.root = base_dir, root
+        self.defaults: Raw = {}
+
+    def where(self, path: PathKey) -> str:
+        line = line_of(self.lines, path)
+        return f"{self.name}:{line}" if line is not None else self.name
+
+    def problem(self, path: PathKey, label: str, message: str) -> InputProblem:
+        return InputProblem(f"{self.where(path)}: {label}", message)
+
+    def spelled(self, at: PathKey, label: str, entry: Mapping[Any, Any], key: str) -> str:
+        """Setting `key` of the target at `at` named where it was written: this target, the
+        defaults, or beside the file."""
+        if key in entry or (key not in self.defaults and key not in self.given):
+            return f"{self.where((*at, key))}: {label}, {key}"
+        if key in self.defaults:
+            return f"{self.where(('defaults', key))}: defaults.{key} (for {label})"
+        return f"{key} (for {label})"
+
+
+def _defaults(raw_defaults: Any, sheet: _Sheet, problems: list[InputProblem]) -> Raw:
+    """The file's `defaults:`, each value as the CLI would have been given it."""
+    defaults: Raw = {}
+    if not isinstance(raw_defaults, dict):
+        problems.append(sheet.problem(("defaults",), "defaults", "expected a mapping of settings"))
+        return defaults
+    for key, value in raw_defaults.items():
+        path: PathKey = ("defaults", key)
+        if key == COST_KEY:
+            problems.append(sheet.problem(path, f"defaults.{key}", "a cost belongs to each target"))
+            continue
+        try:
+            defaults[str(key)] = _raw_value(str(key), value, sheet.environ)
+        except ValueError as exc:
+            problems.append(sheet.problem(path, f"defaults.{key}", str(exc)))
+    return defaults
+
+
+def _target(
+    sheet: _Sheet,
+    at: PathKey,
+    label: str,
+    entry: dict[Any, Any],
+    problems: list[InputProblem],
+) -> tuple[Target | None, str]:
+    """One entry of `targets:` built (None when it has a problem, said in `problems`), and the
+    name it gives (or "")."""
+    raw: Raw = {}
+    entry_problems: list[InputProblem] = []
+    cost: str | None = None
+    for key, value in entry.items():
+        try:
+            if key == COST_KEY:
+                cost = _scalar(value, sheet.environ).strip() or None
+            else:
+                raw[str(key)] = _raw_value(str(key), value, sheet.environ)
+        except ValueError as exc:
+            entry_problems.append(sheet.problem((*at, key), f"{label}, {key}", str(exc)))
+    if "name" not in raw:
+        entry_problems.append(sheet.problem(at, label, "needs a `name`, shown as its column"))
+
+    built: Target | None = None
+    try:
+        merged_defaults = {**sheet.given, **sheet.defaults}
+        target = build_target(
+            raw,
+            partial(sheet.spelled, at, label, entry),
+            base_dir=sheet.base_dir,
+            defaults=merged_defaults,
+            root=sheet.root,
+        )
+    except ConfigError as exc:
+        entry_problems += exc.problems
+    else:
+        if not entry_problems:
+            built = target.model_copy(update={"cost": cost})
+    problems += entry_problems
+    return built, str(raw.get("name") or "").strip()
 
 
 def _scalar(value: Any, environ: Mapping[str, str]) -> str:
