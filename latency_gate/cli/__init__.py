@@ -1,6 +1,7 @@
 """The command line: `latency-gate probe | merge | quick | demo | demo-server`.
 
 `main` is the click group (cli/app.py); importing the command modules registers their commands.
+`probe`'s own options and the headings of its `--help` are declared in cli/probe_options.py.
 """
 
 from latency_gate.cli import demo, probe
