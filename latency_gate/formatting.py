@@ -18,6 +18,7 @@ __all__ = [
     "fmt_interval",
     "fmt_level",
     "fmt_percent",
+    "fmt_rate",
     "fmt_ratio",
     "fmt_value",
     "fmt_value_beside",
@@ -73,6 +74,15 @@ def fmt_percent(fraction: float | None) -> str:
         return f"{percent:.1f} %"
     decimals = 1 - math.floor(math.log10(abs(percent)))
     return f"{percent:.{decimals}f} %"
+
+
+def fmt_rate(rate: float | None) -> str:
+    """ "5/s", "0.42/s", "12.5/s": three significant digits."""
+    if rate is None:
+        return "—"
+    if rate >= 100:
+        return f"{rate:,.0f}/s"
+    return f"{float(f'{rate:.3g}'):g}/s"
 
 
 # Past this many times, a ratio says "over": a base of a few nanoseconds (or 5e-324 s, which a
@@ -208,7 +218,7 @@ def fmt_value(value: float | None, number: str) -> str:
     duration for the rest."""
     if number == "capacity":
         return "—" if value is None else f"{value:,.0f} at once"
-    if number == "goodput":  # requests a second (config/rate_plan.fmt_rate)
+    if number == "goodput":  # requests a second (cf. fmt_rate)
         return "—" if value is None else f"{float(f'{value:.3g}'):,g}/s"
     if number.startswith("tokens_"):  # the answers' length
         return "—" if value is None else f"{value:,.0f} tokens"

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from latency_gate.config.parsing import parse_count, parse_duration, shown
-from latency_gate.formatting import plural
+from latency_gate.formatting import fmt_rate, plural
 
 if TYPE_CHECKING:
     from latency_gate.config.target import Budget
@@ -44,7 +44,6 @@ __all__ = [
     "RATE_WARMUP",
     "GoodputPlan",
     "LevelLength",
-    "fmt_rate",
     "goodput_plan",
     "goodput_problems",
     "hold_calls",
@@ -127,15 +126,6 @@ def parse_arrivals(text: str) -> str:
     if choice not in ARRIVALS:
         raise ValueError(f"expected poisson or constant, got {shown(text)}")
     return choice
-
-
-def fmt_rate(rate: float | None) -> str:
-    """ "5/s", "0.42/s", "12.5/s": three significant digits."""
-    if rate is None:
-        return "—"
-    if rate >= 100:
-        return f"{rate:,.0f}/s"
-    return f"{float(f'{rate:.3g}'):g}/s"
 
 
 class _Rated(Protocol):

@@ -17,8 +17,7 @@ from latency_gate.assess.load.goodput_said import (
     littles_law,
     rate_headline,
 )
-from latency_gate.config.rate_plan import fmt_rate
-from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
+from latency_gate.formatting import fmt_duration, fmt_rate, fmt_value_beside, plural
 from latency_gate.models import Goodput, RateLevel, RunResult
 from latency_gate.report.trend import BUDGET_REACH, CHART_HEIGHT, bar_chart
 

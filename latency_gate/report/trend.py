@@ -22,8 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from operator import attrgetter
 
-from latency_gate.config.rate_plan import fmt_rate
-from latency_gate.formatting import fmt_duration, plural
+from latency_gate.formatting import fmt_duration, fmt_rate, plural
 from latency_gate.models import HistoryRun, RunResult
 from latency_gate.report.rows import NUMBER_LABELS
 

@@ -46,12 +46,12 @@ from latency_gate.config.rate_plan import (
     RATE_PRECISION,
     RATE_STEPS,
     GoodputPlan,
-    fmt_rate,
     goodput_plan,
     hold_calls,
     rate_room,
 )
 from latency_gate.config.search import LevelOutcome
+from latency_gate.formatting import fmt_rate
 from latency_gate.models import CallPhase, Goodput, RateLevel, Sample
 
 __all__ = ["RateAsk", "RateRun", "RateSearch", "start_rate", "start_rates"]

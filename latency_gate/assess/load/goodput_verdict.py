@@ -40,9 +40,8 @@ from latency_gate.assess.load.goodput_said import (
     near_levels,
     near_span,
 )
-from latency_gate.config.rate_plan import fmt_rate
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.formatting import fmt_duration, fmt_percent, plural
+from latency_gate.formatting import fmt_duration, fmt_percent, fmt_rate, plural
 from latency_gate.models import Check, Goodput, NumberDelta, RateLevel, Sample
 
 __all__ = ["goodput_checks", "goodput_delta"]
