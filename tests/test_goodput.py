@@ -21,8 +21,9 @@ from latency_gate.assess.load.goodput_said import goodput_headline, littles_law
 from latency_gate.assess.load.goodput_verdict import goodput_checks, goodput_delta
 from latency_gate.assess.maths.sequential import Decision
 from latency_gate.config import Target, build_target
+from latency_gate.config.parsing import parse_rate, parse_rate_for
 from latency_gate.config.plan import effective_max_calls, plan_warnings
-from latency_gate.config.rate_plan import goodput_plan, hold_calls, parse_rate, parse_rate_for
+from latency_gate.config.rate_plan import goodput_plan, hold_calls
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.targets_file import parse_targets
 from latency_gate.errors import ConfigError

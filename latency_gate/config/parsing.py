@@ -1,4 +1,5 @@
-"""Raw strings to values: durations, fractions, counts, flags, URLs, bodies and answer formats.
+"""Raw strings to values: durations, fractions, counts, flags, URLs, bodies, answer formats and
+rates.
 
 Each parser takes the text a user wrote and returns a plain value, or raises ValueError with a
 message saying what was expected; `latency_gate.config.build_target` collects those messages,
@@ -20,6 +21,7 @@ import httpx
 
 from latency_gate.config.files import read_input_file
 from latency_gate.config.json_data import load_json
+from latency_gate.config.rate_plan import RATE_LEVEL_CALLS
 
 REDACTED = "***"
 
@@ -361,3 +363,75 @@ def parse_label(text: str) -> str | None:
     except UnicodeEncodeError:
         raise ValueError("is not valid UTF-8 text (check the shell's encoding)") from None
     return text.strip() or None
+
+
+# Calls at a rate (`--rate`, `--rate-for`, `--arrivals`, `--min-rate`, `--goodput-time`).
+ARRIVALS = ("poisson", "constant")
+LARGEST_RATE = 10_000.0  # requests a second: above what any one process sends
+_RATE = re.compile(
+    r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?:/\s*(?P<unit>s|sec|second|m|min|minute|h|hour))?\s*$",
+    re.IGNORECASE,
+)
+_PER = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
+_PER |= {"h": 3600.0, "hour": 3600.0}
+_CALLS = re.compile(r"^\s*(?P<num>\d+)\s*(?:calls?)?\s*$", re.IGNORECASE)
+
+
+def parse_rate(text: str) -> float:
+    """`5/s`, `300/min`, `0.5` (a second) to requests a second, above 0 and at most 10,000."""
+    match = _RATE.match(text)
+    if match is None:
+        raise ValueError(
+            f"expected a rate such as 5/s, 300/min or 0.5 (requests a second), got {shown(text)}"
+        )
+    rate = float(match["num"]) / _PER[(match["unit"] or "s").lower()]
+    if not 0 < rate <= LARGEST_RATE:
+        raise ValueError(
+            f"expected a rate above 0 and at most {LARGEST_RATE:,.0f}/s (more than one process "
+            f"sends), got {shown(text)}"
+        )
+    return rate
+
+
+def parse_min_rate(text: str) -> float | None:
+    """A rate, or empty/off for none (the goodput is reported, not gated)."""
+    return None if text.strip().lower() in {"", "none", "off"} else parse_rate(text)
+
+
+def parse_rate_for(text: str) -> tuple[int | None, float | None]:
+    """How long a level at a rate lasts: (calls, None) for `200` or `200 calls`, (None, seconds)
+    for a duration such as `60s` or `2m`, (None, None) for auto."""
+    if text.strip().lower() in {"", "auto"}:
+        return None, None
+    match = _CALLS.match(text)
+    if match is not None:
+        calls = parse_count(match["num"])
+        if calls > RATE_LEVEL_CALLS * 100:
+            raise ValueError(f"expected at most {RATE_LEVEL_CALLS * 100:,} calls, got {calls:,}")
+        return calls, None
+    try:
+        seconds = parse_duration(text)
+    except ValueError:
+        raise ValueError(
+            f"expected a number of calls (200), a duration (60s, 2m) or auto, got {shown(text)}"
+        ) from None
+    if seconds <= 0:
+        raise ValueError(f"expected a duration above zero, got {shown(text)}")
+    return None, seconds
+
+
+def parse_arrivals(text: str) -> str:
+    choice = text.strip().lower()
+    if choice not in ARRIVALS:
+        raise ValueError(f"expected poisson or constant, got {shown(text)}")
+    return choice
+
+
+def parse_goodput_time(text: str) -> float | None:
+    """A duration, or auto (the search's worst case, worked out before the first call)."""
+    if text.strip().lower() in {"", "auto"}:
+        return None
+    seconds = parse_duration(text)
+    if seconds <= 0:
+        raise ValueError(f"expected a duration above zero or auto, got {text!r}")
+    return seconds

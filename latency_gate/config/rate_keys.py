@@ -1,29 +1,26 @@
 """The settings of calls at a rate, as the builder (build.py) takes them: their input names,
-their parsers, and what one implies of another (a minimum rate is a search to make)."""
+the parser of each (config/parsing.py's), and what one implies of another (a minimum rate is a
+search to make)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
-from latency_gate.config.parsing import parse_bool, parse_duration
-from latency_gate.config.rate_plan import parse_arrivals, parse_min_rate, parse_rate, parse_rate_for
+from latency_gate.config.parsing import (
+    parse_arrivals,
+    parse_bool,
+    parse_goodput_time,
+    parse_min_rate,
+    parse_rate,
+    parse_rate_for,
+)
 
 __all__ = ["RATE_KEYS", "settle_rates", "take_rates"]
 
 RATE_KEYS = ("rate", "arrivals", "rate-for", "goodput", "min-rate", "goodput-time")
 
 Take = Callable[..., None]
-
-
-def _goodput_time(text: str) -> float | None:
-    """A duration, or auto (the search's worst case, worked out before the first call)."""
-    if text.strip().lower() in {"", "auto"}:
-        return None
-    seconds = parse_duration(text)
-    if seconds <= 0:
-        raise ValueError(f"expected a duration above zero or auto, got {text!r}")
-    return seconds
 
 
 def take_rates(take: Take) -> None:
@@ -33,7 +30,7 @@ def take_rates(take: Take) -> None:
     take("rate-for", parse_rate_for, "rate_for")
     take("goodput", parse_bool)
     take("min-rate", parse_min_rate)
-    take("goodput-time", _goodput_time)
+    take("goodput-time", parse_goodput_time)
 
 
 def settle_rates(fields: dict[str, Any]) -> None:

@@ -1,5 +1,5 @@
-"""Calls at a rate (`--rate`, `--goodput`): the settings' parsers, and what one level and the
-goodput search cost in calls and seconds, worked out before the first call.
+"""Calls at a rate (`--rate`, `--goodput`): what one level and the goodput search cost in calls
+and seconds, worked out before the first call (the settings' parsers are config/parsing.py's).
 
 A level at a rate r: calls arrive open-loop (Poisson by default) for a while; each call's
 latency counts from when it was due. Its length is in units of the budget (`max-concurrent-p95`,
@@ -22,18 +22,15 @@ docs/statistics.md ("Goodput") has why these lengths and what they buy, from sim
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
-from latency_gate.config.parsing import parse_count, parse_duration, shown
 from latency_gate.formatting import fmt_rate, plural
 
 if TYPE_CHECKING:
     from latency_gate.config.target import Budget
 
 __all__ = [
-    "ARRIVALS",
     "RATE_HOLD",
     "RATE_IN_FLIGHT",
     "RATE_JUDGED",
@@ -48,17 +45,12 @@ __all__ = [
     "goodput_problems",
     "hold_calls",
     "level_length",
-    "parse_arrivals",
-    "parse_min_rate",
-    "parse_rate",
-    "parse_rate_for",
     "rate_room",
     "rate_warnings",
     "rate_worst_calls",
     "search_levels",
 ]
 
-ARRIVALS = ("poisson", "constant")
 RATE_WARMUP = 3.0  # budgets of arrivals made, not judged: the queue fills from idle
 RATE_HOLD = 60.0  # budgets of judged arrivals before a level may hold
 RATE_SPAN = 90.0  # budgets of judged arrivals at most
@@ -67,65 +59,6 @@ RATE_JUDGED = 130  # judged calls an auto-length level lasts for at least (LEVEL
 RATE_STEPS = 6  # doublings (or halvings) from the start rate, at most
 RATE_PRECISION = 1.1  # bisect until broke / held is at most this
 RATE_IN_FLIGHT = 256  # calls in flight at once, at most (a connection each)
-LARGEST_RATE = 10_000.0  # requests a second: above what any one process sends
-
-_RATE = re.compile(
-    r"^\s*(?P<num>\d+(?:\.\d*)?|\.\d+)\s*(?:/\s*(?P<unit>s|sec|second|m|min|minute|h|hour))?\s*$",
-    re.IGNORECASE,
-)
-_PER = {"s": 1.0, "sec": 1.0, "second": 1.0, "m": 60.0, "min": 60.0, "minute": 60.0}
-_PER |= {"h": 3600.0, "hour": 3600.0}
-_CALLS = re.compile(r"^\s*(?P<num>\d+)\s*(?:calls?)?\s*$", re.IGNORECASE)
-
-
-def parse_rate(text: str) -> float:
-    """`5/s`, `300/min`, `0.5` (a second) to requests a second, above 0 and at most 10,000."""
-    match = _RATE.match(text)
-    if match is None:
-        raise ValueError(
-            f"expected a rate such as 5/s, 300/min or 0.5 (requests a second), got {shown(text)}"
-        )
-    rate = float(match["num"]) / _PER[(match["unit"] or "s").lower()]
-    if not 0 < rate <= LARGEST_RATE:
-        raise ValueError(
-            f"expected a rate above 0 and at most {LARGEST_RATE:,.0f}/s (more than one process "
-            f"sends), got {shown(text)}"
-        )
-    return rate
-
-
-def parse_min_rate(text: str) -> float | None:
-    """A rate, or empty/off for none (the goodput is reported, not gated)."""
-    return None if text.strip().lower() in {"", "none", "off"} else parse_rate(text)
-
-
-def parse_rate_for(text: str) -> tuple[int | None, float | None]:
-    """How long a level at a rate lasts: (calls, None) for `200` or `200 calls`, (None, seconds)
-    for a duration such as `60s` or `2m`, (None, None) for auto."""
-    if text.strip().lower() in {"", "auto"}:
-        return None, None
-    match = _CALLS.match(text)
-    if match is not None:
-        calls = parse_count(match["num"])
-        if calls > RATE_LEVEL_CALLS * 100:
-            raise ValueError(f"expected at most {RATE_LEVEL_CALLS * 100:,} calls, got {calls:,}")
-        return calls, None
-    try:
-        seconds = parse_duration(text)
-    except ValueError:
-        raise ValueError(
-            f"expected a number of calls (200), a duration (60s, 2m) or auto, got {shown(text)}"
-        ) from None
-    if seconds <= 0:
-        raise ValueError(f"expected a duration above zero, got {shown(text)}")
-    return None, seconds
-
-
-def parse_arrivals(text: str) -> str:
-    choice = text.strip().lower()
-    if choice not in ARRIVALS:
-        raise ValueError(f"expected poisson or constant, got {shown(text)}")
-    return choice
 
 
 class _Rated(Protocol):

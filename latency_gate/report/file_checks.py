@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from latency_gate.config.parsing import MAX_DURATION
-from latency_gate.config.rate_plan import LARGEST_RATE
+from latency_gate.config.parsing import LARGEST_RATE, MAX_DURATION
 from latency_gate.models import (
     BaselineCheck,
     Capacity,
