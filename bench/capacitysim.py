@@ -54,13 +54,9 @@ from latency_gate.assess.load.capacity_levels import (  # noqa: E402
 )
 from latency_gate.assess.load.capacity_verdict import capacity_check  # noqa: E402
 from latency_gate.assess.maths.sequential import Decision  # noqa: E402
-from latency_gate.config import plan  # noqa: E402
-from latency_gate.config.plan import (  # noqa: E402
-    DEFAULT_CAPACITY_MAX,
-    LOOK_WARM_CALLS,
-    MAX_LOOKS,
-    search_worst_calls,
-)
+from latency_gate.config.plan import levels  # noqa: E402
+from latency_gate.config.plan.needs import LOOK_WARM_CALLS, MAX_LOOKS  # noqa: E402
+from latency_gate.config.plan.search import DEFAULT_CAPACITY_MAX, search_worst_calls  # noqa: E402
 from latency_gate.models import CallPhase, Capacity, Sample  # noqa: E402
 
 SERVICE = 1.0
@@ -363,7 +359,7 @@ def table_levels() -> str:
             "near the budget",
             "neither: the p95 is too near the budget for the calls",
             "—",
-            f"undecided after {plan.LEVEL_CALLS} calls",
+            f"undecided after {levels.LEVEL_CALLS} calls",
         )
     )
     return "\n".join(lines)
@@ -386,10 +382,10 @@ def table_caps(runs: int) -> str:
         ),
         table_row("---", *["--:"] * 6),
     ]
-    kept = plan.LEVEL_CALLS
+    kept = levels.LEVEL_CALLS
     try:
         for calls in CAPS:
-            plan.LEVEL_CALLS = calls
+            levels.LEVEL_CALLS = calls
             import latency_gate.assess.load.capacity as capacity_module
 
             capacity_module.LEVEL_CALLS = calls  # type: ignore[attr-defined]
@@ -408,7 +404,7 @@ def table_caps(runs: int) -> str:
                 )
             )
     finally:
-        plan.LEVEL_CALLS = kept
+        levels.LEVEL_CALLS = kept
         import latency_gate.assess.load.capacity as capacity_module
 
         capacity_module.LEVEL_CALLS = kept  # type: ignore[attr-defined]

@@ -33,7 +33,8 @@ from latency_gate.assess.compare.baseline import BaselinePlan  # noqa: E402
 from latency_gate.assess.numbers import stats  # noqa: E402
 from latency_gate.assess.result import judge_samples  # noqa: E402
 from latency_gate.config import Budget  # noqa: E402
-from latency_gate.config.plan import DEFAULT_CAPACITY_MAX, effective_max_calls  # noqa: E402
+from latency_gate.config.plan.needs import effective_max_calls  # noqa: E402
+from latency_gate.config.plan.search import DEFAULT_CAPACITY_MAX  # noqa: E402
 from latency_gate.config.regression import RegressionLimit  # noqa: E402
 from latency_gate.models import (  # noqa: E402
     BaselineCheck,

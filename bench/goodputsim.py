@@ -49,8 +49,8 @@ from latency_gate.assess.load.capacity_levels import LevelLimits  # noqa: E402
 from latency_gate.assess.load.goodput import RateSearch, start_rate  # noqa: E402
 from latency_gate.assess.load.goodput_levels import OpenLevel, near_rates, rate_bracket  # noqa: E402
 from latency_gate.config import build_target  # noqa: E402
-from latency_gate.config.rate_plan import LevelLength, level_length  # noqa: E402
-from latency_gate.config.search import LevelOutcome  # noqa: E402
+from latency_gate.config.plan.levels import LevelLength, level_length  # noqa: E402
+from latency_gate.config.plan.search import LevelOutcome  # noqa: E402
 from latency_gate.measure.arrivals import LevelAsk, due_times  # noqa: E402
 from latency_gate.models import CallPhase, CallTimings, RateLevel, Sample  # noqa: E402
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 from gatesim import Endpoint, Outcome, Settings, lognormal, pareto, rng_for, run
 
-from latency_gate.config import plan
+from latency_gate.config.plan import hypotheses
 
 # --- failures in clumps ----------------------------------------------------------------------
 
@@ -44,15 +44,15 @@ def _error_tally(outs: Sequence[Outcome]) -> tuple[float, float, float, float]:
 
 
 def _allowing(endpoint: Endpoint, table: str, number: int, runs: int) -> list[Outcome]:
-    """Runs with the PASS allowing for clumps of ALLOWING calls (config.plan.ERROR_CLUMP) and
-    a cap that leaves it room."""
-    kept = plan.ERROR_CLUMP
-    plan.ERROR_CLUMP = ALLOWING
+    """Runs with the PASS allowing for clumps of ALLOWING calls
+    (config.plan.hypotheses.ERROR_CLUMP) and a cap that leaves it room."""
+    kept = hypotheses.ERROR_CLUMP
+    hypotheses.ERROR_CLUMP = ALLOWING
     try:
         settings = Settings(max_calls=ALLOWING_CAP)
         return [run(endpoint, rng_for(table, number, i), settings) for i in range(runs)]
     finally:
-        plan.ERROR_CLUMP = kept
+        hypotheses.ERROR_CLUMP = kept
 
 
 def table_clumps(runs: int, progress: Callable[[str], None]) -> str:

@@ -267,7 +267,7 @@ def table_caps(runs: int) -> str:
         "| healthy: run red (fail) | healthy: calls |",
         "|---|---|---|---|---|",
     ]
-    from latency_gate.config.plan import calls_needed
+    from latency_gate.config.plan.needs import calls_needed
 
     minimum = calls_needed(Budget(), warm_calls=20, concurrency=10).minimum
     for number, cap in enumerate(CAPS):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from latency_gate.config import Target
 from latency_gate.config.files import read_bounded
-from latency_gate.config.rate_plan import RATE_IN_FLIGHT
+from latency_gate.config.plan.levels import RATE_IN_FLIGHT
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.measure import transport

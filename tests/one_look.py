@@ -15,7 +15,7 @@ def one_look(calls: int) -> dict[str, str]:
 
     `calls` is the cap the report names ("cap N calls"): the first look's own calls (1 cold +
     warm calls + one burst), since a cap is never spent past (a smaller one is refused before
-    any call when the counts are given, config/plan.py fit_first_look).
+    any call when the counts are given, config/plan/needs.py fit_first_look).
     """
     return {"max-calls": str(calls), "on-undecided": "pass"}
 
@@ -25,7 +25,7 @@ def one_look_args(calls: int) -> tuple[str, ...]:
     return tuple(part for key, value in one_look(calls).items() for part in (f"--{key}", value))
 
 
-# A run capped under what its checks can need says so (config/plan.py); tests that pin one look
+# A run capped under what its checks can need says so (config/plan/); tests that pin one look
 # take that warning as given.
 CAP_WARNING = "max-calls "
 

@@ -20,7 +20,8 @@ from fake_github import parse_github_output
 
 from latency_gate import action, cli
 from latency_gate.config import build_target
-from latency_gate.config.plan import effective_max_calls, needs_of, plan_warnings
+from latency_gate.config.plan.feasible import plan_warnings
+from latency_gate.config.plan.needs import effective_max_calls, needs_of
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError
 
@@ -304,7 +305,7 @@ def test_the_floors_least_calls_are_the_level_tests_own() -> None:
     ones the level's hold test passes on: one call fewer leaves it undecided."""
     from latency_gate.assess.load.capacity_levels import HOLD_TEST
     from latency_gate.assess.maths.sequential import Decision
-    from latency_gate.config.plan import search_least_calls
+    from latency_gate.config.plan.search import search_least_calls
 
     calls, level = search_least_calls(1, 2, 64)
     assert level == 2

@@ -15,8 +15,8 @@ from conftest import REPO_ROOT
 from latency_gate.assess.budget.clumps import Clumps
 from latency_gate.assess.load.capacity import CapacityRun, CapacitySearch, RunLevel, judged_again
 from latency_gate.assess.load.capacity_levels import LevelCalls, LevelLimits, judge_level
-from latency_gate.config.plan import LEVEL_CALLS, level_bursts, search_worst_calls
-from latency_gate.config.search import Bracket, LevelOutcome
+from latency_gate.config.plan.levels import LEVEL_CALLS, level_bursts
+from latency_gate.config.plan.search import Bracket, LevelOutcome, search_worst_calls
 from latency_gate.models import CallPhase, ErrorKind, Sample
 
 BUDGET = 1.0
@@ -136,7 +136,7 @@ def test_every_capacity_is_found_for_a_monotone_endpoint(start: int, maximum: in
 
 @pytest.mark.parametrize(("start", "maximum"), [(1, 16), (4, 24), (10, 40)])
 def test_the_plan_s_worst_case_is_the_search_s_costliest_path(start: int, maximum: int) -> None:
-    """config/plan.search_worst_calls (what `max-calls: auto` adds) is the most calls any
+    """config/plan/search.py search_worst_calls (what `max-calls: auto` adds) is the most calls any
     sequence of outcomes can make the search take, every level to its cap, the run's own level
     (which may take bursts of its own) included."""
     outcomes: tuple[LevelOutcome, ...] = ("held", "near", "broke")

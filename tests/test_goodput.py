@@ -22,8 +22,10 @@ from latency_gate.assess.load.goodput_verdict import goodput_checks, goodput_del
 from latency_gate.assess.maths.sequential import Decision
 from latency_gate.config import Target, build_target
 from latency_gate.config.parsing import parse_rate, parse_rate_for
-from latency_gate.config.plan import effective_max_calls, plan_warnings
-from latency_gate.config.rate_plan import goodput_plan, hold_calls
+from latency_gate.config.plan.feasible import plan_warnings
+from latency_gate.config.plan.hypotheses import hold_calls
+from latency_gate.config.plan.needs import effective_max_calls
+from latency_gate.config.plan.search import goodput_plan
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.targets_file import parse_targets
 from latency_gate.errors import ConfigError
@@ -272,7 +274,7 @@ def test_calls_over_the_budget_in_a_run_are_one_clump_of_evidence() -> None:
 
 def test_a_clean_level_holds_after_as_many_calls_as_before() -> None:
     """With no call over the budget the clumps change nothing: 90 clean calls hold (89 do not),
-    as the calls counted one by one do (config.rate_plan.hold_calls says so before a run)."""
+    as the calls counted one by one do (config.plan.hypotheses.hold_calls says so before a run)."""
     assert hold_calls() == 90
     assert clumped_decision([0.5] * 89, 1.0) is Decision.UNDECIDED
     assert clumped_decision([0.5] * 90, 1.0) is Decision.PASS

@@ -19,8 +19,8 @@ from latency_gate.assess.load.goodput_levels import OpenLevel, near_rates, rate_
 from latency_gate.assess.load.goodput_replay import goodput_again
 from latency_gate.assess.load.goodput_verdict import goodput_checks
 from latency_gate.config import build_target
-from latency_gate.config.plan import effective_max_calls
-from latency_gate.config.search import LevelOutcome
+from latency_gate.config.plan.needs import effective_max_calls
+from latency_gate.config.plan.search import LevelOutcome
 from latency_gate.models import Goodput, RateLevel, RunResult
 from latency_gate.report.goodput import goodput_view
 

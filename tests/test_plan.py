@@ -1,4 +1,4 @@
-"""What the checks need in calls, held against max-calls before the first call (config/plan.py),
+"""What the checks need in calls, held against max-calls before the first call (config/plan/),
 and what a run says when its cap was sized to fit or falls short of the checks' needs."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from click.testing import CliRunner, Result
 
 from latency_gate import cli
 from latency_gate.config import Budget, build_target
-from latency_gate.config.plan import (
+from latency_gate.config.plan.feasible import plan_warnings
+from latency_gate.config.plan.needs import (
     DEFAULT_MAX_CALLS,
     calls_needed,
     effective_max_calls,
     fit_first_look,
-    plan_warnings,
 )
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError

@@ -28,7 +28,7 @@ from latency_gate.assess.numbers import stats
 from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge
 from latency_gate.config import Budget
-from latency_gate.config.plan import effective_max_calls
+from latency_gate.config.plan.needs import effective_max_calls
 from latency_gate.models import CallPhase, Capacity, Numbers, RunResult, Sample
 
 __all__ = ["budget_of", "rejudge"]

@@ -32,7 +32,8 @@ from latency_gate.config import (
     redact_url,
     unsent_settings,
 )
-from latency_gate.config.plan import effective_max_calls, plan_warnings
+from latency_gate.config.plan.feasible import plan_warnings
+from latency_gate.config.plan.needs import effective_max_calls
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.models import (
     BaselineCheck,

@@ -26,14 +26,9 @@ from latency_gate.config.parsing import (
     parse_url,
     read_body,
 )
-from latency_gate.config.plan import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_WARM_CALLS,
-    fit_first_look,
-    plan_problems,
-)
+from latency_gate.config.plan.feasible import goodput_problems, plan_problems
+from latency_gate.config.plan.needs import DEFAULT_CONCURRENCY, DEFAULT_WARM_CALLS, fit_first_look
 from latency_gate.config.rate_keys import RATE_KEYS, settle_rates, take_rates
-from latency_gate.config.rate_plan import goodput_problems
 from latency_gate.config.request import (
     check_credentials,
     check_framing,
@@ -166,7 +161,7 @@ def build_target(
         fields["capacity"] = True  # a minimum to hold is a search to make
     settle_rates(fields)
     target = _validated(fields, spelled)
-    # What no run could decide (config/plan.py), refused before the first call.
+    # What no run could decide (config/plan/feasible.py), refused before the first call.
     undecidable = [InputProblem(spelled(key), text) for key, text in plan_problems(target)]
     undecidable += [InputProblem(spelled(key), text) for key, text in capacity_problems(target)]
     undecidable += [InputProblem(spelled(key), text) for key, text in goodput_problems(target)]
@@ -315,7 +310,7 @@ def _fit_first_look(
     problems: list[InputProblem],
 ) -> None:
     """A max-calls under the first look's calls fits the warm calls and the burst not given to
-    it (config/plan.py), or is refused before any call, naming the least it takes."""
+    it (config/plan/needs.py), or is refused before any call, naming the least it takes."""
     cap = fields.get("max_calls")
     if cap is None or any(
         merged.get(k) is not None and k.replace("-", "_") not in fields for k in _COUNTS

@@ -21,7 +21,7 @@ import httpx
 
 from latency_gate.config.files import read_input_file
 from latency_gate.config.json_data import load_json
-from latency_gate.config.rate_plan import RATE_LEVEL_CALLS
+from latency_gate.config.plan.levels import RATE_LEVEL_CALLS
 
 REDACTED = "***"
 

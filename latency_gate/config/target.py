@@ -104,11 +104,11 @@ class Target(_Frozen):
     concurrency: int = Field(default=10, ge=1, le=10_000)
     # Sequential sampling (docs/statistics.md): while a gated check is undecided, more warm
     # calls or bursts, up to max_calls calls in all (None: sized to what the checks need,
-    # config/plan.py); what is still undecided then is decided by on_undecided (its value, or
+    # config/plan/needs.py); what is still undecided then is decided by on_undecided (its value, or
     # fail, or pass), and an undecided regression by on_undecided_regression.
     max_calls: int | None = Field(default=None, ge=1, le=100_000)
     # The warm calls and the burst made smaller to fit a max-calls under the default first look
-    # (config/plan.py fit_first_look): said in the report; not a setting of what was measured.
+    # (config/plan/needs.py fit_first_look): said in the report; not a setting of what was measured.
     first_look_fitted: bool = Field(default=False, exclude=True)
     # --max-time: no new call starts this many seconds after the cold call (measure/deadline.py);
     # what is undecided then follows on_undecided.
@@ -120,7 +120,7 @@ class Target(_Frozen):
     capacity: bool = False
     capacity_max: int = Field(default=64, ge=1, le=10_000)
     min_capacity: int | None = Field(default=None, ge=1, le=10_000)
-    # Calls at a rate (config/rate_plan.py, assess/load/goodput.py): after the looks (and the
+    # Calls at a rate (config/plan/levels.py, assess/load/goodput.py): after the looks (and the
     # capacity search), calls arriving open-loop at `rate` a second, held to the budget under
     # load; `goodput` searches the highest rate that holds it, gated by `min_rate`.
     rate: float | None = Field(default=None, gt=0, le=10_000)

@@ -12,7 +12,7 @@ import resource
 from collections.abc import Callable, Sequence
 
 from latency_gate.config import Target
-from latency_gate.config.rate_plan import RATE_IN_FLIGHT
+from latency_gate.config.plan.levels import RATE_IN_FLIGHT
 from latency_gate.errors import ConfigError, InputProblem
 
 __all__ = ["SPARE_FILES", "check_open_files", "largest_burst"]

@@ -16,7 +16,7 @@ from latency_gate.assess.load.capacity_verdict import (
     capacity_headline,
     level_meaning,
 )
-from latency_gate.config.plan import LEVEL_CALLS
+from latency_gate.config.plan.levels import LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult
 from latency_gate.report.trend import BUDGET_REACH, CHART_HEIGHT, bar_chart

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TextIO, TypeVar
 
 from latency_gate.config import Target
-from latency_gate.config.plan import effective_max_calls, needs_of
+from latency_gate.config.plan.needs import effective_max_calls, needs_of
 from latency_gate.formatting import clean_text, fmt_duration
 from latency_gate.measure.engine import Progress
 from latency_gate.report.rows import humane

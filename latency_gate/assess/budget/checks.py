@@ -3,7 +3,7 @@
 - A percentile (warm p50/p95, concurrent p95, first-token p95) is "at or under the limit" exactly
   when at most (100 - q) % of calls take longer than the limit. The check counts those calls
   (exceedances) and runs an SPRT on their share (sequential.py) between the healthy and failing
-  shares of config/plan.py: for the p95, 1.98 % against 12.0 %. A FAIL is wrong at most
+  shares of config/plan/hypotheses.py: for the p95, 1.98 % against 12.0 %. A FAIL is wrong at most
   PERCENTILE_ALPHA of the time when the p98 is under the limit, a PASS at most PERCENTILE_BETA of
   the time when the p88 is over it. Distribution-free.
 - The error rate runs the same test on failed calls, between half the budget (healthy) and three
@@ -32,7 +32,7 @@ from latency_gate.assess.maths.intervals import (
     percentile_interval,
 )
 from latency_gate.assess.maths.sequential import Decision, Sprt, operating_characteristic
-from latency_gate.config.plan import (
+from latency_gate.config.plan.hypotheses import (
     ERROR_ALPHA,
     ERROR_BETA,
     ERROR_CLUMP,

@@ -18,10 +18,10 @@ slower to decide:
 
 - FAIL: m the clumps' own mean length (1 with no failure). Five failures in a row count as one
   event, not five.
-- PASS: as if one more clump of ERROR_CLUMP calls (config/plan.py) had been seen: (failed +
-  ERROR_CLUMP) / (clumps + 1), and never under the clumps' own mean. With no failure at all, a
-  clean stretch must be long enough to rule out the failing share in clumps of ERROR_CLUMP calls,
-  and every clump seen after that brings m nearer the lengths the endpoint shows.
+- PASS: as if one more clump of ERROR_CLUMP calls (config/plan/hypotheses.py) had been seen:
+  (failed + ERROR_CLUMP) / (clumps + 1), and never under the clumps' own mean. With no failure at
+  all, a clean stretch must be long enough to rule out the failing share in clumps of ERROR_CLUMP
+  calls, and every clump seen after that brings m nearer the lengths the endpoint shows.
 
 To first order the test's log likelihood ratio is the call-by-call one divided by m (the
 quasi-likelihood of an overdispersed count): clumps change how much evidence a failure is, not
@@ -36,8 +36,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from latency_gate.assess.maths.sequential import Decision, Sprt
-from latency_gate.config import plan
-from latency_gate.config.plan import ERROR_ALPHA, ERROR_BETA, error_shares
+from latency_gate.config.plan import hypotheses
+from latency_gate.config.plan.hypotheses import ERROR_ALPHA, ERROR_BETA, error_shares
 from latency_gate.formatting import plural
 
 __all__ = [
@@ -187,13 +187,15 @@ def clump_tests(
 ) -> ClumpTests | None:
     """The tests for `failed` failures counted as `events` under an error budget (None for a
     budget of 0: one failure fails). `assumed`: the clump length a PASS allows for until the
-    calls show theirs (config.plan.ERROR_CLUMP when None)."""
+    calls show theirs (config.plan.hypotheses.ERROR_CLUMP when None)."""
     shares = error_shares(budget)
     if shares is None:
         return None
     healthy, failing = shares
     test = Sprt(p0=healthy, p1=failing, alpha=ERROR_ALPHA, beta=ERROR_BETA)
-    return clumped(test, test, failed, events, plan.ERROR_CLUMP if assumed is None else assumed)
+    return clumped(
+        test, test, failed, events, hypotheses.ERROR_CLUMP if assumed is None else assumed
+    )
 
 
 def clean_run_chance(share: float, calls: int, length: int = SPOKEN_CLUMP) -> float:

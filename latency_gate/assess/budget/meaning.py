@@ -17,7 +17,7 @@ from latency_gate.assess.budget.checks import error_rate_sprt, percentile_sprt, 
 from latency_gate.assess.budget.clumps import SPOKEN_CLUMP, Clumps, clean_run_chance, clump_tests
 from latency_gate.assess.maths.intervals import linear_percentile
 from latency_gate.assess.maths.sequential import Decision, Sprt
-from latency_gate.config.plan import ERROR_CLUMP
+from latency_gate.config.plan.hypotheses import ERROR_CLUMP
 from latency_gate.formatting import fmt_percent, fmt_value
 
 __all__ = ["HEAVY_TAIL", "TAIL_CALLS", "Judged", "check_meaning", "heavy_tail_note", "tail_ratio"]

@@ -37,7 +37,7 @@ from enum import StrEnum
 from typing import Literal
 
 from latency_gate.assess.maths.sequential import Decision
-from latency_gate.config.plan import DEFAULT_MAX_CALLS, LOOK_WARM_CALLS, MAX_LOOKS
+from latency_gate.config.plan.needs import DEFAULT_MAX_CALLS, LOOK_WARM_CALLS, MAX_LOOKS
 
 __all__ = [
     "DEFAULT_PLAN",

@@ -33,8 +33,8 @@ from latency_gate.assess.load.capacity_levels import (
     level_record,
 )
 from latency_gate.config import Target
-from latency_gate.config.plan import LEVEL_CALLS
-from latency_gate.config.search import Bracket, LevelOutcome, next_level
+from latency_gate.config.plan.levels import LEVEL_CALLS
+from latency_gate.config.plan.search import Bracket, LevelOutcome, next_level
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, Sample
 
 __all__ = [

@@ -29,7 +29,7 @@ from latency_gate.assess.budget.checks import error_rate_check, nearer_healthy
 from latency_gate.assess.budget.clumps import Clumps, clumps_of
 from latency_gate.assess.maths.intervals import linear_percentile
 from latency_gate.assess.maths.sequential import Decision, Sprt
-from latency_gate.config.plan import (
+from latency_gate.config.plan.hypotheses import (
     ERROR_ALPHA,
     ERROR_BETA,
     LEVEL_ALPHA,

@@ -22,7 +22,7 @@ from typing import Literal
 
 from latency_gate.assess.compare.baseline import BaselinePlan
 from latency_gate.assess.compare.history import HistoryPlan, earlier_runs
-from latency_gate.config.plan import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
+from latency_gate.config.plan.hypotheses import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_value_beside, plural
 from latency_gate.models import Capacity, CapacityLevel, Check, NumberDelta

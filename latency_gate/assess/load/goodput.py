@@ -42,15 +42,15 @@ from latency_gate.assess.load.goodput_levels import (
 )
 from latency_gate.assess.load.goodput_said import near_span
 from latency_gate.config import Target
-from latency_gate.config.rate_plan import (
+from latency_gate.config.plan.hypotheses import hold_calls
+from latency_gate.config.plan.needs import rate_room
+from latency_gate.config.plan.search import (
     RATE_PRECISION,
     RATE_STEPS,
     GoodputPlan,
+    LevelOutcome,
     goodput_plan,
-    hold_calls,
-    rate_room,
 )
-from latency_gate.config.search import LevelOutcome
 from latency_gate.formatting import fmt_rate
 from latency_gate.models import CallPhase, Goodput, RateLevel, Sample
 

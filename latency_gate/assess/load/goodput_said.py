@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from latency_gate.assess.load.goodput_levels import near_between
-from latency_gate.config.plan import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
+from latency_gate.config.plan.hypotheses import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_rate, fmt_value_beside, plural
 from latency_gate.models import Capacity, Goodput, RateLevel
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 
-from latency_gate.config.plan import odds_shifted
+from latency_gate.config.plan.hypotheses import odds_shifted
 
 __all__ = ["Decision", "Sprt", "odds_shifted", "operating_characteristic"]
 
