@@ -78,7 +78,7 @@ def test_the_import_contract_is_kept() -> None:
     """import-linter finds no import from a lower layer into a higher one."""
     result = _run_contract(REPO)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "Contracts: 2 kept, 0 broken." in result.stdout
+    assert "Contracts: 3 kept, 0 broken." in result.stdout
 
 
 def test_the_import_contract_catches_an_upward_import(tmp_path: Path) -> None:
@@ -108,6 +108,23 @@ def test_the_rooms_contract_catches_a_room_importing_one_above(tmp_path: Path) -
     assert result.returncode != 0
     assert "assess/ rooms: each stands on the ones below it BROKEN" in result.stdout
     assert "latency_gate.assess.maths.binomial -> latency_gate.assess.budget.gate" in result.stdout
+
+
+def test_the_plan_rooms_contract_catches_the_old_circle(tmp_path: Path) -> None:
+    """The config/plan rooms contract fails on a copy where the hypotheses import the needs, as
+    rate_plan.py once imported plan.py back."""
+    shutil.copytree(
+        PACKAGE, tmp_path / "latency_gate", ignore=shutil.ignore_patterns("__pycache__")
+    )
+    shutil.copy(REPO / "pyproject.toml", tmp_path / "pyproject.toml")
+    hypotheses = tmp_path / "latency_gate" / "config" / "plan" / "hypotheses.py"
+    hypotheses.write_text(
+        hypotheses.read_text() + "\nfrom latency_gate.config.plan.needs import needs_of  # noqa\n"
+    )
+    result = _run_contract(tmp_path)
+    assert result.returncode != 0
+    assert "config/plan rooms: each stands on the ones below it BROKEN" in result.stdout
+    assert "latency_gate.config.plan.hypotheses -> latency_gate.config.plan.needs" in result.stdout
 
 
 def _violations(source: str, relative: str) -> list[str]:
