@@ -1,4 +1,5 @@
-"""What to probe and the budget: the models, the string parsers, the builder, targets files.
+"""What to probe and the budget: the models, the string parsers, the builder, targets files,
+and what a run will spend before its first call (plan/).
 
 The first layer of the flow (config -> measure -> assess -> report): nothing here measures,
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
