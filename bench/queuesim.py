@@ -42,7 +42,7 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from statistics import fmean
@@ -63,7 +63,9 @@ from latency_gate.assess.load.capacity_levels import (  # noqa: E402
     LevelCalls,
     LevelLimits,
     judge_level,
+    level_decision,
 )
+from latency_gate.assess.load.goodput_levels import clumped_decision  # noqa: E402
 from latency_gate.assess.maths.sequential import Decision  # noqa: E402
 from latency_gate.config.plan import (  # noqa: E402
     DEFAULT_CAPACITY_MAX,
@@ -272,9 +274,17 @@ def cell(
     )
 
 
-def judge_alone(queue: Queue, concurrency: int, budget: float, rng: random.Random) -> str:
+TESTS: dict[str, Callable[[Sequence[float], float], Decision]] = {
+    "calls": level_decision,  # the capacity's: calls over the budget one by one (shipped)
+    "clumps": clumped_decision,  # the goodput's: calls over the budget counted in clumps
+}
+
+
+def judge_alone(
+    queue: Queue, concurrency: int, budget: float, rng: random.Random, test: str = "calls"
+) -> tuple[str, int]:
     """One level judged alone, burst by burst, as CapacityRun.add_burst judges it: held,
-    broke or near."""
+    broke or near, and its calls over the budget."""
     limits = LevelLimits(concurrent_p95=budget)
     calls = LevelCalls()
     looks: list[int] = []
@@ -282,16 +292,18 @@ def judge_alone(queue: Queue, concurrency: int, budget: float, rng: random.Rando
         latencies = queue.burst(concurrency, rng)
         calls += LevelCalls(latencies=tuple(latencies), clumps=Clumps(len(latencies)))
         looks.append(calls.calls)
-        judged = judge_level(calls, limits, looks=looks, last=calls.calls >= LEVEL_CALLS)
-        if judged.near:
-            return "near"
-        if judged.held is not None:
-            return "held" if judged.held else "broke"
+        judged = judge_level(
+            calls, limits, looks=looks, last=calls.calls >= LEVEL_CALLS, decide=TESTS[test]
+        )
+        if judged.near or judged.held is not None:
+            said = "near" if judged.near else "held" if judged.held else "broke"
+            return said, sum(v > budget for v in calls.latencies)
 
 
 @dataclass(frozen=True)
 class LevelRow:
     model: str
+    test: str
     slots: int
     sigma: float
     rounds: int
@@ -299,36 +311,49 @@ class LevelRow:
     share: float
     judged: int
     held: int
+    held_clean: int  # held with no call over the budget
     broke: int
 
 
 def level_rows(
-    slots: int, sigma: float, rounds: int, share: Sequence[float], judged: int
+    slots: int,
+    sigma: float,
+    rounds: int,
+    share: Sequence[float],
+    *,
+    judged: int,
+    tests: Sequence[str] = ("calls",),
 ) -> list[LevelRow]:
-    """The truth's level and the next, each judged alone `judged` times, on both models."""
+    """The truth's level and the next, each judged alone `judged` times: on both models by the
+    shipped test, on the queue by the others in `tests`."""
     budget = budget_of(sigma, rounds)
     truth = truth_of(share)
     rows = []
     for concurrency in (truth, truth + 1):
         if not 1 <= concurrency <= len(share):
             continue
-        for model in MODELS:
-            rng = random.Random(f"queuesim/level/{model}/{slots}/{sigma}/{rounds}/{concurrency}")
+        for model, test in [(m, "calls") for m in MODELS] + [
+            ("fifo", t) for t in tests if t != "calls"
+        ]:
+            seed = f"{model}/{slots}/{sigma}/{rounds}/{concurrency}"
+            rng = random.Random(f"queuesim/level/{seed}")
             said = [
-                judge_alone(Queue(model, slots, sigma), concurrency, budget, rng)
+                judge_alone(Queue(model, slots, sigma), concurrency, budget, rng, test)
                 for _ in range(judged)
             ]
             rows.append(
                 LevelRow(
                     model,
+                    test,
                     slots,
                     sigma,
                     rounds,
                     concurrency,
                     share[concurrency - 1],
                     judged,
-                    said.count("held"),
-                    said.count("broke"),
+                    sum(o == "held" for o, _ in said),
+                    sum(o == "held" and not over for o, over in said),
+                    sum(o == "broke" for o, _ in said),
                 )
             )
     return rows
@@ -338,16 +363,18 @@ def table_levels(rows: Sequence[LevelRow]) -> str:
     lines = [
         table_row(
             "calls",
+            "test",
             "slots n",
             "sigma",
             "budget",
             "level",
             "over the budget (true share)",
             "held (bound 2.5 % when over 5 %)",
+            "of them none over",
             "broke (bound 1 % when within 5 %)",
             "levels",
         ),
-        table_row(*["---"] * 4, *["--:"] * 5),
+        table_row(*["---"] * 5, *["--:"] * 6),
     ]
     for r in rows:
         held, broke = r.held / r.judged, r.broke / r.judged
@@ -355,12 +382,14 @@ def table_levels(rows: Sequence[LevelRow]) -> str:
         lines.append(
             table_row(
                 r.model,
+                r.test,
                 str(r.slots),
                 f"{r.sigma:g}",
                 f"{budget_of(r.sigma, r.rounds):.2f} s",
                 str(r.concurrency),
                 pct(r.share),
                 f"**{pct(held)}**" if over and held > HOLD_TEST.beta else pct(held),
+                pct(r.held_clean / r.judged),
                 f"**{pct(broke)}**" if not over and broke > BREAK_TEST.alpha else pct(broke),
                 f"{r.judged:,}",
             )
@@ -414,6 +443,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="simulated runs a cell")
     parser.add_argument("--levels", type=int, default=400, help="judgements of a level alone")
     parser.add_argument("--cells", help="n:sigma:k,... (default: every cell)")
+    parser.add_argument(
+        "--tests", default="calls", help="level tests judged alone: calls (shipped), clumps"
+    )
     parser.add_argument("--models", default=",".join(MODELS), help="fifo,independent")
     parser.add_argument(
         "--truth-bursts", type=int, default=TRUTH_BURSTS, help="bursts behind the truth"
@@ -435,8 +467,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for rounds, by_position in zip(ks, by_k, strict=True):
             share = shares(by_position)
             if args.levels:
-                rows += level_rows(slots, sigma, rounds, share, args.levels)
-                progress(table_levels(rows[-4:]))
+                rows += level_rows(
+                    slots, sigma, rounds, share, judged=args.levels, tests=args.tests.split(",")
+                )
+                progress(table_levels(rows[-6:]))
             for model in args.models.split(","):
                 if args.runs:
                     cells.append(cell(model, slots, sigma, rounds, runs=args.runs, share=share))
