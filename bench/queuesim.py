@@ -300,6 +300,15 @@ def judge_alone(
             return said, sum(v > budget for v in calls.latencies)
 
 
+def clean_bursts(
+    model: str, slots: int, sigma: float, budget: float, *, size: int, bursts: int = 20_000
+) -> float:
+    """The chance that a burst of `size` has no call over `budget` (seeded)."""
+    rng = random.Random(f"queuesim/clean/{model}/{slots}/{sigma}/{size}")
+    queue = Queue(model, slots, sigma)
+    return fmean(all(v <= budget for v in queue.burst(size, rng)) for _ in range(bursts))
+
+
 @dataclass(frozen=True)
 class LevelRow:
     model: str
@@ -446,6 +455,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tests", default="calls", help="level tests judged alone: calls (shipped), clumps"
     )
+    parser.add_argument(
+        "--clean", action="store_true", help="say how often a burst at truth + 1 is clean"
+    )
     parser.add_argument("--models", default=",".join(MODELS), help="fifo,independent")
     parser.add_argument(
         "--truth-bursts", type=int, default=TRUTH_BURSTS, help="bursts behind the truth"
@@ -461,11 +473,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         ]
     cells: list[Cell] = []
     rows: list[LevelRow] = []
+    parts: list[str] = []
     for slots, sigma in dict.fromkeys((n, s) for n, s, _ in wanted):
         ks = [k for n, s, k in wanted if (n, s) == (slots, sigma)]
         by_k = over_by_position(slots, sigma, [budget_of(sigma, k) for k in ks], args.truth_bursts)
         for rounds, by_position in zip(ks, by_k, strict=True):
             share = shares(by_position)
+            if args.clean:
+                size, budget = truth_of(share) + 1, budget_of(sigma, rounds)
+                clean = {m: clean_bursts(m, slots, sigma, budget, size=size) for m in MODELS}
+                parts.append(
+                    f"A burst of {size} on {slots} slots, sigma {sigma:g}, {budget:.2f} s, "
+                    "with no call over the budget (20,000 bursts): "
+                    + ", ".join(f"{m} {pct(c)}" for m, c in clean.items())
+                    + "; six in a row: "
+                    + ", ".join(f"{m} {pct(c**6)}" for m, c in clean.items())
+                    + "."
+                )
             if args.levels:
                 rows += level_rows(
                     slots, sigma, rounds, share, judged=args.levels, tests=args.tests.split(",")
@@ -475,7 +499,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if args.runs:
                     cells.append(cell(model, slots, sigma, rounds, runs=args.runs, share=share))
                     progress(table(cells[-1:]).splitlines()[-1] + f" {cells[-1].seconds:.0f} s")
-    parts = []
     if rows:
         parts.append(
             f"## one level judged alone\n\n{table_levels(rows)}\n\n"
