@@ -1,9 +1,11 @@
 """Seeded simulations of the level test on a real first-in-first-out queue: the capacity search
 and the goodput search against an endpoint with c slots that queues what it cannot run.
 
-    python bench/queuesim.py                        # the grid, 300 runs a cell, prints only
-    python bench/queuesim.py --cells 3:0.6:2 --runs 400
-    python bench/queuesim.py --out bench/results/queuesim.json --md bench/results/queuesim.md
+    python bench/queuesim.py                        # 1/3/8 slots, sigma 0.3/0.6/1.0, k 1 and 2
+    python bench/queuesim.py --cells 3:0.6:2 --runs 400 --levels 1000   # issue 40's cell
+    python bench/queuesim.py --out FILE.json --md FILE.md               # keep the figures
+
+bench/results/queuesim.md holds the runs docs/statistics.md reads, each with its command.
 
 bench/capacitysim.py's "queued" endpoint scales call i of a burst by its own noise: call i
 ends at ceil(i / n) x s x exp(N(0, sigma)), every call independent of the others. A real queue
