@@ -1,4 +1,4 @@
-"""What the hostile-input tests share (rounds three and four): the CLI run in process without
+"""What the hostile-input tests share: the CLI run in process without
 the environment's key or proxies, a tiny paced loopback server answering fixed bytes, HTTP and SSE
 answer builders, and the action run as the runner starts it.
 """
