@@ -69,12 +69,9 @@ from latency_gate.assess.load.capacity_levels import (  # noqa: E402
 )
 from latency_gate.assess.load.goodput_levels import clumped_decision  # noqa: E402
 from latency_gate.assess.maths.sequential import Decision  # noqa: E402
-from latency_gate.config.plan import (  # noqa: E402
-    DEFAULT_CAPACITY_MAX,
-    LEVEL_CALLS,
-    LOOK_WARM_CALLS,
-    MAX_LOOKS,
-)
+from latency_gate.config.plan.levels import LEVEL_CALLS  # noqa: E402
+from latency_gate.config.plan.needs import LOOK_WARM_CALLS, MAX_LOOKS  # noqa: E402
+from latency_gate.config.plan.search import DEFAULT_CAPACITY_MAX  # noqa: E402
 from latency_gate.models import CallPhase, Capacity, Sample  # noqa: E402
 
 SERVICE = 1.0
