@@ -1,10 +1,11 @@
-"""One run, shared by the edges (cli and action): baseline file in, targets probed, results out.
+"""One run, shared by the edges (cli and action): targets probed (against a baseline read by
+results/loading.py), results out.
 
 The data flows one way: config (a Target) -> measure (samples) -> assess (numbers, verdict) ->
 report. `probe` is that path for one target, and the library's entry point; `probe_all` is what
 the CLI and the action run, with the interrupt policy: a cancelled run (SIGINT, SIGTERM) keeps
 the calls finished so far in a result marked interrupted and probes no further target. This
-module and the two edges are the only ones that read files or choose exit codes.
+module and the two edges are the only ones that choose exit codes.
 """
 
 from __future__ import annotations
@@ -12,14 +13,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from latency_gate.config import Target
-from latency_gate.config.files import read_bounded
 from latency_gate.config.plan.levels import RATE_IN_FLIGHT
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.errors import ConfigError, ExitCode
+from latency_gate.errors import ExitCode
 from latency_gate.measure import transport
 from latency_gate.measure.arrivals import Arrival, LevelAsk
 from latency_gate.measure.engine import (
@@ -32,7 +31,6 @@ from latency_gate.measure.engine import (
 from latency_gate.measure.floor import measure_floor
 from latency_gate.models import Capacity, Goodput, RunResult, Sample
 from latency_gate.report.progress import Look, TargetProgress
-from latency_gate.report.result_file import parse_runs
 
 if TYPE_CHECKING:
     from latency_gate.assess.budget.gate import Gate
@@ -41,10 +39,7 @@ if TYPE_CHECKING:
     from latency_gate.assess.load.capacity import CapacityRun
     from latency_gate.assess.load.goodput import RateRun
 
-__all__ = ["exit_code", "load_runs", "plan_baseline", "probe", "probe_all"]
-
-# A result file of 100,000 calls is some 60 MB; a bigger one is not a result file.
-MAX_RESULT_BYTES = 256 * 1024 * 1024
+__all__ = ["exit_code", "probe", "probe_all"]
 
 
 def _ignore(_: Progress) -> None:
@@ -387,27 +382,3 @@ def exit_code(results: Sequence[RunResult], *, fail_on_breach: bool = True) -> E
     """PASS (0) when every run passed; BREACH (1) otherwise, unless told not to fail."""
     passed = all(result.verdict.passed for result in results)
     return ExitCode.PASS if passed or not fail_on_breach else ExitCode.BREACH
-
-
-def load_runs(path: Path, option: str, *, baseline: bool = False) -> list[RunResult]:
-    """The runs of a result file, each judged again from its calls; a file that cannot be read
-    or judged (as a `baseline`: a run without calls too) is a ConfigError naming `option`."""
-    try:
-        text = read_bounded(path, MAX_RESULT_BYTES).decode("utf-8")
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise ConfigError.single(option, f"cannot read {str(path)!r}: {reason}") from None
-    return parse_runs(text, f"{option} {path}", baseline=baseline)
-
-
-def plan_baseline(
-    targets: Sequence[Target], path: Path, limit: RegressionLimit, option: str = "--baseline"
-) -> BaselinePlan:
-    """Load the baseline at `path` and match it to `targets`; ConfigError on a bad file or a
-    baseline of another configuration. A missing file is not an error (see BaselinePlan)."""
-    from latency_gate.assess.compare.baseline import BaselinePlan, match_baseline  # noqa: PLC0415 (start-up)
-
-    if not path.exists():
-        return BaselinePlan(str(path), limit, None)
-    runs = load_runs(path, option, baseline=True)
-    return BaselinePlan(str(path), limit, match_baseline(targets, runs, option))

@@ -38,7 +38,7 @@ from latency_gate.errors import ConfigError
 from latency_gate.measure.engine import Measurement, MoreCalls, arm_order, measure
 from latency_gate.models import BaselineCheck, CallPhase, RunResult
 from latency_gate.report.deltas import baseline_source_markdown
-from latency_gate.report.result_file import parse_runs
+from latency_gate.results.json_file import parse_runs
 from latency_gate.run import probe, probe_all
 
 HEAD = EndpointSpec(name="head", latency=0.020, tokens=2, token_interval=0.001)

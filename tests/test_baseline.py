@@ -23,8 +23,8 @@ from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError
 from latency_gate.models import RunResult, StampSource
-from latency_gate.report.result_file import dump_runs, parse_runs
-from latency_gate.run import plan_baseline
+from latency_gate.results.json_file import dump_runs, parse_runs
+from latency_gate.results.loading import plan_baseline
 
 # --- limits ---------------------------------------------------------------------------------
 

@@ -16,8 +16,8 @@ from latency_gate.demo.presets import classic_three
 from latency_gate.measure.engine import Progress
 from latency_gate.models import RunResult
 from latency_gate.report.progress import ProgressLog
-from latency_gate.report.result_file import dump_runs, parse_runs
 from latency_gate.report.terminal import render_terminal
+from latency_gate.results.json_file import dump_runs, parse_runs
 from latency_gate.run import probe
 
 # 20 ms an answer, as many at once as asked: far inside a 1 s budget at every level.

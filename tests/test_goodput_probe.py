@@ -20,8 +20,8 @@ from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord
 from latency_gate.models import CallPhase, RunResult, StampSource
 from latency_gate.report.progress import ProgressLog
-from latency_gate.report.result_file import dump_runs, parse_runs
 from latency_gate.report.terminal import render_terminal
+from latency_gate.results.json_file import dump_runs, parse_runs
 from latency_gate.run import probe
 
 # One at a time, 50 ms each: it completes about 18 calls a second.

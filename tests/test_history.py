@@ -39,7 +39,7 @@ from latency_gate.history_folder import (
     prune,
 )
 from latency_gate.models import CallPhase, ErrorKind, RunResult, StampSource
-from latency_gate.report.result_file import dump_runs
+from latency_gate.results.json_file import dump_runs
 
 DAY = 86_400.0
 

@@ -43,7 +43,7 @@ from latency_gate.history_folder import (
     parse_history_options,
     plan_history,
 )
-from latency_gate.report.result_file import dump_runs
+from latency_gate.results.json_file import dump_runs
 
 
 def _fails(status: str, extra: str = "") -> Answer:

@@ -35,7 +35,7 @@ from latency_gate.demo import DemoServer, EndpointSpec, Fault, serve_in_thread
 from latency_gate.github import GitHubClient, comment_marker
 from latency_gate.measure.engine import Progress
 from latency_gate.report.progress import ProgressLog
-from latency_gate.report.result_file import dump_runs
+from latency_gate.results.json_file import dump_runs
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ from result_factory import make_result
 
 from latency_gate import cli
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
-from latency_gate.report.result_file import dump_runs
+from latency_gate.results.json_file import dump_runs
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from result_factory import make_result
 
-from latency_gate.report.result_file import dump_runs
+from latency_gate.results.json_file import dump_runs
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 PUBLISHED = REPO_ROOT / "docs" / "json-schema.json"

@@ -29,6 +29,7 @@ EDGES = frozenset(
         "action/settings.py",
         "action/files.py",
         "run.py",
+        "results/loading.py",
         "history_folder/read.py",
         "history_folder/append.py",
         "__main__.py",

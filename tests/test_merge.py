@@ -14,7 +14,7 @@ from result_factory import make_result
 
 from latency_gate import cli
 from latency_gate.config.targets_file import load_targets
-from latency_gate.report.result_file import dump_runs, label_runs, parse_runs
+from latency_gate.results.json_file import dump_runs, label_runs, parse_runs
 
 
 def invoke(*args: str) -> Result:

@@ -17,7 +17,7 @@ from latency_gate.config.files import open_output
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import RunResult
 from latency_gate.report.markdown import render_markdown
-from latency_gate.report.result_file import dump_runs
+from latency_gate.results.json_file import dump_runs
 
 
 def _placed_in_workspace(

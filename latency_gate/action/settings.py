@@ -26,7 +26,7 @@ from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.history_folder import HistoryOptions, parse_history_options, plan_history
-from latency_gate.run import plan_baseline
+from latency_gate.results.loading import plan_baseline
 
 if TYPE_CHECKING:
     from latency_gate.assess.compare.baseline import BaselinePlan

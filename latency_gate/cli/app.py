@@ -271,7 +271,7 @@ def write_reports(
 ) -> None:
     # Loaded here, after the run: start-up (docs/benchmarks.md).
     from latency_gate.report.markdown import render_markdown  # noqa: PLC0415
-    from latency_gate.report.result_file import dump_runs  # noqa: PLC0415
+    from latency_gate.results.json_file import dump_runs  # noqa: PLC0415
 
     writes: list[tuple[str, str | None, Callable[[], str]]] = [
         ("--json", json_path, lambda: dump_runs(results)),

@@ -29,7 +29,8 @@ from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.formatting import clean_text
 from latency_gate.measure.limits import check_open_files
-from latency_gate.run import exit_code, load_runs, plan_baseline, probe_all
+from latency_gate.results.loading import load_runs, plan_baseline
+from latency_gate.run import exit_code, probe_all
 from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
@@ -214,7 +215,7 @@ def _append_history(results: list[RunResult], options: HistoryOptions) -> None:
         append_result,
         prune,
     )
-    from latency_gate.report.result_file import dump_runs  # noqa: PLC0415 (start-up)
+    from latency_gate.results.json_file import dump_runs  # noqa: PLC0415 (start-up)
 
     append, why = append_decision(options.append, os.environ)
     if append and any(result.interrupted for result in results):
@@ -255,7 +256,7 @@ def merge_command(
     loaded = [(name, load_runs(Path(name), "merge")) for name in files]
     for warning in _same_runs(loaded):
         click.echo(f"warning: {warning}", err=True)
-    from latency_gate.report.result_file import label_runs  # noqa: PLC0415 (start-up)
+    from latency_gate.results.json_file import label_runs  # noqa: PLC0415 (start-up)
 
     results = label_runs(loaded)
     echo_report(results, verbose=verbose)

@@ -19,7 +19,7 @@ from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.formatting import plural
 from latency_gate.models import RunResult
-from latency_gate.run import load_runs
+from latency_gate.results.loading import load_runs
 
 if TYPE_CHECKING:
     from latency_gate.assess.compare.history import HistoryPlan

@@ -21,7 +21,7 @@ from latency_gate.config.secrets import scrub_secrets, secret_forms
 from latency_gate.config.target import redact_settings
 from latency_gate.errors import ConfigError
 from latency_gate.models import SCHEMA_VERSION, RunResult
-from latency_gate.report.file_checks import check_run
+from latency_gate.results.checks import check_run
 
 __all__ = ["dump_runs", "label_runs", "parse_runs"]
 

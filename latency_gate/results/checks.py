@@ -6,7 +6,7 @@ The calls (the run's, an A/B run's base arm, each capacity level's) are checked 
 the parts that are not derived again from the calls (assess/rejudge.py) are checked against the
 ranges a run can produce: the evidence of a history (its runs' dates and numbers, its size), the
 numbers of a comparison, the capacity search's levels and counts, the sampling's counts, the
-floor. Each problem is a ValueError saying where and why; result_file.parse_runs names the file.
+floor. Each problem is a ValueError saying where and why; json_file.parse_runs names the file.
 """
 
 from __future__ import annotations
