@@ -1,6 +1,6 @@
 """The history rule (assess/compare/history.py): Student's t, the prediction bound, which runs
 count, the check a run gets, and the history folder read, appended to and pruned
-(history_folder.py).
+(results/history_folder/).
 
 The rule's arithmetic is held against numpy and scipy (the package imports neither), and its
 false-alarm rate against a fixed-seed simulation of per-run values that drift.
@@ -30,7 +30,8 @@ from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.errors import ConfigError
-from latency_gate.history_folder import (
+from latency_gate.models import CallPhase, ErrorKind, RunResult, StampSource
+from latency_gate.results.history_folder import (
     HistoryOptions,
     append_decision,
     append_result,
@@ -38,7 +39,6 @@ from latency_gate.history_folder import (
     plan_history,
     prune,
 )
-from latency_gate.models import CallPhase, ErrorKind, RunResult, StampSource
 from latency_gate.results.json_file import dump_runs
 
 DAY = 86_400.0

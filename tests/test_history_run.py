@@ -19,8 +19,8 @@ from latency_gate import cli
 from latency_gate.action import main
 from latency_gate.action.history import append_history
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
-from latency_gate.history_folder import HistoryOptions
 from latency_gate.models import Numbers, RunResult
+from latency_gate.results.history_folder import HistoryOptions
 from latency_gate.results.json_file import dump_runs, parse_runs
 
 SPEC = EndpointSpec(name="hist", latency=0.04, jitter=0.02, seed=5, tokens=3, token_interval=0.001)

@@ -37,7 +37,7 @@ from result_factory import STARTED_AT, make_result, make_target
 from latency_gate.config import Target
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
-from latency_gate.history_folder import (
+from latency_gate.results.history_folder import (
     HistoryOptions,
     append_decision,
     parse_history_options,

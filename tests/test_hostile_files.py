@@ -32,7 +32,7 @@ from hostile_kit import (
 from hostile_probe import probe
 
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
-from latency_gate.history_folder import append_decision
+from latency_gate.results.history_folder import append_decision
 
 BOMB = "".join(
     f"{name}: &{name} [{', '.join([f'*{prev}' if prev else 'x'] * 9)}]\n"

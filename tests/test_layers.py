@@ -30,8 +30,8 @@ EDGES = frozenset(
         "action/files.py",
         "run.py",
         "results/loading.py",
-        "history_folder/read.py",
-        "history_folder/append.py",
+        "results/history_folder/read.py",
+        "results/history_folder/append.py",
         "__main__.py",
     }
 )

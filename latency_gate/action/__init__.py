@@ -43,12 +43,12 @@ from latency_gate.errors import (
     MachineLimitError,
     machine_limit_message,
 )
-from latency_gate.history_folder import with_commit
 from latency_gate.measure.engine import ProgressCallback
 from latency_gate.measure.limits import check_open_files
 from latency_gate.report.markdown import render_summary
 from latency_gate.report.progress import ProgressLog, describe_cost
 from latency_gate.report.terminal import render_terminal
+from latency_gate.results.history_folder import with_commit
 from latency_gate.run import exit_code, probe_all
 from latency_gate.signals import run_with_signals
 

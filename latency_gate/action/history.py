@@ -12,8 +12,13 @@ from typing import TextIO
 
 from latency_gate import github
 from latency_gate.action.outputs import in_workspace
-from latency_gate.history_folder import HistoryOptions, append_decision, append_result, prune
 from latency_gate.models import RunResult
+from latency_gate.results.history_folder import (
+    HistoryOptions,
+    append_decision,
+    append_result,
+    prune,
+)
 from latency_gate.results.json_file import dump_runs
 
 

@@ -25,7 +25,7 @@ from latency_gate.config.files import confined
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.config.targets_file import load_targets
 from latency_gate.errors import ConfigError, InputProblem
-from latency_gate.history_folder import HistoryOptions, parse_history_options, plan_history
+from latency_gate.results.history_folder import HistoryOptions, parse_history_options, plan_history
 from latency_gate.results.loading import plan_baseline
 
 if TYPE_CHECKING:

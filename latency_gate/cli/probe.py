@@ -35,8 +35,8 @@ from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
     from latency_gate.assess.compare.history import HistoryPlan
-    from latency_gate.history_folder import HistoryOptions
     from latency_gate.models import RunResult
+    from latency_gate.results.history_folder import HistoryOptions
 
 __all__ = ["merge_command", "probe_command", "quick_command"]
 
@@ -116,7 +116,7 @@ def probe_command(
         )
     )
     # The commit measured (in a workflow) names this run in the trends of later runs.
-    from latency_gate.history_folder import with_commit  # noqa: PLC0415 (start-up)
+    from latency_gate.results.history_folder import with_commit  # noqa: PLC0415 (start-up)
 
     results = with_commit(results, os.environ)
     # The verdict first: a file that cannot be written now (a full disk) exits 2 after it.
@@ -189,7 +189,7 @@ def _history(
         if stray:
             raise ConfigError.single(stray[0], "needs --history")
         return None
-    from latency_gate.history_folder import (  # noqa: PLC0415 (start-up)
+    from latency_gate.results.history_folder import (  # noqa: PLC0415 (start-up)
         parse_history_options,
         plan_history,
     )
@@ -210,7 +210,7 @@ def _history(
 def _append_history(results: list[RunResult], options: HistoryOptions) -> None:
     """This run's result into the history folder, as history-append says; a folder that cannot
     be written is a warning (it is a cache), never a failed run."""
-    from latency_gate.history_folder import (  # noqa: PLC0415 (start-up)
+    from latency_gate.results.history_folder import (  # noqa: PLC0415 (start-up)
         append_decision,
         append_result,
         prune,

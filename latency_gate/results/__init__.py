@@ -5,6 +5,7 @@
 - checks.py: what a file may hold, beyond what is derived again from its calls.
 - loading.py: a file named by an option read from disk (`--baseline`, `merge`), and a baseline
   matched to the targets.
+- history_folder/: the history folder (`--history`) read before the run and appended to after it.
 
 Import the module you need: this package re-exports nothing, so that reading a baseline before
 the run does not load what only writing or merging needs.

@@ -13,13 +13,13 @@ Appending writes this run's result (the same redacted JSON as `--json`) as a new
 newest `keep` files of that name pattern: no other file is ever deleted.
 """
 
-from latency_gate.history_folder.append import (
+from latency_gate.results.history_folder.append import (
     append_decision,
     append_result,
     prune,
     with_commit,
 )
-from latency_gate.history_folder.read import (
+from latency_gate.results.history_folder.read import (
     DEFAULT_KEEP,
     AppendMode,
     HistoryOptions,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from latency_gate.config.files import read_bounded
 from latency_gate.config.json_data import load_json
-from latency_gate.history_folder.read import OURS, AppendMode, named_time, not_a_file
 from latency_gate.models import RunResult
+from latency_gate.results.history_folder.read import OURS, AppendMode, named_time, not_a_file
 
 __all__ = ["append_decision", "append_result", "prune", "with_commit"]
 
