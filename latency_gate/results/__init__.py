@@ -7,6 +7,6 @@
   matched to the targets.
 - history_folder/: the history folder (`--history`) read before the run and appended to after it.
 
-Import the module you need: this package re-exports nothing, so that reading a baseline before
-the run does not load what only writing or merging needs.
+Import the module you need: this package re-exports nothing, so that the CLI's probe loads the
+history folder's code only when it needs it (`--history`, or once its calls are made).
 """
