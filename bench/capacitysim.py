@@ -4,7 +4,7 @@ said as an interval that holds the truth, and what it costs.
     python bench/capacitysim.py --write      # the tables of docs/statistics.md, "Capacity"
     python bench/capacitysim.py --runs 50    # quicker and coarser, prints only
 
-Every run goes through the shipped search: `CapacityRun` (latency_gate/assess/load/capacity.py)
+Every run goes through the shipped search: `CapacityRun` (latency_gate/assess/load/at_once.py)
 picks each level, judges it burst by burst with `judge_level` and says the capacity, exactly as
 in a real run; only the endpoint is simulated. Level c0 (the run's concurrency, 10) starts from
 the run's own concurrent calls: one burst, then two more a look while the run's concurrent
@@ -45,14 +45,14 @@ from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
 from latency_gate.assess.budget.checks import percentile_sprt  # noqa: E402
 from latency_gate.assess.budget.clumps import Clumps  # noqa: E402
-from latency_gate.assess.load.capacity import CapacityRun, RunLevel  # noqa: E402
-from latency_gate.assess.load.capacity_levels import (  # noqa: E402
+from latency_gate.assess.load.at_once import CapacityRun, RunLevel  # noqa: E402
+from latency_gate.assess.load.levels import (  # noqa: E402
     BREAK_TEST,
     HOLD_TEST,
     LevelCalls,
     LevelLimits,
 )
-from latency_gate.assess.load.capacity_verdict import capacity_check  # noqa: E402
+from latency_gate.assess.load.verdict import capacity_check  # noqa: E402
 from latency_gate.assess.maths.sequential import Decision  # noqa: E402
 from latency_gate.config.plan import levels  # noqa: E402
 from latency_gate.config.plan.needs import LOOK_WARM_CALLS, MAX_LOOKS  # noqa: E402
@@ -386,9 +386,9 @@ def table_caps(runs: int) -> str:
     try:
         for calls in CAPS:
             levels.LEVEL_CALLS = calls
-            import latency_gate.assess.load.capacity as capacity_module
+            from latency_gate.assess.load import at_once
 
-            capacity_module.LEVEL_CALLS = calls  # type: ignore[attr-defined]
+            at_once.LEVEL_CALLS = calls  # type: ignore[attr-defined]
             progress(f"caps: {calls} calls")
             cells = [cell(m, n, s, k, runs) for m, n, s, k in grid()]
             shipped = " (shipped)" if calls == kept else ""
@@ -405,9 +405,9 @@ def table_caps(runs: int) -> str:
             )
     finally:
         levels.LEVEL_CALLS = kept
-        import latency_gate.assess.load.capacity as capacity_module
+        from latency_gate.assess.load import at_once
 
-        capacity_module.LEVEL_CALLS = kept  # type: ignore[attr-defined]
+        at_once.LEVEL_CALLS = kept  # type: ignore[attr-defined]
     return "\n".join(lines)
 
 

@@ -7,7 +7,7 @@ endpoint is unchanged and when it became slower, with nights that drift.
 
 Every search is bench/goodputsim.py's (the shipped `RateSearch`, `start_rate`, `due_times` and
 `OpenLevel`, on endpoints of n slots with lognormal service times), and every comparison is the
-shipped `goodput_delta` (assess/load/goodput_verdict.py) with the default 10 % limit, so a figure is
+shipped `goodput_delta` (assess/load/regression.py) with the default 10 % limit, so a figure is
 what a user gets: "FAIL" counts the regressions it decides, and with on-undecided-regression:
 fail the undecided ones too.
 
@@ -47,8 +47,8 @@ from goodputsim import (
 )
 from statsim import pct, progress, table_row, write_tables
 
-from latency_gate.assess.load.capacity_levels import LevelLimits
-from latency_gate.assess.load.goodput_verdict import goodput_delta
+from latency_gate.assess.load.levels import LevelLimits
+from latency_gate.assess.load.regression import goodput_delta
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.models import Goodput, NumberDelta
 

@@ -7,9 +7,9 @@ and what it costs.
     python bench/goodputsim.py --runs 100          # quicker and coarser, prints only
     python bench/goodputsim.py --out FILE.json     # every cell's figures, for the record
 
-Every run goes through the shipped code: `RateSearch` (latency_gate/assess/load/goodput.py) picks
+Every run goes through the shipped code: `RateSearch` (latency_gate/assess/load/per_second.py) picks
 each rate, `start_rate` the first one from a simulated run's burst of 10, `due_times`
-(measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/load/goodput_levels.py)
+(measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/load/open_level.py)
 judges each level with the capacity levels' two tests (`judge_level`: held, broke, or near the
 budget), looked at when the engine would look (each arrival and each call's end; a look is a no-op
 until the judged prefix has 10 more calls), and closed as the engine closes it once its calls have
@@ -45,9 +45,9 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
-from latency_gate.assess.load.capacity_levels import LevelLimits  # noqa: E402
-from latency_gate.assess.load.goodput import RateSearch, start_rate  # noqa: E402
-from latency_gate.assess.load.goodput_levels import OpenLevel, near_rates, rate_bracket  # noqa: E402
+from latency_gate.assess.load.levels import LevelLimits  # noqa: E402
+from latency_gate.assess.load.open_level import OpenLevel, near_rates, rate_bracket  # noqa: E402
+from latency_gate.assess.load.per_second import RateSearch, start_rate  # noqa: E402
 from latency_gate.config import build_target  # noqa: E402
 from latency_gate.config.plan.levels import LevelLength, level_length  # noqa: E402
 from latency_gate.config.plan.search import LevelOutcome  # noqa: E402

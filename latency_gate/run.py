@@ -36,8 +36,8 @@ if TYPE_CHECKING:
     from latency_gate.assess.budget.gate import Gate
     from latency_gate.assess.compare.baseline import BaselinePlan
     from latency_gate.assess.compare.history import HistoryPlan
-    from latency_gate.assess.load.capacity import CapacityRun
-    from latency_gate.assess.load.goodput import RateRun
+    from latency_gate.assess.load.at_once import CapacityRun
+    from latency_gate.assess.load.per_second import RateRun
 
 __all__ = ["exit_code", "probe", "probe_all"]
 
@@ -97,7 +97,7 @@ class _Judge:
         of the next burst, given the last one's calls (none the first time, when the search
         starts from the run's own concurrent check)."""
         if self.capacity is None:
-            from latency_gate.assess.load.capacity import start_search  # noqa: PLC0415 (start-up)
+            from latency_gate.assess.load.at_once import start_search  # noqa: PLC0415 (start-up)
 
             self.capacity = start_search(self.target, self.gate, self.into.samples)
         else:
@@ -108,7 +108,7 @@ class _Judge:
         """The engine's question for calls at a rate (after the looks and the capacity search):
         the next level, given the last one's calls (none the first time)."""
         if self.rates is None:
-            from latency_gate.assess.load.goodput import start_rates  # noqa: PLC0415 (start-up)
+            from latency_gate.assess.load.per_second import start_rates  # noqa: PLC0415 (start-up)
 
             spent = 0 if self.capacity is None else self.capacity.calls
             self.rates = start_rates(

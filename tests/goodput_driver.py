@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from result_factory import STARTED_AT, healthy_samples, make_result, make_target
 
 from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
-from latency_gate.assess.load.goodput import RateRun, start_rates
+from latency_gate.assess.load.per_second import RateRun, start_rates
 from latency_gate.assess.result import assess_run
 from latency_gate.config import Target
 from latency_gate.config.regression import DEFAULT_LIMIT

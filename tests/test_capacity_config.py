@@ -303,7 +303,7 @@ def test_action_min_capacity_over_capacity_max_exits_2(server: DemoServer, tmp_p
 def test_the_floors_least_calls_are_the_level_tests_own() -> None:
     """The fewest calls a clean level takes to hold (what `search_least_calls` counts) are the
     ones the level's hold test passes on: one call fewer leaves it undecided."""
-    from latency_gate.assess.load.capacity_levels import HOLD_TEST
+    from latency_gate.assess.load.levels import HOLD_TEST
     from latency_gate.assess.maths.sequential import Decision
     from latency_gate.config.plan.search import search_least_calls
 

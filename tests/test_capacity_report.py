@@ -30,8 +30,8 @@ from latency_gate.action.annotations import annotate
 from latency_gate.assess.budget.clumps import Clumps
 from latency_gate.assess.compare.baseline import BaselinePlan
 from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
-from latency_gate.assess.load.capacity import CapacityRun, RunLevel
-from latency_gate.assess.load.capacity_levels import LevelCalls, LevelLimits
+from latency_gate.assess.load.at_once import CapacityRun, RunLevel
+from latency_gate.assess.load.levels import LevelCalls, LevelLimits
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import CallPhase, Capacity, RunResult, Sample, StampSource
@@ -448,7 +448,7 @@ def test_min_capacity_is_decided_against_the_interval(
 ) -> None:
     """--min-capacity passes when the figure reaches it, fails when the interval's top is under
     it, and between the two is undecided: it passes, said so, unless on-undecided is fail."""
-    from latency_gate.assess.load.capacity_verdict import capacity_check
+    from latency_gate.assess.load.verdict import capacity_check
 
     row = capacity_check(_near_budget(on_undecided), minimum)
     assert row is not None
@@ -466,7 +466,7 @@ def test_a_drop_inside_the_interval_is_undecided() -> None:
     """Against a base that held 16, a head between 12 and 16 cannot show a drop past the 10 %
     limit (under 14.5) nor rule one out: undecided, not regressed; a head told apart at 12
     regresses."""
-    from latency_gate.assess.load.capacity_verdict import capacity_delta
+    from latency_gate.assess.load.regression import capacity_delta
     from latency_gate.config.regression import RegressionLimit
 
     head = _near_budget()

@@ -13,8 +13,9 @@ import pytest
 from conftest import REPO_ROOT
 
 from latency_gate.assess.budget.clumps import Clumps
-from latency_gate.assess.load.capacity import CapacityRun, CapacitySearch, RunLevel, judged_again
-from latency_gate.assess.load.capacity_levels import LevelCalls, LevelLimits, judge_level
+from latency_gate.assess.load.at_once import CapacityRun, CapacitySearch, RunLevel
+from latency_gate.assess.load.levels import LevelCalls, LevelLimits, judge_level
+from latency_gate.assess.load.replay import judged_again
 from latency_gate.config.plan.levels import LEVEL_CALLS, level_bursts
 from latency_gate.config.plan.search import Bracket, LevelOutcome, search_worst_calls
 from latency_gate.models import CallPhase, ErrorKind, Sample

@@ -14,11 +14,17 @@ from goodput_driver import Clocked, drive, drive_one_slot, goodput_against_histo
 from result_factory import make_result
 
 from latency_gate.action.outputs import output_values
-from latency_gate.assess.load.capacity_levels import HOLD_TEST, LevelLimits, level_decision
-from latency_gate.assess.load.goodput import RateRun, RateSearch, start_rates
-from latency_gate.assess.load.goodput_levels import OpenLevel, clumped_decision, judged_calls
-from latency_gate.assess.load.goodput_said import goodput_headline, littles_law
-from latency_gate.assess.load.goodput_verdict import goodput_checks, goodput_delta
+from latency_gate.assess.load.headline import goodput_headline, littles_law
+from latency_gate.assess.load.levels import (
+    HOLD_TEST,
+    LevelLimits,
+    clumped_decision,
+    level_decision,
+)
+from latency_gate.assess.load.open_level import OpenLevel, judged_calls
+from latency_gate.assess.load.per_second import RateRun, RateSearch, start_rates
+from latency_gate.assess.load.regression import goodput_delta
+from latency_gate.assess.load.verdict import goodput_checks
 from latency_gate.assess.maths.sequential import Decision
 from latency_gate.config import Target, build_target
 from latency_gate.config.parsing import parse_rate, parse_rate_for

@@ -13,11 +13,11 @@ import pytest
 from goodput_driver import Clocked, drive_one_slot
 from result_factory import make_result
 
-from latency_gate.assess.load.capacity_levels import LevelLimits
-from latency_gate.assess.load.goodput import RateSearch, start_rates
-from latency_gate.assess.load.goodput_levels import OpenLevel, near_rates, rate_bracket
-from latency_gate.assess.load.goodput_replay import goodput_again
-from latency_gate.assess.load.goodput_verdict import goodput_checks
+from latency_gate.assess.load.levels import LevelLimits
+from latency_gate.assess.load.open_level import OpenLevel, near_rates, rate_bracket
+from latency_gate.assess.load.per_second import RateSearch, start_rates
+from latency_gate.assess.load.replay import goodput_again
+from latency_gate.assess.load.verdict import goodput_checks
 from latency_gate.config import build_target
 from latency_gate.config.plan.needs import effective_max_calls
 from latency_gate.config.plan.search import LevelOutcome

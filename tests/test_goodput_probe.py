@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from demo_process import demo_process
 
-from latency_gate.assess.load.goodput_levels import near_rates
+from latency_gate.assess.load.open_level import near_rates
 from latency_gate.cli import main as cli_main
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord

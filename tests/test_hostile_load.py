@@ -71,9 +71,9 @@ def test_a_search_the_cap_stopped_below_the_floor_is_undecided(policy: str) -> N
     floor is undecided, not a FAIL "20 against 30"; on-undecided decides (fail fails it by
     policy; estimate has no value above the levels tried and passes, said as undecided)."""
     from latency_gate.assess.budget.clumps import Clumps
-    from latency_gate.assess.load.capacity import CapacityRun, RunLevel
-    from latency_gate.assess.load.capacity_levels import LevelCalls, LevelLimits
-    from latency_gate.assess.load.capacity_verdict import capacity_check
+    from latency_gate.assess.load.at_once import CapacityRun, RunLevel
+    from latency_gate.assess.load.levels import LevelCalls, LevelLimits
+    from latency_gate.assess.load.verdict import capacity_check
     from latency_gate.assess.verdict import judge
     from latency_gate.models import CallPhase, Sample, StampSource
 

@@ -20,10 +20,9 @@ from pydantic import ValidationError
 
 from latency_gate.assess.budget.gate import Gate, plan_for
 from latency_gate.assess.findings import find
-from latency_gate.assess.load.capacity import judged_again
-from latency_gate.assess.load.capacity_levels import LevelLimits
-from latency_gate.assess.load.capacity_verdict import capacity_check
-from latency_gate.assess.load.goodput_replay import goodput_rows_again
+from latency_gate.assess.load.levels import LevelLimits
+from latency_gate.assess.load.replay import goodput_rows_again, judged_again
+from latency_gate.assess.load.verdict import capacity_check
 from latency_gate.assess.numbers import stats
 from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
 from latency_gate.assess.verdict import judge

@@ -15,12 +15,8 @@ from latency_gate.assess.compare.creep import creep, creep_note
 from latency_gate.assess.compare.history import HistoryPlan, earlier_runs, history_check
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.findings import find
-from latency_gate.assess.load.capacity_verdict import (
-    base_capacities,
-    capacity_check,
-    capacity_delta,
-)
-from latency_gate.assess.load.goodput_verdict import goodput_checks, goodput_delta
+from latency_gate.assess.load.regression import base_capacities, capacity_delta, goodput_delta
+from latency_gate.assess.load.verdict import capacity_check, goodput_checks
 from latency_gate.assess.numbers import stats
 from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
 from latency_gate.assess.numbers.work import fixed_length_finding

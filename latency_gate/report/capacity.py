@@ -11,11 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from latency_gate.assess.findings.load import rounds_within, served_at_once
-from latency_gate.assess.load.capacity_verdict import (
-    broke_because,
-    capacity_headline,
-    level_meaning,
-)
+from latency_gate.assess.load.headline import capacity_headline
+from latency_gate.assess.load.said import broke_because, level_meaning
 from latency_gate.config.plan.levels import LEVEL_CALLS
 from latency_gate.formatting import fmt_duration, fmt_value_beside, plural
 from latency_gate.models import CallPhase, Capacity, CapacityLevel, RunResult

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from latency_gate.assess.load.goodput_said import (
+from latency_gate.assess.load.headline import (
     deciding_levels,
     goodput_headline,
-    level_said,
     littles_law,
     rate_headline,
 )
+from latency_gate.assess.load.said import level_said
 from latency_gate.formatting import fmt_duration, fmt_rate, fmt_value_beside, plural
 from latency_gate.models import Goodput, RateLevel, RunResult
 from latency_gate.report.trend import BUDGET_REACH, CHART_HEIGHT, bar_chart

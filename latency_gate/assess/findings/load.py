@@ -16,7 +16,7 @@ from latency_gate.assess.findings.streams import (
     BURST_MIN_TOKENS,
     BURST_WINDOW,
 )
-from latency_gate.assess.load.goodput_levels import CLIENT_BUDGET_SHARE
+from latency_gate.assess.load.open_level import CLIENT_BUDGET_SHARE
 from latency_gate.assess.maths.intervals import linear_percentile as percentile
 from latency_gate.formatting import fmt_duration
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample

@@ -1,4 +1,15 @@
-"""Calls at a rate as rows of the verdict (the sentences are goodput_said.py's).
+"""A load search's figure as rows of the verdict: each row gated by its minimum (reported without
+one), decided by what the levels showed, and undecided where they could not tell, `on-undecided`
+then deciding (passed, said so, unless it is fail). The regression against a base is
+regression.py's; the sentences said.py's and headline.py's.
+
+Calls at once, "capacity": PASS when the capacity found is at least `min-capacity`, FAIL when
+even the highest level it can be (below the lowest that broke) is under it; when `min-capacity`
+falls among levels near the budget, which the calls could not tell apart, it is undecided. What
+it rests on: the level that held and the one that broke, each with what its tests ruled out and
+how often such a level is decided wrongly, and the levels near the budget between them.
+
+Requests a second:
 
 - "rate_p95" (`--rate R`): the p95 from due of the level at R against the budget under load,
   PASS when the level held, FAIL when it broke. A level near the budget (its calls could not
@@ -14,37 +25,167 @@
   "at least" the rate held when none broke), one inside the search's last step (between the
   rate held and the rate broken), one above every rate tried when none broke, and a search
   stopped (by a cap or the client) before a level at or above the minimum was decided.
-- The regression ("goodput" among the comparison's rows, `goodput_delta`): against an earlier
-  run, or a history (the median of the rates its runs held), searched at the same budget. The
-  limit is `max-regression`'s relative one: the goodput regresses below base / (1 + limit).
-  Each side is what its levels showed: NOT REGRESSED when this run held a rate at or above that
-  threshold (its test rules out a p95 over the budget there); REGRESSED when a rate at or under
-  it broke (its test rules out a p95 within the budget there); otherwise (the threshold among
-  levels near the budget, inside the search's last step, or past where a cap stopped it)
-  undecided, and `on-undecided-regression` decides (pass: said beside the verdict).
 """
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections import Counter
-from collections.abc import Sequence
 from http import HTTPStatus
-from typing import Literal
 
-from latency_gate.assess.load.capacity_verdict import undecided_delta
-from latency_gate.assess.load.goodput_said import (
+from latency_gate.assess.load.headline import (
+    deciding_capacity_levels,
     deciding_levels,
-    level_said,
+    goodput_figure,
     near_levels,
     near_span,
 )
-from latency_gate.config.regression import RegressionLimit
+from latency_gate.assess.load.said import level_clause, level_said
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_rate, plural
-from latency_gate.models import Check, Goodput, NumberDelta, RateLevel, Sample
+from latency_gate.models import Capacity, Check, Goodput, RateLevel, Sample
 
-__all__ = ["goodput_checks", "goodput_delta"]
+__all__ = ["capacity_check", "goodput_checks", "highest_possible"]
+
+
+def _by_policy(policy: str, nothing: str) -> tuple[bool, str]:
+    """Whether an undecided row fails (only with on-undecided: fail) and how that is said;
+    `nothing`: why any other policy cannot fail it ("nothing measured of the endpoint")."""
+    fails = policy == "fail"
+    if fails:
+        return True, "failed by policy (on-undecided: fail)"
+    return False, f"not failed (on-undecided: {policy}: {nothing} to go by)"
+
+
+def _capitalised(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def highest_possible(capacity: Capacity) -> int:
+    """The highest the capacity can be: the upper end of its interval, below the lowest level
+    that broke, or the figure itself when the levels were told apart (capacity-max when no
+    level broke)."""
+    if capacity.upper is not None:
+        return capacity.upper
+    if capacity.breaking is not None:
+        return capacity.breaking - 1
+    return max(capacity.found, capacity.maximum)
+
+
+def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check | None:
+    """The capacity as a row of the verdict: gated by `min_capacity`, reported without it.
+    None when the capacity was not asked for (no search and no minimum)."""
+    if capacity is None:
+        if min_capacity is None:
+            return None
+        return Check(
+            number="capacity",
+            value=None,
+            limit=float(min_capacity),
+            passed=False,
+            note="no data",
+            meaning="the capacity was not searched: the run ended before its looks did",
+        )
+    found = float(capacity.found)
+    rests = "; ".join(level_clause(lv, capacity) for lv in deciding_capacity_levels(capacity))
+    note = "" if capacity.complete else f"at least {capacity.found}: {capacity.stopped}"
+    if min_capacity is None:
+        return Check(
+            number="capacity",
+            value=found,
+            limit=None,
+            passed=None,
+            note=note,
+            n=capacity.calls,
+            meaning=rests,
+        )
+    top = highest_possible(capacity)
+    between = capacity.complete and capacity.found < min_capacity <= top
+    if between:
+        # The levels near the budget could not tell whether min-capacity holds: not decided on
+        # a figure the search could not separate. It passes, said as undecided, unless
+        # on-undecided is fail.
+        policy = capacity.on_undecided
+        passed = policy != "fail"
+        word = "PASS" if passed else "FAIL"
+        meaning = (
+            f"{word}: undecided, the capacity is between {capacity.found} and {top} at once and "
+            f"the {min_capacity} asked lies between (levels near the budget, which the calls "
+            f"could not tell apart); {'passed' if passed else 'failed'} by policy "
+            f"(on-undecided: {policy})"
+        )
+        if rests:
+            meaning += f". {_capitalised(rests)}"
+        return Check(
+            number="capacity",
+            value=found,
+            limit=float(min_capacity),
+            passed=passed,
+            note=note or f"undecided: between {capacity.found} and {top}",
+            n=capacity.calls,
+            meaning=meaning,
+            decided=False,
+            by_policy=True,
+        )
+    passed = capacity.found >= min_capacity
+    at_least = "at least " if not capacity.complete else ""
+    if not passed and not _shown_under(capacity, min_capacity):
+        return _floor_undecided(capacity, min_capacity, rests, note)
+    word = "PASS" if passed else "FAIL"
+    side = "at least" if passed else "under"
+    at_least = "at least " if not capacity.complete else ""
+    figure = (
+        f"{capacity.found} at once"
+        if capacity.upper is None or not passed
+        else f"between {capacity.found} and {capacity.upper} at once"
+    )
+    if not passed and capacity.upper is not None:
+        figure = f"at most {top} at once"
+    meaning = f"{word}: {at_least}{figure}, {side} the {min_capacity} asked"
+    if rests:
+        meaning += f". {_capitalised(rests)}"
+    return Check(
+        number="capacity",
+        value=found,
+        limit=float(min_capacity),
+        passed=passed,
+        note=note,
+        n=capacity.calls,
+        meaning=meaning,
+    )
+
+
+def _shown_under(capacity: Capacity, min_capacity: int) -> bool:
+    """Whether the search shows the capacity under `min_capacity`: it ended there, or a level
+    at or under the minimum broke (levels break from some concurrency on)."""
+    return capacity.complete or (
+        capacity.breaking is not None and capacity.breaking <= min_capacity
+    )
+
+
+def _floor_undecided(capacity: Capacity, min_capacity: int, rests: str, note: str) -> Check:
+    """A search that max-calls stopped before any level at or above the minimum was decided:
+    the floor is undecided (nothing measured says the capacity is under it), and on-undecided
+    decides. `estimate` has no value to go by above the levels tried, so it does not fail the
+    run: the row and the verdict say it was undecided."""
+    fails, how = _by_policy(
+        capacity.on_undecided, f"no level at or above {min_capacity} was measured"
+    )
+    stopped = capacity.stopped or "the search did not end"
+    said = (
+        f"undecided: at least {capacity.found} at once, and no level of {min_capacity} (the "
+        f"minimum) or more was decided ({stopped}); {how}"
+    )
+    meaning = said + (f". {_capitalised(rests)}" if rests else "")
+    return Check(
+        number="capacity",
+        value=float(capacity.found),
+        limit=float(min_capacity),
+        passed=not fails,
+        note=said if not note else f"{note}; {said}",
+        decided=False,
+        by_policy=True,
+        n=capacity.calls,
+        meaning=meaning,
+    )
 
 
 def goodput_checks(
@@ -63,15 +204,7 @@ def goodput_checks(
 def _undecided(
     goodput: Goodput, number: str, value: float | None, limit: float | None, said: str
 ) -> Check:
-    fails = goodput.on_undecided == "fail"
-    how = (
-        "failed by policy (on-undecided: fail)"
-        if fails
-        else (
-            f"not failed (on-undecided: {goodput.on_undecided}: nothing measured of the "
-            "endpoint to go by)"
-        )
-    )
+    fails, how = _by_policy(goodput.on_undecided, "nothing measured of the endpoint")
     note = f"undecided: {said}; {how}"
     return Check(
         number=number,
@@ -223,7 +356,7 @@ def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
     passed = goodput.found >= min_rate
     if not passed and (goodput.breaking is None or goodput.breaking > min_rate):
         return _not_shown(goodput, min_rate, rests, note)
-    figure = _figure(goodput)
+    figure = goodput_figure(goodput)
     if passed:
         meaning = (
             f"PASS: {figure}; {fmt_rate(goodput.found)} held, at least the "
@@ -250,7 +383,7 @@ def _min_rate_row(
     """The `goodput` row against `--min-rate`: its sentence followed by what the figure rests
     on; undecided rows (`decided` False) were passed or failed by policy."""
     if rests:
-        meaning += f". {rests[:1].upper()}{rests[1:]}"
+        meaning += f". {_capitalised(rests)}"
     return Check(
         number="goodput",
         value=goodput.found,
@@ -262,21 +395,6 @@ def _min_rate_row(
         decided=decided,
         by_policy=not decided,
     )
-
-
-def _figure(goodput: Goodput) -> str:
-    """The goodput as the levels left it, each end with what it rests on: "between 2.6/s
-    (held) and 3.3/s (broke)", "at least 2.6/s (held; none broke)", "2.6/s (held; 2.8/s
-    broke)" when the search's last step told them apart."""
-    found = fmt_rate(goodput.found)
-    if goodput.breaking is None:
-        return f"at least {found} (held; none broke)" if goodput.found else "no rate held or broke"
-    breaking = fmt_rate(goodput.breaking)
-    if not goodput.found:
-        return f"under {breaking} (broke; no rate held)"
-    if goodput.upper is not None or not goodput.complete:
-        return f"between {found} (held) and {breaking} (broke)"
-    return f"{found} (held; {breaking} broke)"
 
 
 def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Check:
@@ -301,10 +419,10 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
     else:
         why = f"the {asked} asked lies between the rate held and the rate broken"
     meaning = (
-        f"{word}: undecided, the goodput is {_figure(goodput)} and {why}; "
+        f"{word}: undecided, the goodput is {goodput_figure(goodput)} and {why}; "
         f"{'passed' if passed else 'failed'} by policy (on-undecided: {policy})"
     )
-    note = note or f"undecided: {_figure(goodput)}"
+    note = note or f"undecided: {goodput_figure(goodput)}"
     return _min_rate_row(
         goodput,
         min_rate,
@@ -314,64 +432,3 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
         rests=rests,
         decided=False,
     )
-
-
-def goodput_delta(
-    head: Goodput | None,
-    bases: Sequence[Goodput],
-    limit: RegressionLimit,
-    *,
-    history: bool = False,
-    on_undecided: Literal["fail", "pass"] = "pass",
-) -> NumberDelta | None:
-    """The goodput against the base's (an earlier run's search; with `history`, the median of
-    the rates its runs' searches held): see the module's docstring. None when neither side
-    searched; `bases` holds searches only (a run at `--rate` alone has no figure)."""
-    head = head if head is not None and head.search else None
-    if head is None and not bases:
-        return None
-    base_found = statistics.median([b.found for b in bases]) if bases else None
-    if head is None or base_found is None:
-        side = "this run" if head is None else "the base"
-        return NumberDelta(
-            number="goodput",
-            base=base_found,
-            head=None if head is None else head.found,
-            note=f"not compared: {side} did not search the goodput (--goodput)",
-        )
-    if any(not math.isclose(b.limit, head.limit) for b in bases):
-        whose = "some of the history's runs held their" if history else "the base held its"
-        return NumberDelta(
-            number="goodput",
-            base=base_found,
-            head=head.found,
-            note=f"not compared: {whose} levels to another budget than this run's "
-            f"{fmt_duration(head.limit)}",
-        )
-    relative = limit.relative if limit.relative is not None else 0.0
-    threshold = base_found / (1.0 + relative)
-    held = "the median of the rates the history's runs held" if history else "the rate it held"
-    said = (
-        f"regresses below {fmt_rate(threshold)} (the base's {fmt_rate(base_found)}, {held}, "
-        f"less the {relative * 100:g} % limit)"
-    )
-    top = head.upper if head.upper is not None else head.breaking
-    if head.found >= threshold:
-        return NumberDelta(
-            number="goodput", base=base_found, head=head.found, outcome="not regressed"
-        )
-    if top is not None and top <= threshold:
-        return NumberDelta(
-            number="goodput",
-            base=base_found,
-            head=head.found,
-            regressed=True,
-            outcome="regressed",
-            note=f"{said}; {fmt_rate(top)} broke",
-        )
-    why = (
-        f"this run's goodput is {_figure(head)}"
-        if head.complete
-        else f"this run's search did not end ({head.stopped}): at least {fmt_rate(head.found)}"
-    )
-    return undecided_delta("goodput", base_found, head.found, f"{said}; {why}", on_undecided)

@@ -1,6 +1,7 @@
-"""One level of the capacity search: c calls at once, in bursts, judged on that level's calls.
+"""One level of a load search, whatever its load (calls at once, requests a second): what it is
+held to, what its checks read of its calls, and the one test that says held, broke or near.
 
-A level is judged after each burst on the share of its calls over `max-concurrent-p95` (and
+A level is judged at each look on the share of its calls over `max-concurrent-p95` (and
 first-token p95 over `max-ttft-p95` when budgeted), by two sequential tests, one from each side
 of LEVEL_SHARE (5 %: the p95 at the budget; config/plan.py):
 
@@ -8,9 +9,9 @@ of LEVEL_SHARE (5 %: the p95 at the budget; config/plan.py):
   a level whose p95 is over the budget holds at most LEVEL_BETA (2.5 %) of the time;
 - broke: they rule out LEVEL_SHARE or fewer (5 % against 15 %): a level whose p95 is within
   the budget breaks at most LEVEL_ALPHA (1 %) of the time;
-- near the budget: neither, once the level has LEVEL_CALLS calls (130, at every concurrency:
-  level 1 takes 130 calls one at a time). Its p95 is then too near the budget for the calls to
-  tell, and the capacity is said as an interval around it, not decided by a coin.
+- near the budget: neither, at the level's end (LEVEL_CALLS calls at once, 130 at every
+  concurrency; a level at a rate, its length). Its p95 is then too near the budget for the calls
+  to tell, and the figure is said as an interval around it, not decided by a coin.
 
 Ville's inequality holds both bounds whatever bursts a level took. The error rate of a level's
 calls breaks it when its test says FAIL (error_rate_check, failures in a row counted as one
@@ -26,9 +27,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from latency_gate.assess.budget.checks import error_rate_check, nearer_healthy
-from latency_gate.assess.budget.clumps import Clumps, clumps_of
-from latency_gate.assess.maths.intervals import linear_percentile
+from latency_gate.assess.budget.clumps import Clumps, clumped, clumps_of
 from latency_gate.assess.maths.sequential import Decision, Sprt
+from latency_gate.config import Budget
 from latency_gate.config.plan.hypotheses import (
     ERROR_ALPHA,
     ERROR_BETA,
@@ -38,20 +39,21 @@ from latency_gate.config.plan.hypotheses import (
     LEVEL_HELD_SHARE,
     LEVEL_SHARE,
 )
-from latency_gate.models import CapacityLevel, Sample
+from latency_gate.models import Sample
 
 __all__ = [
     "BREAK_TEST",
     "HOLD_TEST",
+    "LEVEL_TEST",
     "P95",
     "Decided",
     "LevelCalls",
     "LevelJudged",
     "LevelLimits",
+    "clumped_decision",
     "judge_level",
     "level_checks",
     "level_decision",
-    "level_record",
 ]
 
 Decided = Literal["the run", "test", "level cap", "max-calls"]
@@ -71,6 +73,19 @@ class LevelLimits:
     error_rate: float | None = None
     ttft_p95: float | None = None
     on_undecided: str = "estimate"
+
+    @classmethod
+    def of(cls, budget: Budget, on_undecided: str, *, why: str) -> LevelLimits:
+        """A target's budget as its levels' limits; `why` names the search in the error raised
+        without a concurrent p95 budget (the config refuses such a search before a run)."""
+        if budget.max_concurrent_p95 is None:
+            raise ValueError(why)
+        return cls(
+            concurrent_p95=budget.max_concurrent_p95,
+            error_rate=budget.max_error_rate,
+            ttft_p95=budget.max_ttft_p95,
+            on_undecided=on_undecided,
+        )
 
 
 @dataclass(frozen=True)
@@ -135,6 +150,24 @@ def level_decision(values: Sequence[float], limit: float) -> Decision:
     return Decision.UNDECIDED
 
 
+def clumped_decision(values: Sequence[float], limit: float) -> Decision:
+    """A level's two tests (`level_decision`: broke, held or neither) on `values` in the order
+    their calls were due or started, with the calls over `limit` counted in clumps (runs of
+    consecutive ones), as the error test counts failures (assess/budget/clumps.py): a queue's slow
+    calls come in runs (one long call delays the calls behind it), and counted one by one a
+    run of five over the budget weighed as five independent calls. The break test takes the
+    clumps' own mean length, the hold test the length as if one more clump of one call had been
+    seen (so a level with no call over the budget is judged call by call, as before); no value
+    at all breaks the level (no data)."""
+    if not values:
+        return Decision.FAIL
+    clumps = clumps_of(value <= limit for value in values)
+    return clumped(BREAK_TEST, HOLD_TEST, clumps.failed, clumps.events, 1.0).decide(clumps)
+
+
+LEVEL_TEST: Callable[[Sequence[float], float], Decision] = level_decision
+
+
 @dataclass(frozen=True)
 class LevelChecks:
     """A level's checks at one look: each latency check's values and budget, what each test
@@ -191,7 +224,7 @@ def judge_level(
     *,
     looks: Sequence[int],
     last: bool,
-    decide: Callable[[Sequence[float], float], Decision] = level_decision,
+    decide: Callable[[Sequence[float], float], Decision] | None = None,
 ) -> LevelJudged:
     """A level after the burst that brought its calls to `looks[-1]` (`looks`: its calls at each
     look so far). Breaks as soon as a check's calls rule out a p95 within its budget (or the
@@ -199,13 +232,12 @@ def judge_level(
     and the error rate has not failed (nor has a failure still undecided); otherwise undecided,
     unless `last` (no further burst: the level's cap or max-calls), where an undecided latency
     check leaves the level near the budget and the error rate goes by the nearer of its two
-    shares. `decide`: the latency checks' tests (`level_decision`, calls one by one; the
-    goodput's levels count calls over the budget in clumps, goodput_levels.clumped_decision)."""
+    shares. `decide`: the latency checks' tests (LEVEL_TEST when None)."""
     del looks  # Ville's bounds hold at any looks: the decision needs only the calls so far
     if not calls.calls:  # no call judged (a level at a rate whose calls were all in its
         # warm-up): it says nothing, where no successful call among some breaks it
         return LevelJudged(False, "level cap", (), None, near=True) if last else LevelJudged(None)
-    checks = level_checks(calls, limits, decide)
+    checks = level_checks(calls, limits, LEVEL_TEST if decide is None else decide)
     broke, pending, errors_pending = checks.broke, checks.pending, checks.errors_pending
     if broke:
         wrong = ERROR_ALPHA if broke == ("error_rate",) else LEVEL_ALPHA
@@ -225,34 +257,3 @@ def judge_level(
         return LevelJudged(False, "level cap", (), None, near=True)
     # Only the error rate was open, and its failures are nearer the healthy share.
     return LevelJudged(True, "level cap", (), ERROR_BETA)
-
-
-def level_record(
-    concurrency: int,
-    calls: LevelCalls,
-    *,
-    held: bool,
-    by: Decided,
-    broke_on: tuple[str, ...] = (),
-    bursts: int,
-    seconds: float | None,
-    wrong_at_most: float | None,
-    samples: tuple[Sample, ...] = (),
-    near: bool = False,
-) -> CapacityLevel:
-    """A judged level as the result file keeps it."""
-    return CapacityLevel(
-        concurrency=concurrency,
-        calls=calls.calls,
-        bursts=bursts,
-        p95=linear_percentile(calls.latencies, P95),
-        errors=calls.failed,
-        ttft_p95=linear_percentile(calls.first_tokens, P95) if calls.first_tokens else None,
-        held=held,
-        decided_by=by,
-        broke_on=broke_on,
-        wrong_at_most=wrong_at_most,
-        seconds=seconds,
-        samples=samples,
-        near=near,
-    )

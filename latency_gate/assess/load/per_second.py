@@ -1,9 +1,9 @@
-"""Goodput at the budget: the highest request rate whose p95 from due holds the budget under load.
+"""Requests a second: the load search's strategy for the highest request rate whose p95 from due
+holds the budget under load (the goodput at the budget).
 
 After the run's looks (and the capacity search), calls arrive open-loop at a rate
-(measure/arrivals.py), one level at a time, each judged on its own calls (goodput_levels.py) by
-the capacity levels' two tests: it holds, breaks, or is near the budget (its calls could not
-tell).
+(measure/arrivals.py), one level at a time, each judged on its own calls (open_level.py) by the
+levels' test (levels.py): it holds, breaks, or is near the budget (its calls could not tell).
 
 - `--rate R` alone: one level at R, a row of the verdict ("rate": held, broke, or near the
   budget and then `on-undecided`).
@@ -16,9 +16,10 @@ tell).
   (held: its test rules out a p95 over the budget) to `upper`, the lowest rate that broke (its
   test rules out a p95 within it): a near level showed nothing, so only a broken rate bounds
   the goodput from above, and with none broken it is "at least `found`". `--min-rate` gates it
-  (goodput_verdict.py).
+  (verdict.py).
 
-`RateSearch` is the search alone (levels in, the next rate out); `RateRun` drives the levels for
+`RateSearch` is the search alone (search.LoadSearch: levels in, the next rate out); `RateRun`
+drives the levels for
 the engine's hook (wired in latency_gate/run.py) under what `max-calls` and `goodput-time` leave:
 when a level no longer fits, or the client could not send at a rate, the search stops there and
 the goodput is "at least" the highest rate that held.
@@ -31,8 +32,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from latency_gate.assess.budget.sampling import on_undecided_policy
-from latency_gate.assess.load.capacity_levels import LevelLimits
-from latency_gate.assess.load.goodput_levels import (
+from latency_gate.assess.load.headline import near_span
+from latency_gate.assess.load.levels import LevelLimits
+from latency_gate.assess.load.open_level import (
     CLIENT_BUDGET_SHARE,
     CLIENT_FLOOR_TIMES,
     Arrived,
@@ -40,7 +42,7 @@ from latency_gate.assess.load.goodput_levels import (
     near_rates,
     rate_bracket,
 )
-from latency_gate.assess.load.goodput_said import near_span
+from latency_gate.assess.load.search import LoadRun, LoadSearch, outcome_of
 from latency_gate.config import Target
 from latency_gate.config.plan.hypotheses import hold_calls
 from latency_gate.config.plan.needs import rate_room
@@ -73,7 +75,7 @@ def _round_up(rate: float) -> float:
 
 
 @dataclass
-class RateSearch:
+class RateSearch(LoadSearch[float]):
     """Which rate to try next, from the rates tried so far (`record`)."""
 
     start: float
@@ -84,8 +86,9 @@ class RateSearch:
     near: float | None = None  # the lowest rate near the budget
     tried: list[tuple[float, LevelOutcome]] = field(default_factory=list)
 
-    def record(self, rate: float, outcome: LevelOutcome) -> None:
-        self.tried.append((rate, outcome))
+    def record(self, level: float, outcome: LevelOutcome) -> None:
+        super().record(level, outcome)
+        rate = level
         if outcome == "held":
             self.held = rate if self.held is None else max(self.held, rate)
         elif outcome == "near":
@@ -108,6 +111,10 @@ class RateSearch:
         return _round(self.start / 2**self.steps)
 
     def next_rate(self) -> float | None:
+        """`next_level`, in the rate's words."""
+        return self.next_level()
+
+    def next_level(self) -> float | None:
         """The rate to try next, or None when the search is over."""
         if not self.tried:
             return self.start
@@ -143,11 +150,10 @@ class RateAsk:
 
 
 @dataclass
-class RateRun:
+class RateRun(LoadRun[RateLevel, OpenLevel]):
     """The levels of one run, driven by the engine's hook: `next_level` closes the level that
     ended and says the next; `look` judges the one in progress; `goodput()` is the result."""
 
-    limits: LevelLimits
     plan: GoodputPlan
     search: RateSearch
     searching: bool
@@ -156,12 +162,6 @@ class RateRun:
     room: int | None = None  # calls left under max-calls (None: not capped)
     time_left: float | None = None  # seconds left under goodput-time (None: not capped)
     floor: float | None = None
-    levels: list[RateLevel] = field(default_factory=list)
-    current: OpenLevel | None = None
-    calls: int = 0
-    seconds: float = 0.0
-    stopped: str = ""
-    cut_by_cap: bool = False
     client_limit: float | None = None
     restarted_at: float | None = None  # where the search went on after a first level too short
 
@@ -179,7 +179,7 @@ class RateRun:
         if self.stopped:
             return None
         rate = (
-            self.search.next_rate()
+            self.search.next_level()
             if self.searching
             else (None if self.levels else self.search.start)
         )
@@ -204,12 +204,6 @@ class RateRun:
 
     def look(self, arrivals: Sequence[Arrived], now: float) -> bool:
         return self.current is not None and self.current.look(arrivals, now)
-
-    def interrupt(self, why: str = "the run was interrupted") -> None:
-        """Stop where it is: a level in progress is dropped (not judged)."""
-        if not self.stopped:
-            self.stopped = why
-            self.current = None
 
     def _close(self, arrivals: Sequence[Arrived], seconds: float, cut: str) -> None:
         level = self.current
@@ -243,9 +237,7 @@ class RateRun:
             return
         if self.searching and self._restart(record):
             return
-        self.search.record(
-            record.rate, "held" if record.held else "near" if record.near else "broke"
-        )
+        self.search.record(record.rate, outcome_of(record))
 
     def _restart(self, record: RateLevel) -> bool:
         """Whether the search goes on from a higher start after its first level, `record`: one
@@ -317,10 +309,8 @@ class RateRun:
         tokens = None
         if held is not None and held.tokens is not None:
             tokens = found * held.tokens
-        incomplete = (
-            self.cut_by_cap
-            or self.client_limit is not None
-            or (bool(self.stopped) and self.searching and self.search.next_rate() is not None)
+        incomplete = self.client_limit is not None or (
+            self.left_open(self.search) if self.searching else self.cut_by_cap
         )
         length = self.plan.length
         return Goodput(
@@ -382,14 +372,10 @@ def start_rates(
     """The levels of `target`'s run after its looks (`samples`, the run's calls) and its
     capacity search (`spent` calls), under what `max_calls` leaves; `floor`: the gate's own
     p95 under load, what the client's send lag is held to."""
-    budget = target.budget
-    if budget.max_concurrent_p95 is None:  # refused by the config (rate_plan.goodput_problems)
-        raise ValueError("calls at a rate need a budget under load, max-concurrent-p95")
-    limits = LevelLimits(
-        concurrent_p95=budget.max_concurrent_p95,
-        error_rate=budget.max_error_rate,
-        ttft_p95=budget.max_ttft_p95,
-        on_undecided=target.on_undecided,
+    limits = LevelLimits.of(  # calls at a rate without one are refused by goodput_problems
+        target.budget,
+        target.on_undecided,
+        why="calls at a rate need a budget under load, max-concurrent-p95",
     )
     plan = goodput_plan(target, rate_room(target, max_calls))
     if plan is None:

@@ -1,23 +1,24 @@
-"""Calls at a rate in sentences: each level (held, broke, or near the budget), the headline of a
-run at a rate and of the goodput search (a figure, or an interval when levels near the budget
-could not be told apart), the levels the figure rests on, and the two capacities side by side
-(Little's law). The verdict's rows (goodput_verdict.py) and the reports use them."""
+"""A load search's figure in one sentence, and the levels it rests on: the capacity ("holds
+concurrent p95 ≤ 3.00 s up to 12 calls at once; breaks at 13"), the level at `--rate` and the
+goodput ("holds p95 ≤ 3.00 s up to 4.2/s"), each an interval when levels near the budget could
+not be told apart; the two side by side (Little's law). Each level in words is said.py's.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from latency_gate.assess.load.goodput_levels import near_between
-from latency_gate.config.plan.hypotheses import ERROR_ALPHA, LEVEL_ALPHA, LEVEL_BETA, LEVEL_SHARE
+from latency_gate.assess.load.open_level import near_between
+from latency_gate.assess.load.said import broke_because, broke_rests_on, held_rests_on
 from latency_gate.formatting import fmt_duration, fmt_percent, fmt_rate, fmt_value_beside, plural
-from latency_gate.models import Capacity, Goodput, RateLevel
+from latency_gate.models import Capacity, CapacityLevel, Goodput, RateLevel
 
 __all__ = [
-    "broke_rests_on",
+    "capacity_headline",
+    "deciding_capacity_levels",
     "deciding_levels",
+    "goodput_figure",
     "goodput_headline",
-    "held_rests_on",
-    "level_said",
     "littles_law",
     "near_levels",
     "near_span",
@@ -25,67 +26,91 @@ __all__ = [
 ]
 
 
-def _broke_because(level: RateLevel, goodput: Goodput) -> str:
-    parts = [
-        f"p95 {fmt_value_beside(level.p95, goodput.limit, 'concurrent_p95')}"
-        if level.p95 is not None
-        else "no call succeeded"
+def _near(capacity: Capacity) -> list[CapacityLevel]:
+    """The levels near the budget between the figure and the upper end of its interval."""
+    if capacity.upper is None:
+        return []
+    return sorted(
+        (
+            lv
+            for lv in capacity.levels
+            if lv.near and capacity.found < lv.concurrency <= capacity.upper
+        ),
+        key=lambda lv: lv.concurrency,
+    )
+
+
+def _listed(levels: Sequence[CapacityLevel]) -> str:
+    names = [str(lv.concurrency) for lv in levels]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def capacity_headline(capacity: Capacity) -> str:
+    """The capacity in one sentence, what every report says first:
+    "holds concurrent p95 ≤ 3.00 s up to 12 calls at once; breaks at 13 (p95 3.40 s)", or
+    when levels near the figure could not be told apart, "holds ... between 12 and 16 calls at
+    once: 12 held, 14 and 16 were near the budget, 17 broke (p95 3.60 s)"."""
+    budget = f"concurrent p95 ≤ {fmt_duration(capacity.limit)}"
+    breaking = next(
+        (
+            lv
+            for lv in capacity.levels
+            if not lv.held and not lv.near and lv.concurrency == capacity.breaking
+        ),
+        None,
+    )
+    broke = "" if breaking is None else f" ({broke_because(breaking, capacity)})"
+    if not capacity.complete:
+        why = capacity.stopped or "the search did not end"
+        held = (
+            f"holds {budget} up to at least {plural(capacity.found, 'call')} at once"
+            if capacity.found
+            else f"was not shown to hold {budget} at any concurrency"
+        )
+        text = f"{held} ({why})"
+        if breaking is not None:
+            text += f"; broke at {breaking.concurrency}{broke}"
+        return text
+    near = _near(capacity)
+    if near and capacity.upper is not None:
+        were = "was" if len(near) == 1 else "were"
+        held = f"{capacity.found} held" if capacity.found else "no level held"
+        text = (
+            f"holds {budget} between {capacity.found} and {plural(capacity.upper, 'call')} at "
+            f"once: {held}, {_listed(near)} {were} near the budget (the calls could not tell)"
+        )
+        if breaking is not None:
+            text += f", {breaking.concurrency} broke{broke}"
+        else:
+            text += f", none broke up to capacity-max {capacity.maximum}"
+        return text
+    if capacity.found == 0:
+        return f"does not hold {budget} even one call at a time{broke}"
+    if capacity.reached_max:
+        return (
+            f"holds {budget} up to {plural(capacity.found, 'call')} at once, the most searched "
+            f"(capacity-max {capacity.maximum})"
+        )
+    return (
+        f"holds {budget} up to {plural(capacity.found, 'call')} at once; "
+        f"breaks at {capacity.breaking}{broke}"
+    )
+
+
+def deciding_capacity_levels(capacity: Capacity) -> list[CapacityLevel]:
+    """The levels the figure rests on: the highest that held, the near ones above it, and the
+    lowest that broke."""
+    held = [lv for lv in capacity.levels if lv.held and lv.concurrency == capacity.found]
+    broke = [
+        lv
+        for lv in capacity.levels
+        if not lv.held and not lv.near and lv.concurrency == capacity.breaking
     ]
-    if "ttft_p95" in level.broke_on and level.ttft_p95 is not None:
-        parts.append(f"first-token p95 {fmt_duration(level.ttft_p95)}")
-    if "error_rate" in level.broke_on:
-        parts.append(f"{level.errors} of {plural(level.judged, 'call')} failed")
-    return "; ".join(parts)
+    return held[:1] + _near(capacity) + broke[:1]
 
 
 def _budget(goodput: Goodput) -> str:
     return f"p95 ≤ {fmt_duration(goodput.limit)}"
-
-
-def level_said(level: RateLevel, goodput: Goodput) -> str:
-    """One level in a sentence: "4/s held after 96 judged calls of 130, by the test (rules out
-    a p95 over 3.00 s: 5.0 % or more of its calls over it; such a level holds at most 2.5 % of
-    the time)", or "4.4/s was near the budget ...: its calls could not tell"."""
-    after = f"after {plural(level.judged, 'judged call')} of {level.calls:,}"
-    rate = fmt_rate(level.rate)
-    if level.decided_by == "client":
-        lag = fmt_duration(level.send_lag_p95)
-        return (
-            f"{rate}: the client fell behind (send lag p95 {lag}) and the endpoint's own "
-            "latencies held the budget: it says nothing of the endpoint"
-        )
-    how = {
-        "test": "by the test",
-        "level cap": "undecided at its end",
-        "max-calls": "undecided when a cap stopped it",
-    }.get(level.decided_by, level.decided_by)
-    limit = fmt_duration(goodput.limit)
-    share = fmt_percent(LEVEL_SHARE)
-    if level.near:
-        p95 = "" if level.p95 is None else f"; p95 {fmt_duration(level.p95)} from due"
-        return (
-            f"{rate} was near the budget {after}, {how}: its calls could not tell (they rule "
-            f"out neither a p95 over {limit} nor one within it{p95})"
-        )
-    chance = level.wrong_at_most
-    if level.held:
-        chance = LEVEL_BETA if chance is None else chance
-        return (
-            f"{rate} held {after}, {how} (rules out a p95 over {limit}: {share} or more of its "
-            f"calls over it; such a level holds at most {fmt_percent(chance)} of the time)"
-        )
-    if level.broke_on == ("error_rate",):
-        chance = ERROR_ALPHA if chance is None else chance
-        ruled = (
-            f"rules out a failure rate of {fmt_percent((goodput.error_limit or 0.0) / 2)} or less"
-        )
-    else:
-        chance = LEVEL_ALPHA if chance is None else chance
-        ruled = f"rules out a p95 within {limit}: {share} or fewer of its calls over it"
-    return (
-        f"{rate} broke {after}, {how} ({_broke_because(level, goodput)}; {ruled}; such a level "
-        f"breaks at most {fmt_percent(chance)} of the time)"
-    )
 
 
 def rate_headline(goodput: Goodput) -> str:
@@ -143,28 +168,6 @@ def _breaking(goodput: Goodput) -> RateLevel | None:
     )
 
 
-def held_rests_on(level: RateLevel | None, goodput: Goodput) -> str:
-    """What the lower end rests on: "rules out a p95 over 1.00 s; wrong at most 2.5 %"."""
-    chance = LEVEL_BETA if level is None or level.wrong_at_most is None else level.wrong_at_most
-    return (
-        f"rules out a p95 over {fmt_duration(goodput.limit)}; wrong at most {fmt_percent(chance)}"
-    )
-
-
-def broke_rests_on(level: RateLevel, goodput: Goodput) -> str:
-    """What the upper end rests on: "p95 1.40 s; rules out a p95 within 1.00 s; wrong at most
-    5.0 %" (or the failure rate, when errors broke it)."""
-    if level.broke_on == ("error_rate",):
-        chance = ERROR_ALPHA if level.wrong_at_most is None else level.wrong_at_most
-        ruled = (
-            f"rules out a failure rate of {fmt_percent((goodput.error_limit or 0.0) / 2)} or less"
-        )
-    else:
-        chance = LEVEL_ALPHA if level.wrong_at_most is None else level.wrong_at_most
-        ruled = f"rules out a p95 within {fmt_duration(goodput.limit)}"
-    return f"{_broke_because(level, goodput)}; {ruled}; wrong at most {fmt_percent(chance)}"
-
-
 def _interval_headline(goodput: Goodput, near: list[RateLevel], tokens: str) -> str:
     """The goodput when levels above it were near the budget: from the rate that held (its
     test's bound) to the lowest that broke (its test's bound), or "at least" the rate held when
@@ -210,7 +213,7 @@ def goodput_headline(goodput: Goodput) -> str:
     broke = (
         ""
         if breaking is None
-        else f"; breaks at {fmt_rate(goodput.breaking)} ({_broke_because(breaking, goodput)})"
+        else f"; breaks at {fmt_rate(goodput.breaking)} ({broke_because(breaking, goodput)})"
     )
     tokens = (
         f", {goodput.tokens_per_s:,.0f} output tokens/s" if goodput.tokens_per_s is not None else ""
@@ -239,6 +242,21 @@ def deciding_levels(goodput: Goodput) -> list[RateLevel]:
     held = [lv for lv in goodput.levels if lv.held and lv.rate == goodput.found]
     breaking = _breaking(goodput)
     return held[:1] + near_levels(goodput) + ([] if breaking is None else [breaking])
+
+
+def goodput_figure(goodput: Goodput) -> str:
+    """The goodput as the levels left it, each end with what it rests on: "between 2.6/s
+    (held) and 3.3/s (broke)", "at least 2.6/s (held; none broke)", "2.6/s (held; 2.8/s
+    broke)" when the search's last step told them apart."""
+    found = fmt_rate(goodput.found)
+    if goodput.breaking is None:
+        return f"at least {found} (held; none broke)" if goodput.found else "no rate held or broke"
+    breaking = fmt_rate(goodput.breaking)
+    if not goodput.found:
+        return f"under {breaking} (broke; no rate held)"
+    if goodput.upper is not None or not goodput.complete:
+        return f"between {found} (held) and {breaking} (broke)"
+    return f"{found} (held; {breaking} broke)"
 
 
 def littles_law(goodput: Goodput, capacity: Capacity) -> str:

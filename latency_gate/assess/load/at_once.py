@@ -1,4 +1,5 @@
-"""Capacity at the budget: the most calls at once whose concurrent p95 holds its budget.
+"""Calls at once: the load search's strategy for the most calls started together whose concurrent
+p95 holds its budget (the capacity at the budget).
 
 After the run's looks, `--capacity` searches the concurrency. Level c0 (the run's
 `concurrency`) starts from the run's own concurrent calls, judged by the level's tests; when
@@ -8,10 +9,11 @@ were near the budget or broke).
 
 Each level is a burst of c calls started together (the engine's burst, at concurrency c), judged
 after each burst on that level's calls alone, with more bursts while undecided, up to
-LEVEL_CALLS calls (capacity_levels.py): it holds, breaks, or is near the budget. The capacity is
+LEVEL_CALLS calls (levels.py): it holds, breaks, or is near the budget. The capacity is
 the highest level that held below the lowest that broke; when levels between them were near
 the budget it is said as an interval ("between 12 and 16"). `CapacitySearch` is the search
-alone (levels in, the next level out); `CapacityRun` drives it with calls, burst by burst, for
+alone (search.LoadSearch: levels in, the next level out); `CapacityRun` drives it with calls,
+burst by burst, for
 the engine's hook (wired in latency_gate/run.py), under the calls `max-calls` leaves: when a
 burst no longer fits, the search stops there and the capacity is "at least" the highest level
 that held.
@@ -25,13 +27,16 @@ from dataclasses import dataclass, field
 
 from latency_gate.assess.budget.gate import Gate
 from latency_gate.assess.budget.sampling import on_undecided_policy
-from latency_gate.assess.load.capacity_levels import (
+from latency_gate.assess.load.levels import (
+    P95,
+    Decided,
     LevelCalls,
     LevelJudged,
     LevelLimits,
     judge_level,
-    level_record,
 )
+from latency_gate.assess.load.search import LoadRun, LoadSearch, outcome_of
+from latency_gate.assess.maths.intervals import linear_percentile
 from latency_gate.config import Target
 from latency_gate.config.plan.levels import LEVEL_CALLS
 from latency_gate.config.plan.search import Bracket, LevelOutcome, next_level
@@ -41,28 +46,19 @@ __all__ = [
     "CapacityRun",
     "CapacitySearch",
     "RunLevel",
-    "judged_again",
-    "outcome_of",
+    "level_record",
     "start_search",
 ]
 
 
-def outcome_of(level: CapacityLevel) -> LevelOutcome:
-    """A judged level's outcome: held, near (the budget) or broke."""
-    return "held" if level.held else "near" if level.near else "broke"
-
-
 @dataclass
-class CapacitySearch:
+class CapacitySearch(LoadSearch[int]):
     """The search alone: which level to try next, from the levels tried so far
     (config/search.py's rule, from `start` up to `maximum`)."""
 
     start: int
     maximum: int
     tried: list[tuple[int, LevelOutcome]] = field(default_factory=list)
-
-    def record(self, level: int, outcome: LevelOutcome) -> None:
-        self.tried.append((level, outcome))
 
     @property
     def bracket(self) -> Bracket:
@@ -103,7 +99,7 @@ class RunLevel:
 
 
 @dataclass
-class CapacityRun:
+class CapacityRun(LoadRun[CapacityLevel, _Level]):
     """The search of one run, driven burst by burst by the engine's hook.
 
     `start` is level c0 as the run left it; `room` the calls `max-calls` leaves after the
@@ -111,17 +107,10 @@ class CapacityRun:
     `add_burst(samples, seconds)` hands it the burst's calls; `capacity()` is the result.
     """
 
-    limits: LevelLimits
     maximum: int
     room: int
     start: RunLevel
     search: CapacitySearch = field(init=False)
-    levels: list[CapacityLevel] = field(default_factory=list)
-    current: _Level | None = None
-    calls: int = 0
-    seconds: float = 0.0
-    stopped: str = ""
-    cut_by_cap: bool = False
 
     def __post_init__(self) -> None:
         self.search = CapacitySearch(start=self.start.concurrency, maximum=self.maximum)
@@ -174,12 +163,6 @@ class CapacityRun:
         if judged.held is not None or judged.near:
             self._close(level, judged)
 
-    def interrupt(self, why: str = "the run was interrupted") -> None:
-        """Stop where the search is: a level in progress is dropped (not judged)."""
-        if not self.stopped:
-            self.stopped = why
-            self.current = None
-
     def _stop_for_cap(self) -> None:
         level = self.current
         self.cut_by_cap = True
@@ -208,24 +191,21 @@ class CapacityRun:
 
     def _close(self, level: _Level, judged: LevelJudged) -> None:
         self.current = None
-        held = bool(judged.held)
-        outcome: LevelOutcome = "held" if held else "near" if judged.near else "broke"
-        self.search.record(level.concurrency, outcome)
         own_only = level.own and level.bursts == 0
-        self.levels.append(
-            level_record(
-                level.concurrency,
-                level.calls,
-                held=held,
-                by="the run" if own_only else judged.by,
-                broke_on=judged.broke_on,
-                bursts=_bursts(level),
-                seconds=None if own_only else level.seconds,
-                wrong_at_most=judged.wrong_at_most,
-                samples=tuple(level.samples),
-                near=judged.near,
-            )
+        record = level_record(
+            level.concurrency,
+            level.calls,
+            held=bool(judged.held),
+            by="the run" if own_only else judged.by,
+            broke_on=judged.broke_on,
+            bursts=_bursts(level),
+            seconds=None if own_only else level.seconds,
+            wrong_at_most=judged.wrong_at_most,
+            samples=tuple(level.samples),
+            near=judged.near,
         )
+        self.search.record(level.concurrency, outcome_of(record))
+        self.levels.append(record)
 
     def _finished(self) -> str:
         bracket = self.search.bracket
@@ -253,9 +233,7 @@ class CapacityRun:
             ),
             None,
         )
-        incomplete = self.cut_by_cap or (
-            bool(self.stopped) and self.search.next_level() is not None
-        )
+        incomplete = self.left_open(self.search)
         upper = None
         if bracket.near_low is not None:
             upper = bracket.upper if bracket.upper is not None else self.maximum
@@ -298,14 +276,10 @@ def start_search(target: Target, gate: Gate, samples: Sequence[Sample]) -> Capac
     """The search of `target`'s run, after its looks (`gate` took them on `samples`): level c0
     starts from the run's own concurrent calls, and the search may spend what `max-calls`
     leaves."""
-    budget = target.budget
-    if budget.max_concurrent_p95 is None:  # refused by the config (build.capacity_problems)
-        raise ValueError("a capacity search needs a concurrent p95 budget")
-    limits = LevelLimits(
-        concurrent_p95=budget.max_concurrent_p95,
-        error_rate=budget.max_error_rate,
-        ttft_p95=budget.max_ttft_p95,
-        on_undecided=target.on_undecided,
+    limits = LevelLimits.of(  # a search without one is refused by build.capacity_problems
+        target.budget,
+        target.on_undecided,
+        why="a capacity search needs a concurrent p95 budget",
     )
     concurrent = [s for s in samples if s.phase is CallPhase.CONCURRENT]
     looks = gate.history.get("concurrent_p95") or [len(concurrent)]
@@ -317,85 +291,32 @@ def start_search(target: Target, gate: Gate, samples: Sequence[Sample]) -> Capac
     )
 
 
-def judged_again(
-    capacity: Capacity,
-    limits: LevelLimits,
+def level_record(
+    concurrency: int,
+    calls: LevelCalls,
     *,
-    concurrent: Sequence[Sample],
-    looks: Sequence[int],
-) -> Capacity:
-    """A result file's capacity judged again from its levels' own calls (a file is data, not a
-    verdict: assess/rejudge.py): each level replayed burst by burst (`concurrency` calls a
-    burst), level c0 (the first) from the run's `concurrent` calls at the run's `looks` and
-    then its own bursts; the capacity is then the highest level that held below the lowest
-    that broke, with the near levels between them."""
-    levels: list[CapacityLevel] = []
-    for position, level in enumerate(capacity.levels):
-        own = position == 0 and level.concurrency == capacity.start
-        levels.append(_replayed(level, limits, concurrent if own else (), looks if own else ()))
-    bracket = Bracket.of((lv.concurrency, outcome_of(lv)) for lv in levels)
-    breaking = next(
-        (lv for lv in levels if outcome_of(lv) == "broke" and lv.concurrency == bracket.top), None
-    )
-    upper = None
-    if bracket.near_low is not None:
-        upper = bracket.upper if bracket.upper is not None else capacity.maximum
-    return capacity.model_copy(
-        update={
-            "levels": tuple(levels),
-            "found": bracket.low,
-            "upper": upper,
-            "breaking": bracket.top,
-            "breaking_p95": None if breaking is None else breaking.p95,
-            "reached_max": bracket.low >= capacity.maximum,
-            "limit": limits.concurrent_p95,
-            "ttft_limit": limits.ttft_p95,
-            "error_limit": limits.error_rate,
-            "on_undecided": on_undecided_policy(limits.on_undecided),
-            "calls": sum(len(lv.samples) for lv in levels),
-        }
-    )
-
-
-def _replayed(
-    level: CapacityLevel,
-    limits: LevelLimits,
-    run_calls: Sequence[Sample],
-    run_looks: Sequence[int],
+    held: bool,
+    by: Decided,
+    broke_on: tuple[str, ...] = (),
+    bursts: int,
+    seconds: float | None,
+    wrong_at_most: float | None,
+    samples: tuple[Sample, ...] = (),
+    near: bool = False,
 ) -> CapacityLevel:
-    """One level judged again from its calls: first the run's (for level c0, at the run's
-    looks), then its own, a burst of `concurrency` at a time."""
-    calls = LevelCalls.of(run_calls)
-    looks = list(run_looks) if run_calls else []
-    judged = LevelJudged(None)
-    if run_calls:
-        last = calls.calls >= LEVEL_CALLS or not level.samples
-        judged = judge_level(calls, limits, looks=looks, last=last)
-    samples = level.samples
-    bursts = math.ceil(len(samples) / level.concurrency)
-    taken = 0
-    for burst in range(bursts):
-        if judged.held is not None or judged.near:
-            break
-        chunk = samples[burst * level.concurrency : (burst + 1) * level.concurrency]
-        calls += LevelCalls.of(chunk)
-        looks.append(calls.calls)
-        taken += 1
-        last = burst == bursts - 1 or calls.calls >= LEVEL_CALLS
-        judged = judge_level(calls, limits, looks=looks, last=last)
-    if judged.held is None and not judged.near:  # no calls at all
-        judged = judge_level(calls, limits, looks=looks or [0], last=True)
-    own_only = bool(run_calls) and taken == 0
-    by = "max-calls" if level.decided_by == "max-calls" and judged.by != "test" else judged.by
-    return level_record(
-        level.concurrency,
-        calls,
-        held=bool(judged.held),
-        by="the run" if own_only else by,
-        broke_on=judged.broke_on,
-        bursts=level.bursts,
-        seconds=level.seconds,
-        wrong_at_most=judged.wrong_at_most,
+    """A judged level as the result file keeps it."""
+    return CapacityLevel(
+        concurrency=concurrency,
+        calls=calls.calls,
+        bursts=bursts,
+        p95=linear_percentile(calls.latencies, P95),
+        errors=calls.failed,
+        ttft_p95=linear_percentile(calls.first_tokens, P95) if calls.first_tokens else None,
+        held=held,
+        decided_by=by,
+        broke_on=broke_on,
+        wrong_at_most=wrong_at_most,
+        seconds=seconds,
         samples=samples,
-        near=judged.near,
+        near=near,
     )

@@ -1,6 +1,6 @@
-"""One level at a rate, judged from its calls as they end.
+"""One level at a rate (requests a second, open loop), judged from its calls as they end.
 
-A level is judged by the capacity levels' two tests (`capacity_levels.judge_level`, issue 29):
+A level is judged by the levels' test (`levels.judge_level`, issue 29):
 it holds when its calls rule out a p95 over `max-concurrent-p95` (5 % against 1 % of calls over
 it), breaks when they rule out one within it (5 % against 15 %), the same for the first-token
 p95 when budgeted, and the error rate by its own test. Calls over the budget are counted in
@@ -8,7 +8,7 @@ clumps (runs of consecutive ones, `clumped_decision`), as failures are: a queue'
 come in runs, and one by one a run of them broke levels whose p95 was within the budget (in
 simulation the interval said missed the truth in up to a fifth of one-slot runs, against 5 %
 since). A level still undecided at its end (its length, or max-calls) is near the budget:
-neither held nor broken, the goodput then an interval (goodput.py). It is judged on the calls
+neither held nor broken, the goodput then an interval (per_second.py). It is judged on the calls
 due after its warm-up, with every latency counted from the moment its call was due. Open-loop
 calls end out of order and a slow one would be missing from a judgement made when it is not
 back: the judged calls are therefore always a prefix of the arrivals (in the order they were
@@ -36,18 +36,16 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Literal, Protocol
 
-from latency_gate.assess.budget.clumps import clumped, clumps_of
-from latency_gate.assess.load.capacity_levels import (
-    BREAK_TEST,
-    HOLD_TEST,
+from latency_gate.assess.budget.clumps import clumps_of
+from latency_gate.assess.load.levels import (
     P95,
     LevelCalls,
     LevelJudged,
     LevelLimits,
+    clumped_decision,
     judge_level,
 )
 from latency_gate.assess.maths.intervals import linear_percentile
-from latency_gate.assess.maths.sequential import Decision
 from latency_gate.models import RateLevel, Sample
 
 __all__ = [
@@ -56,7 +54,6 @@ __all__ = [
     "LOOK_EVERY",
     "Arrived",
     "OpenLevel",
-    "clumped_decision",
     "judged_calls",
     "near_between",
     "near_rates",
@@ -77,25 +74,10 @@ class Arrived(Protocol):
     def sample(self) -> Sample | None: ...
 
 
-def clumped_decision(values: Sequence[float], limit: float) -> Decision:
-    """A level's two tests (capacity_levels.level_decision: broke, held or neither) on `values`
-    in the order their calls were due, with the calls over `limit` counted in clumps (runs of
-    consecutive ones), as the error test counts failures (assess/budget/clumps.py): a queue's slow
-    calls come in runs (one long call delays the calls behind it), and counted one by one a
-    run of five over the budget weighed as five independent calls. The break test takes the
-    clumps' own mean length, the hold test the length as if one more clump of one call had been
-    seen (so a level with no call over the budget is judged call by call, as before); no value
-    at all breaks the level (no data)."""
-    if not values:
-        return Decision.FAIL
-    clumps = clumps_of(value <= limit for value in values)
-    return clumped(BREAK_TEST, HOLD_TEST, clumps.failed, clumps.events, 1.0).decide(clumps)
-
-
 def _judge(
     calls: LevelCalls, limits: LevelLimits, looks: Sequence[int], *, last: bool
 ) -> LevelJudged:
-    """`judge_level` with the latency checks' calls over the budget counted in clumps."""
+    """`judge_level` on a level at a rate."""
     return judge_level(calls, limits, looks=looks, last=last, decide=clumped_decision)
 
 
@@ -116,31 +98,9 @@ def judged_calls(
     """The judged prefix of a level's calls at `now` (seconds from its start), latencies from
     when each call was due (`endpoint`: from its t0, the endpoint's alone), and the due time of
     the last call in it (-1 when it is empty). Calls due in the warm-up are left out."""
-    latencies: list[float] = []
-    first_tokens: list[float] = []
-    oks: list[bool] = []  # each judged call in order: False for a failure (its clumps)
-    last = -1.0
-    for arrival in arrivals:
-        if arrival.due < warmup:
-            continue
-        if arrival.due > now:
-            break
-        sample = arrival.sample
-        if sample is None:
-            waited = now - arrival.due
-            if waited <= limits.concurrent_p95:
-                break  # it may still come back within the budget
-            latencies.append(waited)
-        elif sample.ok:
-            latency = _from_due(sample, sample.latency, endpoint=endpoint)
-            if latency is not None:
-                latencies.append(latency)
-            token = _from_due(sample, sample.timings.first_token, endpoint=endpoint)
-            if token is not None:
-                first_tokens.append(token)
-        oks.append(sample is None or sample.ok)
-        last = arrival.due
-    return LevelCalls(tuple(latencies), tuple(first_tokens), clumps_of(oks)), last
+    prefix = _Prefix()
+    prefix.extend(arrivals, now, limits, warmup, endpoint=endpoint)
+    return prefix.calls, prefix.last_due
 
 
 def rate_bracket(levels: Sequence[RateLevel]) -> tuple[float, float | None, float | None]:
@@ -191,7 +151,13 @@ class _Prefix:
     last_due: float = -1.0
 
     def extend(
-        self, arrivals: Sequence[Arrived], now: float, limits: LevelLimits, warmup: float
+        self,
+        arrivals: Sequence[Arrived],
+        now: float,
+        limits: LevelLimits,
+        warmup: float,
+        *,
+        endpoint: bool = False,
     ) -> None:
         latencies: list[float] = []
         first_tokens: list[float] = []
@@ -209,10 +175,10 @@ class _Prefix:
                         break  # it may still come back within the budget
                     latencies.append(waited)  # over it, and its latency is at least this
                 elif sample.ok:
-                    latency = _from_due(sample, sample.latency, endpoint=False)
+                    latency = _from_due(sample, sample.latency, endpoint=endpoint)
                     if latency is not None:
                         latencies.append(latency)
-                    token = _from_due(sample, sample.timings.first_token, endpoint=False)
+                    token = _from_due(sample, sample.timings.first_token, endpoint=endpoint)
                     if token is not None:
                         first_tokens.append(token)
                 oks.append(sample is None or sample.ok)
