@@ -190,7 +190,7 @@ def test_min_capacity_fails_the_run_with_what_the_levels_ruled_out() -> None:
     assert (row.value, row.limit, row.passed) == (26.0, 30.0, False)
     assert row.meaning == (
         "FAIL: 26 at once, under the 30 asked. 26 held after 104 calls by the test (rules out a "
-        "p95 over 3.00 s, wrong at most 2.5 % of the time); 27 broke after 27 calls by the test "
+        "p95 over 3.00 s, wrong at most 2.5 % of the time); 27 broke after 81 calls by the test "
         "(rules out a p95 within 3.00 s, wrong at most 1.0 % of the time)"
     )
     assert len(row.meaning) < 300  # whole in every report (untrusted text is cut at 300)
@@ -290,8 +290,8 @@ def test_the_summary_s_capacity_section() -> None:
         in summary
     )
     assert "| 26 | 104 | 4 | 2.91\u00a0s | 0 | ✅ held | by the test | 11.4\u00a0s |" in summary
-    assert "| 27 | 27 | 1 | 3.02\u00a0s | 0 | ❌ broke | by the test | 2.97\u00a0s |" in summary
-    assert _flat("The search: 401 calls in") in _flat(summary)
+    assert "| 27 | 81 | 3 | 3.02\u00a0s | 0 | ❌ broke | by the test | 8.91\u00a0s |" in summary
+    assert _flat("The search: 525 calls in") in _flat(summary)
     assert "```mermaid" in summary
 
 
@@ -312,7 +312,7 @@ def test_the_comment_says_the_capacity_in_one_line() -> None:
     comment = render_comment([_result(_searched(0.11))], marker=MARKER)
     assert re.search(
         r"\*\*Capacity\*\*: holds concurrent p95 ≤ 3\.00 s up to 26 calls at once; breaks at 27 "
-        r"\(p95 3\.02 s\) \(the search: 401 calls in [\d.]+ s\)\.",
+        r"\(p95 3\.02 s\) \(the search: 525 calls in [\d.]+ s\)\.",
         comment,
     )
 
@@ -322,7 +322,7 @@ def test_the_terminal_says_a_few_lines() -> None:
     text = render_terminal([_result(_searched(0.11))])
     assert "capacity: holds concurrent p95 ≤ 3.00 s up to 26 calls at once; breaks at 27" in text
     assert "  26                104  2.91 s  held by the test" in text
-    assert "  the search: 401 calls in" in text
+    assert "  the search: 525 calls in" in text
 
 
 # --- as a person sees it -----------------------------------------------------------------------

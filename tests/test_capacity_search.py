@@ -193,16 +193,26 @@ def test_a_level_far_under_its_budget_holds_by_the_test_after_90_calls() -> None
 
 
 def test_a_level_over_its_budget_breaks_at_once() -> None:
-    """Five of ten calls over the budget rule out a p95 within it, at the first burst; four do
-    not yet."""
-    broke = judge_level(_calls([0.5] * 5 + [1.5] * 5), LIMITS, looks=[10], last=False)
+    """Five of ten calls over the budget, apart, rule out a p95 within it, at the first burst;
+    four do not yet. (In a row they are one clump of evidence: levels.clumped_decision.)"""
+    broke = judge_level(_calls([0.5, 1.5] * 5), LIMITS, looks=[10], last=False)
     assert (broke.held, broke.by, broke.broke_on, broke.wrong_at_most) == (
         False,
         "test",
         ("concurrent_p95",),
         0.01,
     )
-    assert judge_level(_calls([0.5] * 6 + [1.5] * 4), LIMITS, looks=[10], last=False).held is None
+    assert (
+        judge_level(_calls([0.5, 1.5] * 4 + [0.5] * 2), LIMITS, looks=[10], last=False).held is None
+    )
+
+
+def test_a_burst_s_slow_calls_in_a_row_are_one_clump_of_evidence() -> None:
+    """Five of ten calls over the budget in a row, as a queue ends them (the calls that waited
+    for a slot last), are one clump: not broken at the first burst, as the calls at a rate are
+    judged (levels.LEVEL_TEST). Counted one by one they broke it."""
+    judged = judge_level(_calls([0.5] * 5 + [1.5] * 5), LIMITS, looks=[10], last=False)
+    assert judged.held is None
 
 
 def test_an_undecided_level_is_near_the_budget_at_its_last_burst() -> None:
@@ -233,9 +243,10 @@ def test_failures_break_a_level_and_ask_for_more_calls_only_once_one_failed() ->
 
 
 def test_first_token_p95_is_held_when_budgeted() -> None:
-    """A level whose first tokens come late breaks on first-token p95, its latency within."""
+    """A level whose first tokens come late (every other call) breaks on first-token p95, its
+    latency within."""
     limits = LevelLimits(concurrent_p95=BUDGET, ttft_p95=0.1)
-    calls = LevelCalls(latencies=(0.5,) * 10, first_tokens=(0.4,) * 10, clumps=Clumps(10))
+    calls = LevelCalls(latencies=(0.5,) * 10, first_tokens=(0.4, 0.05) * 5, clumps=Clumps(10))
     judged = judge_level(calls, limits, looks=[10], last=False)
     assert (judged.held, judged.broke_on) == (False, ("ttft_p95",))
 
@@ -270,7 +281,8 @@ def _queue(slots: int, service: float) -> Callable[[int, int], float]:
 
 def test_the_run_finds_a_queue_s_capacity_with_calls_and_seconds() -> None:
     """One slot, 0.3 s a call, a 1 s budget: 3 calls end within it, so 3 hold and 4 break.
-    The run's own 10 calls break level 10; level 2 and 3 hold after 90 calls each."""
+    Level 10 breaks on bursts of its own (the run's 10 calls end over the budget in one run of
+    7, one clump); level 2 and 3 hold after 90 calls each."""
     queue = _queue(1, 0.3)
     run = CapacityRun(
         LIMITS, maximum=64, room=2_000, start=_start(10, [queue(10, i) for i in range(10)])
@@ -284,7 +296,7 @@ def test_the_run_finds_a_queue_s_capacity_with_calls_and_seconds() -> None:
     assert not capacity.stopped_by_cap
     assert [lv.concurrency for lv in capacity.levels] == [10, 5, 2, 3, 4]
     assert [lv.held for lv in capacity.levels] == [False, False, True, True, False]
-    assert capacity.levels[0].decided_by == "the run"
+    assert capacity.levels[0].decided_by == "test"
     assert [lv.calls for lv in capacity.levels[2:4]] == [90, 90]
     assert capacity.calls == sum(bursts)
     assert capacity.seconds == pytest.approx(0.5 * len(bursts))

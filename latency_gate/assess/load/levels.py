@@ -18,6 +18,16 @@ calls breaks it when its test says FAIL (error_rate_check, failures in a row cou
 clump) or, at the level's end, when its failures are nearer the failing share than the healthy
 one; it asks for another burst only once a call failed: a 1 % budget passes after 127 clean
 calls, so a clean level is not held back for it (docs/statistics.md, "Capacity").
+
+`level_decision` is the two tests on calls counted one by one; `clumped_decision` counts the calls
+over the budget in clumps (runs of consecutive ones, in the order the calls were due or started),
+as the error test counts failures. `LEVEL_TEST`, the one both searches judge every level by, is
+`clumped_decision`: a queue's slow calls come in runs, and one by one they broke levels at a
+rate whose p95 was within the budget; on closed bursts it costs some calls and changes no figure
+beyond the simulations' noise (docs/statistics.md, "One level test for both loads"). What it
+assumes: the clumps are independent of each other, the calls inside one are not; a dependence
+over a longer stretch (a busy period whose slow calls are broken by a few within the budget, a
+quiet stretch that holds a level) is not allowed for.
 """
 
 from __future__ import annotations
@@ -165,7 +175,7 @@ def clumped_decision(values: Sequence[float], limit: float) -> Decision:
     return clumped(BREAK_TEST, HOLD_TEST, clumps.failed, clumps.events, 1.0).decide(clumps)
 
 
-LEVEL_TEST: Callable[[Sequence[float], float], Decision] = level_decision
+LEVEL_TEST: Callable[[Sequence[float], float], Decision] = clumped_decision
 
 
 @dataclass(frozen=True)

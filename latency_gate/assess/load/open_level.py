@@ -42,7 +42,6 @@ from latency_gate.assess.load.levels import (
     LevelCalls,
     LevelJudged,
     LevelLimits,
-    clumped_decision,
     judge_level,
 )
 from latency_gate.assess.maths.intervals import linear_percentile
@@ -72,13 +71,6 @@ class Arrived(Protocol):
     def due(self) -> float: ...
     @property
     def sample(self) -> Sample | None: ...
-
-
-def _judge(
-    calls: LevelCalls, limits: LevelLimits, looks: Sequence[int], *, last: bool
-) -> LevelJudged:
-    """`judge_level` on a level at a rate."""
-    return judge_level(calls, limits, looks=looks, last=last, decide=clumped_decision)
 
 
 def _from_due(sample: Sample, value: float | None, *, endpoint: bool) -> float | None:
@@ -214,7 +206,7 @@ class OpenLevel:
         if calls.calls < seen + LOOK_EVERY:
             return False
         self.looks.append(calls.calls)
-        judged = _judge(calls, self.limits, self.looks, last=False)
+        judged = judge_level(calls, self.limits, looks=self.looks, last=False)
         spans = self.prefix.last_due - self.warmup >= self.hold
         if judged.held is False or (judged.held and spans):
             self.judged = judged
@@ -233,7 +225,7 @@ class OpenLevel:
             looks = (
                 [*self.looks, calls.calls] if calls.calls > (self.looks or [0])[-1] else self.looks
             )
-            judged = _judge(calls, self.limits, looks or [calls.calls], last=True)
+            judged = judge_level(calls, self.limits, looks=looks or [calls.calls], last=True)
             if by_cap and judged.by == "level cap":
                 judged = LevelJudged(
                     judged.held, "max-calls", judged.broke_on, judged.wrong_at_most, judged.near
@@ -250,7 +242,7 @@ class OpenLevel:
             own, _ = judged_calls(
                 arrivals, float("inf"), self.limits, warmup=self.warmup, endpoint=True
             )
-            alone = _judge(own, self.limits, [own.calls], last=True)
+            alone = judge_level(own, self.limits, looks=[own.calls], last=True)
             # The endpoint's own latencies say better than the latencies from due: held where
             # those broke or were near, or near where those broke.
             behind = bool(alone.held) or (alone.near and not judged.near)
