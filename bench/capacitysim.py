@@ -4,11 +4,12 @@ said as an interval that holds the truth, and what it costs.
     python bench/capacitysim.py --write      # the tables of docs/statistics.md, "Capacity"
     python bench/capacitysim.py --runs 50    # quicker and coarser, prints only
 
-Every run goes through the shipped search: `CapacityRun` (latency_gate/assess/load/at_once.py)
-picks each level, judges it burst by burst with `judge_level` and says the capacity, exactly as
-in a real run; only the endpoint is simulated. Level c0 (the run's concurrency, 10) starts from
-the run's own concurrent calls: one burst, then two more a look while the run's concurrent
-check (the gate's own p95 test) is undecided, up to 9 looks, as the engine takes them.
+Every run goes through the shipped search: `CapacityRun` (latency_gate/assess/load/at_once.py) picks
+each level, judges it burst by burst with `judge_level` (levels.LEVEL_TEST; `--level-test calls`
+counts the calls over the budget one by one, the test before issue 40) and says the capacity,
+exactly as in a real run; only the endpoint is simulated. Level c0 (the run's concurrency, 10)
+starts from the run's own concurrent calls: one burst, then two more a look while the run's
+concurrent check (the gate's own p95 test) is undecided, up to 9 looks, as the engine takes them.
 
 Endpoints have n slots and a service time s (1 s), each call scaled by a lognormal factor
 exp(N(0, sigma)), sigma 0.3 (a steady service) or 0.6 (answers of varied length):
@@ -45,6 +46,7 @@ from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
 from latency_gate.assess.budget.checks import percentile_sprt  # noqa: E402
 from latency_gate.assess.budget.clumps import Clumps  # noqa: E402
+from latency_gate.assess.load import levels  # noqa: E402
 from latency_gate.assess.load.at_once import CapacityRun, RunLevel  # noqa: E402
 from latency_gate.assess.load.levels import (  # noqa: E402
     BREAK_TEST,
@@ -338,6 +340,7 @@ def table_levels() -> str:
     for n in (5, 20, 50):
         k = BREAK_TEST.min_events_to_fail(n)
         broke.append(f"{k} over of {n}")
+    broke[-1] += " (apart: in a row they are one clump)"
     lines.append(
         table_row(
             "held",
@@ -428,7 +431,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=DEFAULT_RUNS, help="simulated runs a cell")
     parser.add_argument("--write", action="store_true", help="update docs/statistics.md")
     parser.add_argument("--no-caps", action="store_true", help="skip the level-cap table")
+    parser.add_argument(
+        "--level-test",
+        choices=("clumps", "calls"),
+        default="clumps",
+        help="the levels' test: the shipped one (clumps), or calls counted one by one",
+    )
     args = parser.parse_args(argv)
+    if args.level_test == "calls":
+        levels.LEVEL_TEST = levels.level_decision
     accuracy, cells = table_accuracy(args.runs)
     tables = {
         "levels": table_levels(),

@@ -9,12 +9,12 @@ and what it costs.
 
 Every run goes through the shipped code: `RateSearch` (latency_gate/assess/load/per_second.py) picks
 each rate, `start_rate` the first one from a simulated run's burst of 10, `due_times`
-(measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/load/open_level.py)
-judges each level with the capacity levels' two tests (`judge_level`: held, broke, or near the
-budget), looked at when the engine would look (each arrival and each call's end; a look is a no-op
-until the judged prefix has 10 more calls), and closed as the engine closes it once its calls have
-ended; `rate_bracket` turns the levels into the figure and its interval, as `RateRun` does. Only
-the endpoint is simulated.
+(measure/arrivals.py) draws the Poisson arrivals, and `OpenLevel` (assess/load/open_level.py) judges
+each level with the levels' test (`judge_level`, levels.LEVEL_TEST: held, broke, or near the budget;
+`--level-test calls` counts the calls over the budget one by one), looked at when the engine would
+look (each arrival and each call's end; a look is a no-op until the judged prefix has 10 more
+calls), and closed as the engine closes it once its calls have ended; `rate_bracket` turns the
+levels into the figure and its interval, as `RateRun` does. Only the endpoint is simulated.
 
 Endpoints have n slots served first come, first served, and lognormal service times (median
 1 s, sigma 0.3 or 0.6); a call waits for a free slot. Each level starts from an idle endpoint
@@ -45,6 +45,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
+from latency_gate.assess.load import levels  # noqa: E402
 from latency_gate.assess.load.levels import LevelLimits  # noqa: E402
 from latency_gate.assess.load.open_level import OpenLevel, near_rates, rate_bracket  # noqa: E402
 from latency_gate.assess.load.per_second import RateSearch, start_rate  # noqa: E402
@@ -452,7 +453,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="update docs/statistics.md")
     parser.add_argument("--out", help="write every cell's figures to this JSON file")
     parser.add_argument("--cells", help="n:sigma,... (default: every cell)")
+    parser.add_argument(
+        "--level-test",
+        choices=("clumps", "calls"),
+        default="clumps",
+        help="the levels' test: the shipped one (clumps), or calls counted one by one",
+    )
     args = parser.parse_args(argv)
+    if args.level_test == "calls":
+        levels.LEVEL_TEST = levels.level_decision
     wanted = [(n, s) for n in SLOTS for s in SIGMAS]
     if args.cells:
         wanted = [(int(a), float(b)) for a, b in (c.split(":") for c in args.cells.split(","))]
