@@ -30,6 +30,20 @@ from latency_gate.models import Capacity, Goodput, NumberDelta
 __all__ = ["base_capacities", "capacity_delta", "goodput_delta", "undecided_delta"]
 
 
+def _one_side(
+    number: Literal["capacity", "goodput"], base: float | None, head: float | None
+) -> NumberDelta:
+    """Not compared: one side did not search (`head` None: this run; else the base)."""
+    side = "this run" if head is None else "the base"
+    flag = "--capacity" if number == "capacity" else "--goodput"
+    return NumberDelta(
+        number=number,
+        base=base,
+        head=head,
+        note=f"not compared: {side} did not search the {number} ({flag})",
+    )
+
+
 def _comparable(head: Capacity, base: Capacity) -> str:
     """Why two capacities cannot be compared, or ""."""
     if not math.isclose(head.limit, base.limit):
@@ -59,15 +73,10 @@ def capacity_delta(
         return None
     relative = limit.relative if limit.relative is not None else 0.0
     if head is None or not bases:
-        side = "this run" if head is None else "the base"
-        return NumberDelta(
-            number="capacity",
-            base=None if not bases else float(_median([b.found for b in bases])),
-            head=None if head is None else float(head.found),
-            note=f"not compared: {side} did not search the capacity (--capacity)",
-        )
+        base = None if not bases else float(statistics.median([b.found for b in bases]))
+        return _one_side("capacity", base, None if head is None else float(head.found))
     reach = min(head.maximum, *(b.maximum for b in bases))
-    base_found = _median([min(b.found, reach) for b in bases])
+    base_found = float(statistics.median([min(b.found, reach) for b in bases]))
     why = "" if history else _comparable(head, bases[0])
     if not why and any(not math.isclose(b.limit, head.limit) for b in bases):
         why = "not compared: some of the history's runs held their levels to another budget"
@@ -107,14 +116,6 @@ def capacity_delta(
         outcome="regressed" if regressed else "not regressed",
         note=note if regressed else "",
     )
-
-
-def _median(values: Sequence[int]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return float(ordered[middle])
-    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def base_capacities(
@@ -170,13 +171,7 @@ def goodput_delta(
         return None
     base_found = statistics.median([b.found for b in bases]) if bases else None
     if head is None or base_found is None:
-        side = "this run" if head is None else "the base"
-        return NumberDelta(
-            number="goodput",
-            base=base_found,
-            head=None if head is None else head.found,
-            note=f"not compared: {side} did not search the goodput (--goodput)",
-        )
+        return _one_side("goodput", base_found, None if head is None else head.found)
     if any(not math.isclose(b.limit, head.limit) for b in bases):
         whose = "some of the history's runs held their" if history else "the base held its"
         return NumberDelta(
