@@ -46,7 +46,7 @@ from statsim import pct, progress, table_row, write_tables  # noqa: E402
 
 from latency_gate.assess.budget.checks import percentile_sprt  # noqa: E402
 from latency_gate.assess.budget.clumps import Clumps  # noqa: E402
-from latency_gate.assess.load import levels  # noqa: E402
+from latency_gate.assess.load import levels as load_levels  # noqa: E402
 from latency_gate.assess.load.at_once import CapacityRun, RunLevel  # noqa: E402
 from latency_gate.assess.load.levels import (  # noqa: E402
     BREAK_TEST,
@@ -439,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.level_test == "calls":
-        levels.LEVEL_TEST = levels.level_decision
+        load_levels.LEVEL_TEST = load_levels.level_decision
     accuracy, cells = table_accuracy(args.runs)
     tables = {
         "levels": table_levels(),
