@@ -58,16 +58,16 @@ from statsim import pct, progress, table_row  # noqa: E402
 
 from latency_gate.assess.budget.checks import percentile_sprt  # noqa: E402
 from latency_gate.assess.budget.clumps import Clumps  # noqa: E402
-from latency_gate.assess.load.capacity import CapacityRun, RunLevel  # noqa: E402
-from latency_gate.assess.load.capacity_levels import (  # noqa: E402
+from latency_gate.assess.load.at_once import CapacityRun, RunLevel  # noqa: E402
+from latency_gate.assess.load.levels import (  # noqa: E402
     BREAK_TEST,
     HOLD_TEST,
     LevelCalls,
     LevelLimits,
+    clumped_decision,
     judge_level,
     level_decision,
 )
-from latency_gate.assess.load.goodput_levels import clumped_decision  # noqa: E402
 from latency_gate.assess.maths.sequential import Decision  # noqa: E402
 from latency_gate.config.plan.levels import LEVEL_CALLS  # noqa: E402
 from latency_gate.config.plan.needs import LOOK_WARM_CALLS, MAX_LOOKS  # noqa: E402
