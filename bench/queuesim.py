@@ -17,7 +17,7 @@ together (none, or the last few at once), and the level test counts calls one by
 Here every burst is that queue: c calls at time 0 in order, n slots, first come first served,
 service times lognormal (median SERVICE, `sigma`), from an idle endpoint (the engine waits for a
 burst's calls before the next). The search is the shipped `CapacityRun`
-(latency_gate/assess/load/capacity.py, levels judged by capacity_levels.judge_level), level
+(latency_gate/assess/load/at_once.py, levels judged by levels.judge_level), level
 c0 (10) from a simulated run's concurrent calls as bench/capacitysim.py takes them. The budget
 is (k + 1/2) x SERVICE x exp(1.645 sigma), k = 1 or 2, as in capacitysim.py (the cell of issue
 40 is 3 slots, sigma 0.6, k 2: 6.71 s).

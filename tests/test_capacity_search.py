@@ -1,5 +1,5 @@
-"""The capacity search as a state machine (assess/load/capacity.py), and its levels judged burst by
-burst (assess/load/capacity_levels.py), with scripted levels: no endpoint."""
+"""The capacity search as a state machine (assess/load/at_once.py), and its levels judged burst by
+burst (assess/load/levels.py), with scripted levels: no endpoint."""
 
 from __future__ import annotations
 

@@ -350,7 +350,7 @@ def _with_goodput(
     history: HistoryPlan | None,
 ) -> BaselineCheck | None:
     """The goodput against an earlier run's or a history's searches, a row among the
-    comparison's (assess/goodput_verdict.goodput_delta)."""
+    comparison's (assess/load/regression.goodput_delta)."""
     earlier = earlier_runs(target, baseline, history)
     if check is None or check.status != "compared" or earlier is None:
         return check

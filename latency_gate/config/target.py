@@ -115,12 +115,12 @@ class Target(_Frozen):
     max_time: float | None = Field(default=None, gt=0, description="None: no limit")
     on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
     on_undecided_regression: Literal["fail", "pass"] = "pass"
-    # The capacity at the budget (assess/load/capacity.py): after the looks, the most calls at once
+    # The capacity at the budget (assess/load/at_once.py): after the looks, the most calls at once
     # whose concurrent p95 holds its budget, searched up to capacity_max; min_capacity gates it.
     capacity: bool = False
     capacity_max: int = Field(default=64, ge=1, le=10_000)
     min_capacity: int | None = Field(default=None, ge=1, le=10_000)
-    # Calls at a rate (config/plan/levels.py, assess/load/goodput.py): after the looks (and the
+    # Calls at a rate (config/plan/levels.py, assess/load/per_second.py): after the looks (and the
     # capacity search), calls arriving open-loop at `rate` a second, held to the budget under
     # load; `goodput` searches the highest rate that holds it, gated by `min_rate`.
     rate: float | None = Field(default=None, gt=0, le=10_000)

@@ -13,7 +13,7 @@ a lower rate), and a client that fell behind can be told from an endpoint that d
 Nothing here judges: after each arrival and each call's end the caller's `RatePolicy.look` says
 whether the level is decided (then no further call is sent, and the calls in flight are waited
 for), and `RatePolicy.next_level` says what the next level is from the last one's calls
-(latency_gate.run asks latency_gate.assess.load.goodput).
+(latency_gate.run asks latency_gate.assess.load.per_second).
 """
 
 from __future__ import annotations

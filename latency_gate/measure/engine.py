@@ -8,7 +8,7 @@ the wait for a starting server in ready.py.
 
 The capacity search (`--capacity`) comes after the looks: the caller's `search` callback says the
 concurrency of each next burst from the calls of the one before (latency_gate.run asks
-latency_gate.assess.load.capacity), and the engine makes it with the same burst machinery at that
+latency_gate.assess.load.at_once), and the engine makes it with the same burst machinery at that
 concurrency (one small client per call, connections opened ahead). Its calls are the search's:
 they go to the callback, not into `Measurement.samples`. In an A/B run only the head is searched.
 

@@ -203,7 +203,7 @@ def regression_limit_text(check: BaselineCheck) -> str:
 
 
 # A search's figure is held to its base less the limit, by its levels' tests: not to noise or
-# to the runs' spread as a percentile is (assess/load/capacity_verdict.py, goodput_verdict.py).
+# to the runs' spread as a percentile is (assess/load/regression.py).
 SEARCH_FIGURES = ("capacity", "goodput")
 
 

@@ -255,7 +255,7 @@ def _history(history: History, started_at: float) -> None:
 
 def _rate_settings(config: Mapping[str, object]) -> None:
     """The run's `rate` and `min_rate` as the options took them: a rate, or absent. The rows of
-    the calls at a rate are judged again from them (assess/load/goodput_replay.py): any other value
+    the calls at a rate are judged again from them (assess/load/replay.py): any other value
     would be read as no rate asked, and the verdict would follow the edit."""
     for key in ("rate", "min_rate"):
         value = config.get(key)

@@ -96,7 +96,7 @@ def clean_calls_to_pass(healthy: float, failing: float, beta: float) -> int:
 
 def hold_calls() -> int:
     """The fewest judged calls, none over the budget, that hold a level (its test of
-    LEVEL_SHARE against LEVEL_HELD_SHARE of calls over the budget, assess/load/capacity_levels.py's
+    LEVEL_SHARE against LEVEL_HELD_SHARE of calls over the budget, assess/load/levels.py's
     HOLD_TEST)."""
     return clean_calls_to_pass(LEVEL_HELD_SHARE, LEVEL_SHARE, LEVEL_BETA)
 

@@ -1,7 +1,7 @@
 """How long one level of a load search lasts and what it costs in calls, worked out before the
 first call.
 
-- A level of calls at once (`--capacity`, assess/load/capacity.py, docs/statistics.md
+- A level of calls at once (`--capacity`, assess/load/at_once.py, docs/statistics.md
   "Capacity") takes bursts while its checks are undecided, and none once it has LEVEL_CALLS
   calls (whatever the concurrency: level 1 too).
 - A level at a rate r (`--rate`, `--goodput`): calls arrive open-loop (Poisson by default) for a
@@ -11,7 +11,7 @@ first call.
   budgets are made and not judged (the queue fills from idle), a level may hold only once its
   judged calls span RATE_HOLD budgets, and it lasts at most RATE_SPAN budgets (and
   RATE_LEVEL_CALLS calls), or what `--rate-for` says. A level's tests (the capacity levels' two,
-  assess/load/capacity_levels.py) need about 90 calls to hold even when none is over the budget,
+  assess/load/levels.py) need about 90 calls to hold even when none is over the budget,
   so at rates too low for RATE_JUDGED (the capacity levels' 130) calls in RATE_SPAN budgets a
   level of the auto length lasts until about that many are due after its warm-up (at most
   RATE_LEVEL_CALLS calls); a level fitted to `--goodput-time` or set by `--rate-for` is not

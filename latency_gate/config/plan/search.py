@@ -175,7 +175,7 @@ def search_least_calls(start: int, floor: int, maximum: int) -> tuple[int, int]:
     concurrency `start` (whose own burst decided that level), and that level. The search
     doubles while levels hold; each level holds once its p95 test passes (or at its last
     burst): a clean level holds once its calls rule out LEVEL_SHARE over the budget (the test
-    of assess/load/capacity_levels.py's HOLD_TEST, `hold_calls`). (0, start) when the run's own
+    of assess/load/levels.py's HOLD_TEST, `hold_calls`). (0, start) when the run's own
     level already reaches the floor (a lower bound: the run's level may take bursts of its
     own)."""
     clean = hold_calls()
