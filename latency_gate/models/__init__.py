@@ -5,9 +5,9 @@ is in seconds (floats); every offset inside a call is measured from that call's 
 its first byte went to the network (or its connection attempt began, for a call that connected).
 
 The room answers "what did one run measure, as its JSON result file holds it": the run and its
-sampling and its capacity here; one call in sample.py; the numbers, their checks and the
-verdict in numbers.py; how the run compared with its base in comparison.py; calls at a rate in
-rate_models.py. Every model is importable from here.
+sampling here; one call in sample.py; the numbers, their checks and the verdict in numbers.py;
+how the run compared with its base in comparison.py; how much load it holds (the capacity and
+calls at a rate, one `LoadFigure` in two kinds) in load.py. Every model is importable from here.
 """
 
 from __future__ import annotations
@@ -23,6 +23,14 @@ from latency_gate.models.comparison import (
     NumberDelta,
     PartDelta,
 )
+from latency_gate.models.load import (
+    Capacity,
+    CapacityLevel,
+    Goodput,
+    Level,
+    LoadFigure,
+    RateLevel,
+)
 from latency_gate.models.numbers import (
     Bounds,
     Check,
@@ -32,7 +40,6 @@ from latency_gate.models.numbers import (
     PhaseStats,
     Verdict,
 )
-from latency_gate.rate_models import Goodput, RateLevel
 
 # The call models live in sample.py (one call), these in this module (one run); both are
 # importable from here.
@@ -61,6 +68,8 @@ __all__ = [
     "Goodput",
     "History",
     "HistoryRun",
+    "Level",
+    "LoadFigure",
     "NumberDelta",
     "Numbers",
     "PartDelta",
@@ -94,77 +103,6 @@ class Sampling(_Frozen):
     first_look: Numbers | None = Field(
         default=None, description="the five numbers of the first look alone"
     )
-
-
-class CapacityLevel(_Frozen):
-    """One level of the capacity search: `concurrency` calls started together, in bursts, judged
-    on that level's calls alone (docs/statistics.md, "Capacity")."""
-
-    concurrency: int = Field(ge=1)
-    calls: int = Field(ge=0)
-    bursts: int = Field(ge=0)
-    p95: float | None = Field(description="p95 latency of the level's successful calls")
-    errors: int = Field(ge=0, description="failed calls of the level")
-    ttft_p95: float | None = Field(default=None, description="first-token p95 of the level")
-    held: bool = Field(
-        description="every budgeted check of the level showed its p95 within the budget"
-    )
-    near: bool = Field(
-        default=False,
-        description="not held, not broken: after its calls the p95 was too near the budget to "
-        "tell (held is False)",
-    )
-    decided_by: Literal["the run", "test", "level cap", "max-calls"] = Field(
-        description="the run: the run's own concurrent calls decided it (level c0); "
-        "test: the sequential tests decided; level cap: undecided at the level's last burst "
-        "(near the budget, or its error rate by the nearer share); max-calls: the same when "
-        "the cap stopped the search"
-    )
-    broke_on: tuple[str, ...] = Field(default=(), description="the checks that broke it")
-    wrong_at_most: float | None = Field(
-        default=None,
-        description="how often a level on the wrong side of its budget is decided so, at most: "
-        "the test's bound, or the exact rate of the looks taken at the cap",
-    )
-    seconds: float | None = Field(
-        default=None, description="time its bursts took (None for the run's own level)"
-    )
-    samples: tuple[Sample, ...] = Field(
-        default=(),
-        description="the level's calls, apart from the run's `samples` (empty for the run's "
-        "own level: those are its concurrent calls)",
-    )
-
-
-class Capacity(_Frozen):
-    """The most calls at once whose concurrent p95 holds its budget (`--capacity`), and the
-    search that found it. Its calls are its levels' own: `RunResult.samples` and the numbers,
-    findings and budget checks of the run do not include them."""
-
-    found: int = Field(ge=0, description="the highest level that held (0: not even one call)")
-    upper: int | None = Field(
-        default=None,
-        description="when levels above `found` were near the budget (not told apart from it): "
-        "the highest level the capacity can be, below the lowest that broke (capacity-max when "
-        "none did); the capacity is between `found` and `upper`. None: told apart",
-    )
-    complete: bool = Field(description="the search ended by itself (not stopped by max-calls)")
-    reached_max: bool = Field(description="found is --capacity-max: the search went no higher")
-    stopped_by_cap: bool = Field(
-        description="max-calls stopped the search: the capacity is at least `found`"
-    )
-    breaking: int | None = Field(description="the lowest level that broke the budget")
-    breaking_p95: float | None = Field(description="that level's p95 latency")
-    limit: float = Field(description="the concurrent p95 budget each level was held to")
-    ttft_limit: float | None = None
-    error_limit: float | None = None
-    on_undecided: Literal["estimate", "fail", "pass"] = "estimate"
-    start: int = Field(description="the run's concurrency, the first level (judged by the run)")
-    maximum: int = Field(description="--capacity-max")
-    calls: int = Field(description="calls the search made (the run's own level not counted)")
-    seconds: float = Field(description="time the search's bursts took")
-    stopped: str = Field(default="", description="why the search stopped, in words")
-    levels: tuple[CapacityLevel, ...] = Field(description="the levels in the order tried")
 
 
 class RunResult(_Frozen):
