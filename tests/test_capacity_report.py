@@ -35,7 +35,7 @@ from latency_gate.assess.load.levels import LevelCalls, LevelLimits
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.models import CallPhase, Capacity, RunResult, Sample, StampSource
-from latency_gate.report.capacity import capacity_view
+from latency_gate.report.load import capacity_view
 from latency_gate.report.markdown import render_comment, render_summary
 from latency_gate.report.terminal import render_terminal
 

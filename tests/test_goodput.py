@@ -37,7 +37,7 @@ from latency_gate.config.targets_file import parse_targets
 from latency_gate.errors import ConfigError
 from latency_gate.measure.limits import largest_burst
 from latency_gate.models import Capacity, Goodput
-from latency_gate.report.goodput import goodput_view
+from latency_gate.report.load import goodput_view
 from latency_gate.report.markdown import render_summary
 
 URL = "http://127.0.0.1:1/"

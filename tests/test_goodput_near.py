@@ -22,7 +22,7 @@ from latency_gate.config import build_target
 from latency_gate.config.plan.needs import effective_max_calls
 from latency_gate.config.plan.search import LevelOutcome
 from latency_gate.models import Goodput, RateLevel, RunResult
-from latency_gate.report.goodput import goodput_view
+from latency_gate.report.load import goodput_view
 
 LIMITS = LevelLimits(concurrent_p95=1.0)
 

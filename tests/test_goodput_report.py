@@ -25,7 +25,7 @@ from result_factory import STARTED_AT, TOOL_VERSION, healthy_samples
 
 from latency_gate.assess.result import assess_run
 from latency_gate.models import Capacity, Goodput, RunResult, StampSource
-from latency_gate.report.goodput import goodput_view
+from latency_gate.report.load import goodput_view
 from latency_gate.report.markdown import render_comment, render_summary
 from latency_gate.report.terminal import render_terminal
 

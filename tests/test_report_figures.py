@@ -21,7 +21,7 @@ from latency_gate.assess.numbers.stats import numbers
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, Fault
 from latency_gate.models import CallPhase, CallTimings, RunResult, Sample
-from latency_gate.report.capacity import capacity_view
+from latency_gate.report.load import capacity_view
 from latency_gate.report.view import target_view
 from latency_gate.run import probe
 

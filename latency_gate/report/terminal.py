@@ -23,8 +23,8 @@ from latency_gate.report.deltas import (
     regressed_text,
     what_changed_sentence,
 )
-from latency_gate.report.goodput_terminal import rate_lines
-from latency_gate.report.text_lines import WIDTH, aligned
+from latency_gate.report.load import load_lines
+from latency_gate.report.text_lines import WIDTH
 from latency_gate.report.text_lines import wrap as _wrap
 from latency_gate.report.view import (
     NUMBER_LABELS,
@@ -91,8 +91,7 @@ def render_terminal(
     lines += ["", *_table(views, names, color)]
     lines += _comparison(results)
     lines += _baselines(results, names)
-    lines += _capacities(views, names, verbose=verbose)
-    lines += rate_lines(views, names, verbose=verbose)
+    lines += _loads(views, names, verbose=verbose)
     detailed = [verbose or not view.result.verdict.passed for view in views]
     # The findings of a target whose detail is not shown: with several targets their titles (the
     # evidence is detail), with one its evidence too (there is room on the screen).
@@ -260,32 +259,18 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
     return ["", *lines] if lines else []
 
 
-def _capacities(views: Sequence[TargetView], names: Sequence[str], *, verbose: bool) -> list[str]:
-    """The capacity of each target that searched it: its sentence; for one target (or with
-    `verbose`) a line per level, the search's cost, what it rests on and the queue beside it."""
+def _loads(views: Sequence[TargetView], names: Sequence[str], *, verbose: bool) -> list[str]:
+    """The capacity of each target that searched it, then each target's calls at a rate
+    (report/load.py draws each)."""
     lines: list[str] = []
     several = len(views) > 1
-    for view, name in zip(views, names, strict=True):
-        cv = view.capacity
-        if cv is None:
-            continue
-        lines += ["", *_wrap(f"capacity{' of ' + name if several else ''}: {cv.headline}")]
-        if several and not verbose:
-            continue
-        table = [("at once", "calls", "p95", "result")] + [
-            (row.level, f"{row.calls:,}", row.p95, f"{row.word} {row.how}") for row in cv.rows
-        ]
-        lines += aligned(table, right={1})
-        capacity = cv.capacity
-        lines += _wrap(
-            f"the search: {capacity.calls:,} calls in {fmt_duration(capacity.seconds)}", "  "
-        )
-        failed = any(row.number == "capacity" and row.passed is False for row in view.rows)
-        if verbose or failed:
-            for text in cv.rests_on:
-                lines += _wrap(text, "  ")
-        if cv.queue:
-            lines += _wrap(cv.queue, "  ")
+    for kind in ("capacity", "goodput"):
+        for view, name in zip(views, names, strict=True):
+            load = view.capacity if kind == "capacity" else view.goodput
+            if load is None:
+                continue
+            failed = any(row.number in load.numbers and row.passed is False for row in view.rows)
+            lines += load_lines(load, name, several=several, verbose=verbose, failed=failed)
     return lines
 
 

@@ -23,9 +23,8 @@ from latency_gate.models import (
     Sample,
     StampSource,
 )
-from latency_gate.report.capacity import CapacityView, capacity_view
 from latency_gate.report.chain import chart_lines
-from latency_gate.report.goodput import GoodputView, goodput_view
+from latency_gate.report.load import LoadView, capacity_view, goodput_view
 from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of, streamed
 from latency_gate.report.trend import TrendChart, trend_charts
 
@@ -74,8 +73,8 @@ class TargetView:
     started: str
     duration: float
     trend: tuple[TrendChart, ...] = ()  # against a history: its runs and this one, charted
-    capacity: CapacityView | None = None  # --capacity: the capacity at the budget
-    goodput: GoodputView | None = None  # --rate, --goodput: calls at a rate
+    capacity: LoadView | None = None  # --capacity: the capacity at the budget
+    goodput: LoadView | None = None  # --rate, --goodput: calls at a rate
 
     @property
     def breaches(self) -> tuple[Row, ...]:
