@@ -104,7 +104,7 @@ def _client_behind(burst: Sequence[Sample], extra: float) -> Finding | None:
 def served_at_once(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> int | None:
     """How many calls at once a queued burst was served ("served about N at a time"), when the
     queue finding applies to these calls; None when it does not. The capacity's report holds
-    its figure against this one (report/capacity.py)."""
+    its figure against this one (report/load.py)."""
     found = queued(samples, numbers, streaming)
     if found is None or found.code != "serialized" or numbers.warm_p50 is None:
         return None  # no queue, or the client fell behind: no figure to hold up
