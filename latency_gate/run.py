@@ -21,14 +21,9 @@ from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ExitCode
 from latency_gate.measure import transport
 from latency_gate.measure.arrivals import Arrival, LevelAsk
-from latency_gate.measure.engine import (
-    Measurement,
-    MoreCalls,
-    Progress,
-    ProgressCallback,
-    measure,
-)
+from latency_gate.measure.engine import Progress, ProgressCallback, measure
 from latency_gate.measure.floor import measure_floor
+from latency_gate.measurement import Measurement, MoreCalls
 from latency_gate.models import Capacity, Goodput, RunResult, Sample
 from latency_gate.report.progress import Look, TargetProgress
 
@@ -245,33 +240,20 @@ def _result(
 ) -> RunResult:
     from latency_gate.assess.result import (  # noqa: PLC0415 (start-up: see _Judge)
         assess_run,
-        floor_from,
         overall_stamp_source,
     )
 
-    floor = None
-    if into.floor is not None:
-        floor = floor_from(
-            into.floor.sequential,
-            into.floor.concurrent,
-            concurrency=into.floor.concurrency,
-            stamp_source=into.floor.stamp_source,
-        )
     kernel_possible = kernel_stamps and transport.kernel_stamps_supported()
     timed_out = _time_up(target, into, judge, interrupted=interrupted)
     result = assess_run(
         target,
-        into.samples,
-        started_at=into.started_at,
+        into,
         finished_at=time.time(),
         stamp_source=overall_stamp_source(into.samples, kernel_possible=kernel_possible),
-        floor=floor,
         interrupted=interrupted,
         label=label,
         baseline=baseline,
         gate=judge.gate,
-        ready_after=into.ready_after,
-        base_samples=into.base_samples,
         history=history,
         capacity=judge.searched(interrupted=interrupted),
         goodput=judge.rated(interrupted=interrupted),

@@ -18,6 +18,7 @@ from latency_gate.assess.result import assess_run
 from latency_gate.config import Target
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.measure.arrivals import Arrival, LevelAsk, due_times
+from latency_gate.measurement import Measurement
 from latency_gate.models import CallPhase, Goodput, RunResult, Sample, StampSource
 
 Service = Callable[[int], float]
@@ -147,8 +148,7 @@ def goodput_against_history(
     )
     return assess_run(
         target,
-        healthy_samples(),
-        started_at=STARTED_AT,
+        Measurement(list(healthy_samples()), started_at=STARTED_AT),
         finished_at=STARTED_AT + 42.5,
         stamp_source=StampSource.KERNEL,
         goodput=goodput if head is None else head,

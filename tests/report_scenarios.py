@@ -20,6 +20,7 @@ from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget, build_target
 from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.measurement import Measurement
 from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult, StampSource
 
 HOSTILE_DETAIL = "bad | gateway `rm -rf` <script>alert(1)</script>\n@octocat see #123 *now*"
@@ -143,8 +144,7 @@ def scenario_regressed() -> list[RunResult]:
     )
     judged = assess_run(
         make_target(),
-        head.samples,
-        started_at=head.started_at,
+        Measurement(list(head.samples), started_at=head.started_at),
         finished_at=head.finished_at,
         stamp_source=StampSource.KERNEL,
         floor=head.floor,
@@ -188,8 +188,7 @@ def scenario_llm() -> list[RunResult]:
     )
     judged = assess_run(
         target,
-        head_samples,
-        started_at=base.started_at,
+        Measurement(list(head_samples), started_at=base.started_at),
         finished_at=base.finished_at,
         stamp_source=StampSource.KERNEL,
         floor=base.floor,
@@ -242,8 +241,7 @@ def _against_history(head: RunResult, runs: int) -> list[RunResult]:
     )
     judged = assess_run(
         make_target(budget=HISTORY_BUDGET),
-        head.samples,
-        started_at=head.started_at,
+        Measurement(list(head.samples), started_at=head.started_at),
         finished_at=head.finished_at,
         stamp_source=StampSource.KERNEL,
         floor=head.floor,

@@ -18,6 +18,7 @@ from pydantic import SecretStr
 
 from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget, Format, Header, Target
+from latency_gate.measurement import Measurement
 from latency_gate.models import (
     CallPhase,
     CallTimings,
@@ -199,8 +200,7 @@ def make_result(
         samples = slow_samples(stream=stream) if passed is False else healthy_samples(stream=stream)
     judged = assess_run(
         target,
-        samples,
-        started_at=STARTED_AT,
+        Measurement(list(samples), started_at=STARTED_AT),
         finished_at=STARTED_AT + 12.3,
         stamp_source=stamp_source,
         floor=floor,

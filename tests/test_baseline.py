@@ -22,6 +22,7 @@ from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.demo import DemoServer, EndpointSpec, serve_in_thread
 from latency_gate.errors import ConfigError
+from latency_gate.measurement import Measurement
 from latency_gate.models import RunResult, StampSource
 from latency_gate.results.json_file import dump_runs, parse_runs
 from latency_gate.results.loading import plan_baseline
@@ -110,8 +111,7 @@ def _judged(head: RunResult, plan: BaselinePlan) -> RunResult:
     """`head`'s samples judged again, as a run does, with the plan's baseline."""
     return assess_run(
         make_target(head.target),
-        head.samples,
-        started_at=head.started_at,
+        Measurement(list(head.samples), started_at=head.started_at),
         finished_at=head.finished_at,
         stamp_source=StampSource.KERNEL,
         baseline=plan,

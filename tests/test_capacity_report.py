@@ -34,6 +34,7 @@ from latency_gate.assess.load.at_once import CapacityRun, RunLevel
 from latency_gate.assess.load.levels import LevelCalls, LevelLimits
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.measurement import Measurement
 from latency_gate.models import CallPhase, Capacity, RunResult, Sample, StampSource
 from latency_gate.report.load import capacity_view
 from latency_gate.report.markdown import render_comment, render_summary
@@ -100,8 +101,7 @@ def _result(
     )
     judged = assess_run(
         target,
-        healthy_samples(),
-        started_at=STARTED_AT,
+        Measurement(list(healthy_samples()), started_at=STARTED_AT),
         finished_at=STARTED_AT + 42.5,
         stamp_source=StampSource.KERNEL,
         capacity=capacity,

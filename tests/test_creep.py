@@ -13,6 +13,7 @@ from latency_gate.assess.compare.creep import MIN_TREND_RUNS, TREND_ALPHA, creep
 from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.measurement import Measurement
 from latency_gate.models import RunResult, StampSource
 from latency_gate.report.markdown import render_summary
 
@@ -91,8 +92,7 @@ def _judged(factors: list[float], head: float) -> RunResult:
     )
     return assess_run(
         make_target(),
-        _run(head, 0).samples,
-        started_at=_run(head, 0).started_at,
+        Measurement(list(_run(head, 0).samples), started_at=_run(head, 0).started_at),
         finished_at=_run(head, 0).finished_at,
         stamp_source=StampSource.KERNEL,
         history=plan,

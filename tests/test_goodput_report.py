@@ -24,6 +24,7 @@ from render.page import (
 from result_factory import STARTED_AT, TOOL_VERSION, healthy_samples
 
 from latency_gate.assess.result import assess_run
+from latency_gate.measurement import Measurement
 from latency_gate.models import Capacity, Goodput, RunResult, StampSource
 from latency_gate.report.load import goodput_view
 from latency_gate.report.markdown import render_comment, render_summary
@@ -36,8 +37,7 @@ def _result(goodput: Goodput, *, capacity: Capacity | None = None) -> RunResult:
     target = goodput_target(min_rate=2.0)
     judged = assess_run(
         target,
-        healthy_samples(),
-        started_at=STARTED_AT,
+        Measurement(list(healthy_samples()), started_at=STARTED_AT),
         finished_at=STARTED_AT + 42.5,
         stamp_source=StampSource.KERNEL,
         goodput=goodput,

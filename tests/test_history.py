@@ -30,6 +30,7 @@ from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
 from latency_gate.errors import ConfigError
+from latency_gate.measurement import Measurement
 from latency_gate.models import CallPhase, ErrorKind, RunResult, StampSource
 from latency_gate.results.history_folder import (
     HistoryOptions,
@@ -200,8 +201,7 @@ DRIFT = (1.00, 0.93, 1.06, 1.12, 0.97, 0.90, 1.04, 1.09, 0.95, 1.01)
 def _judge(head: RunResult, plan: HistoryPlan | None, budget: Budget | None = None) -> RunResult:
     return assess_run(
         make_target(budget=budget),
-        head.samples,
-        started_at=head.started_at,
+        Measurement(list(head.samples), started_at=head.started_at),
         finished_at=head.finished_at,
         stamp_source=StampSource.KERNEL,
         history=plan,

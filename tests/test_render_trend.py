@@ -38,6 +38,7 @@ from result_factory import STARTED_AT, make_result, make_target
 from latency_gate.assess.compare.history import HistoryPlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.measurement import Measurement
 from latency_gate.models import HistoryRun, Numbers, RunResult, StampSource
 from latency_gate.report.markdown import render_comment, render_summary
 from latency_gate.report.trend import (
@@ -184,8 +185,7 @@ def test_a_first_run_says_no_history() -> None:
 
     judged = assess_run(
         make_target(),
-        head.samples,
-        started_at=head.started_at,
+        Measurement(list(head.samples), started_at=head.started_at),
         finished_at=head.finished_at,
         stamp_source=StampSource.KERNEL,
         history=HistoryPlan(".latency-history", DEFAULT_LIMIT),

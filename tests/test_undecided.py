@@ -12,6 +12,7 @@ from result_factory import failed_sample, make_result, make_target, samples_for
 from latency_gate.assess.compare.baseline import BaselinePlan
 from latency_gate.assess.result import assess_run
 from latency_gate.config.regression import DEFAULT_LIMIT
+from latency_gate.measurement import Measurement
 from latency_gate.models import CallPhase, ErrorKind, RunResult, Sample, StampSource
 from latency_gate.report.markdown import render_summary
 from latency_gate.report.terminal import render_terminal
@@ -33,8 +34,7 @@ def _judged(samples: tuple[Sample, ...], **target: str) -> RunResult:
     chosen = make_target("local").model_copy(update=target)
     return assess_run(
         chosen,
-        samples,
-        started_at=0.0,
+        Measurement(list(samples), started_at=0.0),
         finished_at=1.0,
         stamp_source=StampSource.KERNEL,
         baseline=BaselinePlan("base.json", DEFAULT_LIMIT, {"local": BASE}),
@@ -97,11 +97,9 @@ def _side_by_side(samples: tuple[Sample, ...]) -> RunResult:
     target = make_target("local").model_copy(update={"baseline_url": "http://127.0.0.1:9/"})
     return assess_run(
         target,
-        samples,
-        started_at=0.0,
+        Measurement(list(samples), started_at=0.0, base_samples=list(BASE.samples)),
         finished_at=1.0,
         stamp_source=StampSource.KERNEL,
-        base_samples=BASE.samples,
     )
 
 
@@ -173,8 +171,9 @@ def test_a_check_decided_at_the_cap_says_what_decided_it() -> None:
     note, the sentence and beside the verdict."""
     result = assess_run(
         make_target("local"),
-        samples_for(cold=0.3, warm=[0.2] * 20, concurrent=[0.3] * 10),
-        started_at=0.0,
+        Measurement(
+            list(samples_for(cold=0.3, warm=[0.2] * 20, concurrent=[0.3] * 10)), started_at=0.0
+        ),
         finished_at=1.0,
         stamp_source=StampSource.KERNEL,
     )
@@ -251,8 +250,7 @@ def test_an_error_rate_over_its_budget_by_its_calls_fails_when_another_check_sto
     )
     result = assess_run(
         make_target("local"),
-        samples,
-        started_at=0.0,
+        Measurement(list(samples), started_at=0.0),
         finished_at=1.0,
         stamp_source=StampSource.KERNEL,
     )

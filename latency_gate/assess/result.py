@@ -31,6 +31,7 @@ from latency_gate.config import (
 from latency_gate.config.plan.feasible import plan_warnings
 from latency_gate.config.plan.needs import effective_max_calls
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit
+from latency_gate.measurement import Measurement
 from latency_gate.models import (
     BaselineCheck,
     CallPhase,
@@ -76,9 +77,8 @@ def gate_for(
 
 def assess_run(
     target: Target,
-    samples: Sequence[Sample],
+    measured: Measurement,
     *,
-    started_at: float,
     finished_at: float,
     stamp_source: StampSource,
     floor: Floor | None = None,
@@ -86,25 +86,33 @@ def assess_run(
     label: str | None = None,
     baseline: BaselinePlan | None = None,
     gate: Gate | None = None,
-    ready_after: float | None = None,
-    base_samples: Sequence[Sample] = (),
     max_regression: RegressionLimit | None = None,
     history: HistoryPlan | None = None,
     capacity: Capacity | None = None,
     goodput: Goodput | None = None,
 ) -> RunResult:
-    """Everything derived from a run's samples, and its verdict.
+    """Everything derived from a run's calls (`measured`, as the engine filled it in), and its
+    verdict. `floor`: the floor's figures, by default those of `measured.floor`.
 
     `gate` holds the looks the run took (the engine's `more` callback asked it after each); a
     run judged without one (interrupted early, or measured without sequential sampling) is
     judged in one look. An A/B run (a target with a baseline_url) is compared with its base
-    arm, `base_samples`, by the gate's limit (`max_regression` when the gate is made here);
-    `baseline` is then not used. With a `history` (and no `baseline`), a target with too few
-    runs for the history's rule is compared with its newest run (`HistoryPlan.as_baseline`).
-    The budget checks judge `samples` alone; `capacity` (the search's, with --capacity) is a
-    row of its own, gated by min-capacity, and compared with the base's; `goodput` (calls at a
-    rate, --rate and --goodput) gives rows of its own, gated by the budget and min-rate.
+    arm, `measured.base_samples`, by the gate's limit (`max_regression` when the gate is made
+    here); `baseline` is then not used. With a `history` (and no `baseline`), a target with too
+    few runs for the history's rule is compared with its newest run (`HistoryPlan.as_baseline`).
+    The budget checks judge `measured.samples` alone; `capacity` (the search's, with
+    --capacity) is a row of its own, gated by min-capacity, and compared with the base's;
+    `goodput` (calls at a rate, --rate and --goodput) gives rows of its own, gated by the budget
+    and min-rate.
     """
+    samples, base_samples = measured.samples, measured.base_samples
+    if floor is None and measured.floor is not None:
+        floor = floor_from(
+            measured.floor.sequential,
+            measured.floor.concurrent,
+            concurrency=measured.floor.concurrency,
+            stamp_source=measured.floor.stamp_source,
+        )
     if history is not None and baseline is None:
         baseline = history.as_baseline()
     if gate is None:
@@ -143,7 +151,7 @@ def assess_run(
         warnings.append("TLS certificate checks were turned off (--insecure)")
     warnings += default_prompt_note(target)
     warnings += unsent_settings(target)
-    if target.wait_ready > 0 and ready_after is None and samples:
+    if target.wait_ready > 0 and measured.ready_after is None and samples:
         warnings.append(
             f"the endpoint did not answer within --wait-ready {target.wait_ready:g} s; "
             "probed anyway"
@@ -162,7 +170,7 @@ def assess_run(
         tool_version=__version__,
         target=target.name,
         config=target.redacted(),
-        started_at=started_at,
+        started_at=measured.started_at,
         finished_at=finished_at,
         stamp_source=stamp_source,
         floor=floor,
@@ -188,7 +196,7 @@ def assess_run(
             stopped="the run was interrupted" if interrupted else gate.stopped,
             first_look=stats.numbers(samples[: gate.first_look_calls]),
         ),
-        ready_after=ready_after,
+        ready_after=measured.ready_after,
         capacity=capacity,
         goodput=goodput,
     )

@@ -40,7 +40,8 @@ from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.deadline import Deadline
 from latency_gate.measure.prompts import Marks
 from latency_gate.measure.ready import wait_ready
-from latency_gate.models import CallPhase, ErrorKind, Sample, StampSource
+from latency_gate.measurement import FloorSamples, Measurement, MoreCalls
+from latency_gate.models import CallPhase, ErrorKind, Sample
 
 __all__ = [
     "FloorSamples",
@@ -76,55 +77,11 @@ def _ignore(_: Progress) -> None:
     return None
 
 
-@dataclass(frozen=True)
-class MoreCalls:
-    """What to measure before the next look: more warm calls, then more bursts."""
-
-    warm_calls: int
-    bursts: int
-    reason: str = ""
-
-
 # Asked after each look with the samples so far: what to measure next, or None to stop.
 MorePolicy = Callable[[Sequence[Sample]], MoreCalls | None]
 # The capacity search, asked after the looks and after each of its bursts with that burst's
 # calls and seconds (none and 0 the first time): the concurrency of the next burst, or None.
 SearchPolicy = Callable[[Sequence[Sample], float], int | None]
-
-
-@dataclass(frozen=True)
-class FloorSamples:
-    """Five sequential calls and one burst against the loopback floor server."""
-
-    sequential: tuple[Sample, ...]
-    concurrent: tuple[Sample, ...]
-    concurrency: int
-    stamp_source: StampSource
-
-
-@dataclass
-class Measurement:
-    """What a run has measured so far, filled in as calls finish.
-
-    The caller keeps it: when the run is cancelled, the calls that finished are still here.
-    """
-
-    samples: list[Sample] = field(default_factory=list)
-    started_at: float = field(default_factory=time.time)
-    extra: list[MoreCalls] = field(default_factory=list)
-    floor: FloorSamples | None = None
-    # Why the run stopped before its planned calls (every first call failed to connect or timed
-    # out), or None.
-    stopped_early: str | None = None
-    ready_after: float | None = None
-    # The base of an A/B run (a target with a baseline_url), measured beside `samples`.
-    base_samples: list[Sample] = field(default_factory=list)
-    base_ready_after: float | None = None
-    # Why the base stopped being measured (its first calls all failed to connect or timed
-    # out), or None: the head goes on alone, judged by its budget, and nothing is compared.
-    base_stopped_early: str | None = None
-    # --max-time ran out with a call left unmade (measure/deadline.py).
-    time_up: bool = False
 
 
 # Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
