@@ -39,6 +39,17 @@ OUT = ROOT / "bench" / "data" / "llama_shape.json"
 PROMPT = "Say something about the sea, as long or as short as you like."
 
 
+class _OneMore:
+    """A looks sampler (latency_gate/measure/sampler.py): `bursts` more bursts once, then none."""
+
+    def __init__(self, bursts: int) -> None:
+        self.bursts: int | None = bursts
+
+    def next(self, _: Sequence[Sample], /) -> MoreCalls | None:
+        bursts, self.bursts = self.bursts, None
+        return None if bursts is None else MoreCalls(0, bursts, "recording the shape")
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -95,17 +106,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "on-undecided": "pass",
             }
         )
-        asked: list[int] = []
-
-        def more(_: Sequence[Sample]) -> MoreCalls | None:
-            if asked:
-                return None
-            asked.append(1)
-            return MoreCalls(0, args.bursts - 1, "recording the shape")
-
         into = Measurement()
         started = time.time()
-        asyncio.run(measure(target, into, more=more))
+        asyncio.run(measure(target, into, more=_OneMore(args.bursts - 1)))
         seconds = time.time() - started
     finally:
         del server

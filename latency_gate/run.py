@@ -20,9 +20,10 @@ from latency_gate.config.plan.levels import RATE_IN_FLIGHT
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.errors import ExitCode
 from latency_gate.measure import transport
-from latency_gate.measure.arrivals import Arrival, LevelAsk
+from latency_gate.measure.arrivals import Arrival, Level, LevelAsk
 from latency_gate.measure.engine import Progress, ProgressCallback, measure
 from latency_gate.measure.floor import measure_floor
+from latency_gate.measure.sampler import Burst
 from latency_gate.measurement import Measurement, MoreCalls
 from latency_gate.models import Capacity, Goodput, RunResult, Sample
 from latency_gate.report.progress import Look, TargetProgress
@@ -44,7 +45,8 @@ def _ignore(_: Progress) -> None:
 class _Judge:
     """The run's gate, built when first asked: after the first look's calls, so the judging
     layer (assess/) loads while the endpoint answers, not before the first request (start-up
-    is measured to the first request on the wire, docs/benchmarks.md)."""
+    is measured to the first request on the wire, docs/benchmarks.md). The engine asks it
+    through three samplers (measure/sampler.py): `looks`, `search` and `rates`."""
 
     def __init__(
         self,
@@ -59,12 +61,9 @@ class _Judge:
         self.into = into
         self.max_regression = max_regression
         self._gate: Gate | None = None
-        self.capacity: CapacityRun | None = None
-        self.rates: RateRun | None = None
-        self._looks = 1
-        # A printer of ours also says why each look after the first is taken (a user's own
-        # callback of probe() gets the Progress events it always got, nothing else).
-        self._on_look = progress.look if isinstance(progress, TargetProgress) else None
+        self.looks = _Looks(self, progress)
+        self.search = _Search(self)
+        self.rates = _Rates(self)
 
     @property
     def gate(self) -> Gate:
@@ -74,55 +73,7 @@ class _Judge:
             self._gate = gate_for(self.target, self.baseline, self.max_regression)
         return self._gate
 
-    def more(self, samples: Sequence[Sample]) -> MoreCalls | None:
-        """The engine's question after each look, answered by the gate (sequential sampling);
-        an A/B run's regressions are judged against its base arm's calls so far."""
-        base = self.into.base_samples if self.target.baseline_url is not None else None
-        step = self.gate.look(samples, base)
-        if step.stop:
-            return None
-        self._looks += 1
-        if self._on_look is not None:
-            concurrency = self.target.concurrency
-            self._on_look(Look(self._looks, step.warm_calls, step.bursts, concurrency, step.reason))
-        return MoreCalls(step.warm_calls, step.bursts, step.reason)
-
-    def search(self, burst: Sequence[Sample], seconds: float) -> int | None:
-        """The engine's question during the capacity search (after the looks): the concurrency
-        of the next burst, given the last one's calls (none the first time, when the search
-        starts from the run's own concurrent check)."""
-        if self.capacity is None:
-            from latency_gate.assess.load.at_once import start_search  # noqa: PLC0415 (start-up)
-
-            self.capacity = start_search(self.target, self.gate, self.into.samples)
-        else:
-            self.capacity.add_burst(burst, seconds)
-        return self.capacity.next_burst()
-
-    def next_level(self, arrivals: Sequence[Arrival], seconds: float, cut: str) -> LevelAsk | None:
-        """The engine's question for calls at a rate (after the looks and the capacity search):
-        the next level, given the last one's calls (none the first time)."""
-        if self.rates is None:
-            from latency_gate.assess.load.per_second import start_rates  # noqa: PLC0415 (start-up)
-
-            spent = 0 if self.capacity is None else self.capacity.calls
-            self.rates = start_rates(
-                self.target,
-                self.into.samples,
-                max_calls=self.gate.plan.max_calls,
-                spent=spent,
-                floor=self._floor(),
-            )
-        ask = self.rates.next_level(arrivals, seconds, cut)
-        if ask is None:
-            return None
-        return LevelAsk(ask.rate, ask.calls, ask.seconds, ask.arrivals, RATE_IN_FLIGHT)
-
-    def look(self, arrivals: Sequence[Arrival], now: float) -> bool:
-        """Whether the level at a rate in progress is decided."""
-        return self.rates is not None and self.rates.look(arrivals, now)
-
-    def _floor(self) -> float | None:
+    def floor(self) -> float | None:
         """The gate's own p95 under load, measured before the run (None without it)."""
         if self.into.floor is None:
             return None
@@ -136,13 +87,50 @@ class _Judge:
             stamp_source=floor.stamp_source,
         ).concurrent_p95
 
-    def rated(self, *, interrupted: bool) -> Goodput | None:
-        """The calls at a rate, when they ran (an interrupted run's say so)."""
-        if self.rates is None:
+
+class _Looks:
+    """The engine's question after each look, answered by the gate (sequential sampling)."""
+
+    def __init__(self, judge: _Judge, progress: ProgressCallback) -> None:
+        self.judge = judge
+        self._looks = 1
+        # A printer of ours also says why each look after the first is taken (a user's own
+        # callback of probe() gets the Progress events it always got, nothing else).
+        self._on_look = progress.look if isinstance(progress, TargetProgress) else None
+
+    def next(self, samples: Sequence[Sample], /) -> MoreCalls | None:
+        """More calls, or None; an A/B run's regressions are judged against its base arm's
+        calls so far."""
+        target = self.judge.target
+        base = self.judge.into.base_samples if target.baseline_url is not None else None
+        step = self.judge.gate.look(samples, base)
+        if step.stop:
             return None
-        if interrupted:
-            self.rates.interrupt()
-        return self.rates.goodput()
+        self._looks += 1
+        if self._on_look is not None:
+            concurrency = target.concurrency
+            self._on_look(Look(self._looks, step.warm_calls, step.bursts, concurrency, step.reason))
+        return MoreCalls(step.warm_calls, step.bursts, step.reason)
+
+
+class _Search:
+    """The engine's question during the capacity search (after the looks)."""
+
+    def __init__(self, judge: _Judge) -> None:
+        self.judge = judge
+        self.capacity: CapacityRun | None = None
+
+    def next(self, burst: Burst, /) -> int | None:
+        """The concurrency of the next burst, given the last one (none the first time, when
+        the search starts from the run's own concurrent check)."""
+        if self.capacity is None:
+            from latency_gate.assess.load.at_once import start_search  # noqa: PLC0415 (start-up)
+
+            judge = self.judge
+            self.capacity = start_search(judge.target, judge.gate, judge.into.samples)
+        else:
+            self.capacity.add_burst(burst.calls, burst.seconds)
+        return self.capacity.next_burst()
 
     def searched(self, *, interrupted: bool) -> Capacity | None:
         """The capacity found, when the search ran (an interrupted one says so)."""
@@ -151,6 +139,45 @@ class _Judge:
         if interrupted:
             self.capacity.interrupt()
         return self.capacity.capacity()
+
+
+class _Rates:
+    """The engine's questions for calls at a rate (after the looks and the capacity search)."""
+
+    def __init__(self, judge: _Judge) -> None:
+        self.judge = judge
+        self.rates: RateRun | None = None
+
+    def next(self, level: Level, /) -> LevelAsk | None:
+        """The next level, given the last one (none the first time)."""
+        if self.rates is None:
+            from latency_gate.assess.load.per_second import start_rates  # noqa: PLC0415 (start-up)
+
+            judge = self.judge
+            capacity = judge.search.capacity
+            self.rates = start_rates(
+                judge.target,
+                judge.into.samples,
+                max_calls=judge.gate.plan.max_calls,
+                spent=0 if capacity is None else capacity.calls,
+                floor=judge.floor(),
+            )
+        ask = self.rates.next_level(level.arrivals, level.seconds, level.cut)
+        if ask is None:
+            return None
+        return LevelAsk(ask.rate, ask.calls, ask.seconds, ask.arrivals, RATE_IN_FLIGHT)
+
+    def look(self, arrivals: Sequence[Arrival], now: float) -> bool:
+        """Whether the level at a rate in progress is decided."""
+        return self.rates is not None and self.rates.look(arrivals, now)
+
+    def rated(self, *, interrupted: bool) -> Goodput | None:
+        """The calls at a rate, when they ran (an interrupted run's say so)."""
+        if self.rates is None:
+            return None
+        if interrupted:
+            self.rates.interrupt()
+        return self.rates.goodput()
 
 
 async def probe(
@@ -221,9 +248,9 @@ async def _measure(
         progress=progress,
         kernel_stamps=kernel_stamps,
         sleep=sleep,
-        more=judge.more,
+        more=judge.looks,
         search=judge.search if target.capacity else None,
-        rates=judge if target.rate is not None or target.goodput else None,
+        rates=judge.rates if target.rate is not None or target.goodput else None,
     )
 
 
@@ -255,8 +282,8 @@ def _result(
         baseline=baseline,
         gate=judge.gate,
         history=history,
-        capacity=judge.searched(interrupted=interrupted),
-        goodput=judge.rated(interrupted=interrupted),
+        capacity=judge.search.searched(interrupted=interrupted),
+        goodput=judge.rates.rated(interrupted=interrupted),
     )
     warnings = [
         why for why in (into.stopped_early, into.base_stopped_early, timed_out) if why is not None
@@ -289,8 +316,9 @@ def _time_up(target: Target, into: Measurement, judge: _Judge, *, interrupted: b
     limit = f"the --max-time of {fmt_duration(target.max_time)} ran out"
     base = into.base_samples if target.baseline_url is not None else None
     judge.gate.time_up(into.samples, base, limit)
-    if judge.capacity is not None:  # a search the time cut: stopped where it was, and said
-        judge.capacity.interrupt(limit)
+    searched = judge.search.capacity
+    if searched is not None:  # a search the time cut: stopped where it was, and said
+        searched.interrupt(limit)
     undecided = "undecided" in judge.gate.stopped
     policy = judge.gate.plan.on_undecided
     return f"{limit}: no call started after it" + (

@@ -14,6 +14,7 @@ import itertools
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import jsonschema
@@ -125,6 +126,16 @@ async def test_each_arm_keeps_its_own_connection_for_warm_calls(
         assert [s.new_connection for s in samples[: 1 + WARM]] == [True] + [False] * WARM
 
 
+@dataclass
+class _Asked:
+    """A looks sampler (measure/sampler.py) that answers its steps in turn, then None."""
+
+    steps: Iterator[MoreCalls]
+
+    def next(self, _: object, /) -> MoreCalls | None:
+        return next(self.steps, None)
+
+
 @pytest.mark.slow
 async def test_more_looks_extend_both_arms_and_bursts_never_overlap(
     arms: tuple[DemoServer, DemoServer],
@@ -133,9 +144,9 @@ async def test_more_looks_extend_both_arms_and_bursts_never_overlap(
     order carried on from the first look; every burst has all its calls in flight at once (the
     full concurrency) and ends before the next one, of either arm, begins."""
     head, base = arms
-    asked = iter([MoreCalls(warm_calls=2, bursts=2)])
+    asked = _Asked(iter([MoreCalls(warm_calls=2, bursts=2)]))
     into = Measurement()
-    await measure(_target(head.url, base.url), into, more=lambda _: next(asked, None))
+    await measure(_target(head.url, base.url), into, more=asked)
     assert len(into.samples) == len(into.base_samples) == 1 + WARM + 2 + 3 * CONCURRENCY
     first_look = "AB" + _thue_morse(2 * WARM) + _bursts_of(_thue_morse(2))
     expected = first_look + _thue_morse(4, start=2 * WARM) + _bursts_of(_thue_morse(4, start=2))

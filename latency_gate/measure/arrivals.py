@@ -10,9 +10,9 @@ says how late the client sent it (`send_lag`: its t0 less the moment it was due)
 can be counted from when the call was due (a client that falls behind shows as latency, not as
 a lower rate), and a client that fell behind can be told from an endpoint that did.
 
-Nothing here judges: after each arrival and each call's end the caller's `RatePolicy.look` says
-whether the level is decided (then no further call is sent, and the calls in flight are waited
-for), and `RatePolicy.next_level` says what the next level is from the last one's calls
+Nothing here judges: after each arrival and each call's end the caller's `RateSampler.look`
+says whether the level is decided (then no further call is sent, and the calls in flight are
+waited for), and `RateSampler.next` says what the next level is from the last one's calls
 (latency_gate.run asks latency_gate.assess.load.per_second).
 """
 
@@ -29,9 +29,10 @@ from typing import Protocol
 
 from latency_gate.config import Target
 from latency_gate.measure.clients import open_client, preconnect_one, send_one
+from latency_gate.measure.sampler import Sampler
 from latency_gate.models import CallPhase, Sample
 
-__all__ = ["Arrival", "LevelAsk", "RatePolicy", "due_times", "run_levels"]
+__all__ = ["Arrival", "Level", "LevelAsk", "RateSampler", "due_times", "run_levels"]
 
 # At most this long before a call is due its connection is opened (untimed): three times the
 # cold call's own connection set-up, and never less than LEAD_LEAST.
@@ -60,12 +61,19 @@ class LevelAsk:
     in_flight: int = 256
 
 
-class RatePolicy(Protocol):
-    """The caller's side of the levels (latency_gate.run wires it to assess)."""
+@dataclass(frozen=True)
+class Level:
+    """One level as it went: its calls, its seconds, and why the engine cut it short ("" when
+    it did not). The first time a sampler is asked there is none: no calls."""
 
-    def next_level(self, arrivals: Sequence[Arrival], seconds: float, cut: str) -> LevelAsk | None:
-        """The next level, from the last one's calls, seconds and why the engine cut it short
-        ("" when it did not); with no calls, the first. None: no further level."""
+    arrivals: Sequence[Arrival] = ()
+    seconds: float = 0.0
+    cut: str = ""
+
+
+class RateSampler(Sampler[Level, LevelAsk], Protocol):
+    """The caller's side of the levels (latency_gate.run wires it to assess): `next` is the
+    next level, from the last one (the first, from none); None: no further level."""
 
     def look(self, arrivals: Sequence[Arrival], now: float) -> bool:
         """Whether the level in progress is decided, given its calls so far at `now` (seconds
@@ -95,7 +103,7 @@ async def run_levels(
     target: Target,
     context: ssl.SSLContext,
     kernel_stamps: bool,
-    policy: RatePolicy,
+    policy: RateSampler,
     *,
     earlier: Sequence[Sample] = (),
     rng: random.Random | None = None,
@@ -106,7 +114,7 @@ async def run_levels(
     lead = _lead(earlier)
     arrivals: list[Arrival] = []
     seconds, cut = 0.0, ""
-    while (ask := policy.next_level(arrivals, seconds, cut)) is not None:
+    while (ask := policy.next(Level(arrivals, seconds, cut))) is not None:
         arrivals = []
         seconds, cut = await _level(
             target, context, kernel_stamps, policy, ask, arrivals=arrivals, lead=lead, rng=rng
@@ -117,7 +125,7 @@ async def _level(
     target: Target,
     context: ssl.SSLContext,
     kernel_stamps: bool,
-    policy: RatePolicy,
+    policy: RateSampler,
     ask: LevelAsk,
     *,
     arrivals: list[Arrival],

@@ -2,15 +2,15 @@
 
 I/O only: every call is one `latency_gate.measure.calls.call`, timed and classified there, and
 lands in a `Measurement` the caller holds, so the calls finished before a cancellation are kept.
-Nothing here judges: what to measure beyond the first look is the caller's `more` callback
-(latency_gate.run asks latency_gate.assess). The clients it calls through are in clients.py,
-the wait for a starting server in ready.py.
+Nothing here judges: what to measure beyond the first look is the caller's `more` sampler
+(measure/sampler.py; latency_gate.run asks latency_gate.assess). The clients it calls through
+are in clients.py, the wait for a starting server in ready.py.
 
-The capacity search (`--capacity`) comes after the looks: the caller's `search` callback says the
+The capacity search (`--capacity`) comes after the looks: the caller's `search` sampler says the
 concurrency of each next burst from the calls of the one before (latency_gate.run asks
 latency_gate.assess.load.at_once), and the engine makes it with the same burst machinery at that
 concurrency (one small client per call, connections opened ahead). Its calls are the search's:
-they go to the callback, not into `Measurement.samples`. In an A/B run only the head is searched.
+they go to the sampler, not into `Measurement.samples`. In an A/B run only the head is searched.
 
 A/B in one run (a target with a `baseline_url`): the base is a second arm, measured the same
 way and interleaved with the head, one call at a time: the cold calls head then base, each on
@@ -33,13 +33,14 @@ from typing import Literal
 import httpx
 
 from latency_gate.config import Target, base_arm, redact_url
-from latency_gate.measure.arrivals import Arrival, LevelAsk, RatePolicy, run_levels
+from latency_gate.measure.arrivals import Arrival, Level, LevelAsk, RateSampler, run_levels
 from latency_gate.measure.calls import failed_hop
 from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
 from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.deadline import Deadline
 from latency_gate.measure.prompts import Marks
 from latency_gate.measure.ready import wait_ready
+from latency_gate.measure.sampler import Burst, Sampler
 from latency_gate.measurement import FloorSamples, Measurement, MoreCalls
 from latency_gate.models import CallPhase, ErrorKind, Sample
 
@@ -49,8 +50,7 @@ __all__ = [
     "MoreCalls",
     "Progress",
     "ProgressCallback",
-    "RatePolicy",
-    "SearchPolicy",
+    "RateSampler",
     "Stage",
     "arm_order",
     "measure",
@@ -78,10 +78,10 @@ def _ignore(_: Progress) -> None:
 
 
 # Asked after each look with the samples so far: what to measure next, or None to stop.
-MorePolicy = Callable[[Sequence[Sample]], MoreCalls | None]
-# The capacity search, asked after the looks and after each of its bursts with that burst's
-# calls and seconds (none and 0 the first time): the concurrency of the next burst, or None.
-SearchPolicy = Callable[[Sequence[Sample], float], int | None]
+LookSampler = Sampler[Sequence[Sample], MoreCalls]
+# The capacity search, asked after the looks and after each of its bursts with that burst (none
+# the first time): the concurrency of the next burst, or None.
+SearchSampler = Sampler[Burst, int]
 
 
 # Fail fast: when the cold call and this many first warm calls all fail to connect or time out,
@@ -187,9 +187,9 @@ async def measure(
     progress: ProgressCallback = _ignore,
     kernel_stamps: bool = True,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
-    more: MorePolicy | None = None,
-    search: SearchPolicy | None = None,
-    rates: RatePolicy | None = None,
+    more: LookSampler | None = None,
+    search: SearchSampler | None = None,
+    rates: RateSampler | None = None,
 ) -> None:
     """Idle wait, cold call, warm calls, one burst; then what `more` asks for, until it says stop;
     then the bursts `search` asks for, until it says stop; then the levels at a rate `rates`
@@ -263,7 +263,7 @@ async def measure(
             progress(Progress("concurrent", 0, target.concurrency))
             await burst(arm.target, arm.context, kernel_stamps, arm.samples, marks=arm.marks)
             progress(Progress("concurrent", target.concurrency, target.concurrency))
-        while more is not None and deadline.allows() and (step := more(into.samples)) is not None:
+        while more is not None and deadline.allows() and (step := more.next(into.samples)):
             into.extra.append(step)
             if step.warm_calls:
                 done = sum(arm.warm_done for arm in arms)
@@ -304,11 +304,11 @@ async def measure(
 class _Announced:
     """The caller's rate policy, with a progress line as each level begins."""
 
-    policy: RatePolicy
+    policy: RateSampler
     progress: ProgressCallback
 
-    def next_level(self, arrivals: Sequence[Arrival], seconds: float, cut: str) -> LevelAsk | None:
-        ask = self.policy.next_level(arrivals, seconds, cut)
+    def next(self, level: Level, /) -> LevelAsk | None:
+        ask = self.policy.next(level)
         if ask is not None:
             self.progress(Progress("rate", 0, ask.calls, ask.seconds, ask.rate))
         return ask
@@ -319,7 +319,7 @@ class _Announced:
 
 async def _search(
     arm: _Arm,
-    search: SearchPolicy,
+    search: SearchSampler,
     progress: ProgressCallback,
     kernel_stamps: bool,
     deadline: Deadline,
@@ -328,7 +328,7 @@ async def _search(
     stop; each burst's calls and seconds (connections opened ahead included) go back to it."""
     calls: list[Sample] = []
     seconds = 0.0
-    while (concurrency := search(calls, seconds)) is not None and deadline.allows():
+    while (concurrency := search.next(Burst(calls, seconds))) is not None and deadline.allows():
         level = arm.target.model_copy(update={"concurrency": concurrency})
         calls = []
         progress(Progress("capacity", 0, concurrency))
