@@ -274,13 +274,13 @@ async def test_a_burst_frees_each_connection_when_its_call_ends() -> None:
     calls of 35 s in bursts of 6 on a 1-slot server)."""
     import time
 
-    from latency_gate.measure.clients import burst, ssl_context_for
+    from latency_gate.measure.clients import ClientKit
 
     async with _ConnectionPool(workers=3, keep_alive=3.0) as url:
         target = build_target({"url": url, "concurrency": "6", "timeout": "10s"})
         into: list = []  # type: ignore[type-arg]
         began = time.monotonic()
-        await burst(target, ssl_context_for(target), True, into)
+        await ClientKit(target, True).burst(into)
         took = time.monotonic() - began
     assert len(into) == 6
     assert all(s.ok for s in into)

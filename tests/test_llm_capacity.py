@@ -25,7 +25,7 @@ from conftest import _serve_llama
 
 from latency_gate.assess.maths.intervals import linear_percentile
 from latency_gate.config import build_target
-from latency_gate.measure.clients import burst, ssl_context_for
+from latency_gate.measure.clients import ClientKit, ssl_context_for
 from latency_gate.report.terminal import render_terminal
 from latency_gate.run import probe
 from latency_gate.sample import Sample
@@ -107,7 +107,7 @@ async def _queued_levels(base: str) -> tuple[float, float]:
         calls: list[float] = []
         for i in range(bursts + 1):
             made: list[Sample] = []
-            await burst(level, context, True, made)
+            await ClientKit(level, True, context).burst(made)
             assert all(c.ok and c.latency is not None for c in made), [c.error_detail for c in made]
             if i:  # the first warms the server
                 calls += [c.latency or 0.0 for c in made]

@@ -21,14 +21,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
-import ssl
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from latency_gate.config import Target
-from latency_gate.measure.clients import open_client, preconnect_one, send_one
+from latency_gate.measure.clients import ClientKit
 from latency_gate.measure.sampler import Sampler
 from latency_gate.models import CallPhase, Sample
 
@@ -100,9 +98,7 @@ def _lead(samples: Sequence[Sample]) -> float:
 
 
 async def run_levels(
-    target: Target,
-    context: ssl.SSLContext,
-    kernel_stamps: bool,
+    kit: ClientKit,
     policy: RateSampler,
     *,
     earlier: Sequence[Sample] = (),
@@ -116,15 +112,11 @@ async def run_levels(
     seconds, cut = 0.0, ""
     while (ask := policy.next(Level(arrivals, seconds, cut))) is not None:
         arrivals = []
-        seconds, cut = await _level(
-            target, context, kernel_stamps, policy, ask, arrivals=arrivals, lead=lead, rng=rng
-        )
+        seconds, cut = await _level(kit, policy, ask, arrivals=arrivals, lead=lead, rng=rng)
 
 
 async def _level(
-    target: Target,
-    context: ssl.SSLContext,
-    kernel_stamps: bool,
+    kit: ClientKit,
     policy: RateSampler,
     ask: LevelAsk,
     *,
@@ -145,12 +137,12 @@ async def _level(
         return loop.time() - start
 
     async def one(arrival: Arrival, index: int) -> None:
-        async with open_client(target, context, kernel_stamps) as (client, backend):
-            if not target.fresh_connections:
-                await preconnect_one(target, context, backend)
+        async with kit.client() as (client, backend):
+            if not kit.target.fresh_connections:
+                await kit.preconnect(backend, 1)
             await asyncio.sleep(max(start + arrival.due - loop.time(), 0.0))
             due_ns = start_ns + round(arrival.due * 1e9)
-            sample = await send_one(client, target, CallPhase.RATE, index, due_ns=due_ns)
+            sample = await kit.send(client, CallPhase.RATE, index, due_ns=due_ns)
         arrival.sample = sample.model_copy(update={"due": arrival.due})
         if not decided.is_set() and policy.look(arrivals, now()):
             decided.set()

@@ -2,6 +2,10 @@
 calls, one small client per burst call with its connection opened ahead (one big pool costs
 12-14 ms of CPU per request and stamps late: docs/design.md, "The clock"), the TLS context the
 target asked for, and each call's body (a fresh mark in the prompt with --vary-prompt).
+
+A `ClientKit` is all of it for one arm of a run, worked out once from its Target (the TLS
+context, the HTTP versions to offer, the timeouts, the credential rule of its redirects) and
+handed out from there: `client()`, `send()`, `burst()`, `preconnect()`.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from latency_gate.measure.prompts import Marks, vary_body
 from latency_gate.measure.redirects import CredentialRule
 from latency_gate.models import CallPhase, Sample
 
-__all__ = ["burst", "open_client", "preconnect_one", "send_one", "ssl_context_for", "versions"]
+__all__ = ["ClientKit", "ssl_context_for", "versions"]
 
 
 def ssl_context_for(target: Target) -> ssl.SSLContext:
@@ -50,22 +54,6 @@ def _body(target: Target, marks: Marks, kind: CallPhase, index: int) -> tuple[by
     return (body.encode(), True) if varied and body is not None else (None, False)
 
 
-async def send_one(
-    client: httpx.AsyncClient,
-    target: Target,
-    phase: CallPhase,
-    index: int,
-    marks: Marks | None = None,
-    *,
-    due_ns: int | None = None,
-) -> Sample:
-    """One call of `phase`, the `index`-th of its kind; its prompt marked by `marks` (a new
-    run's own when None); `due_ns`: when a call at a rate was due (its send lag)."""
-    body, varied = _body(target, marks or Marks(), phase, index)
-    sample = await call(client, target, phase, index, body=body, due_ns=due_ns)
-    return sample.model_copy(update={"prompt_varied": True}) if varied else sample
-
-
 def versions(target: Target) -> dict[str, bool]:
     """HTTP versions to offer: 1.1; with --http2 also 2 over TLS, and only 2 (prior knowledge)
     for an http:// URL, which has no handshake to agree on it."""
@@ -74,126 +62,142 @@ def versions(target: Target) -> dict[str, bool]:
     return {"http1": urlsplit(target.url).scheme == "https", "http2": True}
 
 
-@contextlib.asynccontextmanager
-async def open_client(
-    target: Target, context: ssl.SSLContext, kernel_stamps: bool
-) -> AsyncIterator[tuple[httpx.AsyncClient, transport.StampingBackend]]:
-    """A client with one connection on a stamping backend of its own, closed on exit."""
-    backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
-    client_transport = transport.build_transport(
-        backend, verify=context, max_connections=1, proxy=target.proxy, **versions(target)
-    )
-    timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
-    async with httpx.AsyncClient(
-        transport=client_transport,
-        timeout=timeout,
-        follow_redirects=target.follow_redirects,
-        event_hooks=CredentialRule(target).hooks(),
-        trust_env=False,
-    ) as client:
-        try:
-            yield client, backend
-        finally:
-            await backend.aclose()
+class ClientKit:
+    """What one arm's calls go through, worked out once from its `target`: the TLS `context`
+    (the target's own when None), the HTTP versions, the timeouts, the credential rule of a
+    followed redirect (a burst's clients share it), and whether to take kernel stamps."""
 
+    def __init__(
+        self, target: Target, kernel_stamps: bool = True, context: ssl.SSLContext | None = None
+    ) -> None:
+        self.target = target
+        self.kernel_stamps = kernel_stamps
+        self.context = ssl_context_for(target) if context is None else context
+        self.versions = versions(target)
+        self.timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
+        self.credentials = CredentialRule(target)
 
-async def burst(
-    target: Target,
-    context: ssl.SSLContext,
-    kernel_stamps: bool,
-    into: list[Sample],
-    *,
-    first_index: int = 0,
-    marks: Marks | None = None,
-) -> None:
-    """`target.concurrency` calls at once, one small client each; connections opened first
-    unless asked not to, and each closed as its call ends. The samples land in `into` in index
-    order, also when cancelled. Prompts are marked by `marks` (a new run's own when None)."""
-    marks = marks or Marks()
-    backend = transport.StampingBackend(kernel_stamps=kernel_stamps)
-    timeout = httpx.Timeout(target.timeout, connect=min(target.timeout, 10.0))
-    credentials = CredentialRule(target)
-    clients = [
-        httpx.AsyncClient(
+    def _new_client(self, backend: transport.StampingBackend) -> httpx.AsyncClient:
+        """A client with one connection on `backend`."""
+        return httpx.AsyncClient(
             transport=transport.build_transport(
-                backend, verify=context, max_connections=1, proxy=target.proxy, **versions(target)
+                backend,
+                verify=self.context,
+                max_connections=1,
+                proxy=self.target.proxy,
+                **self.versions,
             ),
-            timeout=timeout,
-            follow_redirects=target.follow_redirects,
-            event_hooks=credentials.hooks(),
+            timeout=self.timeout,
+            follow_redirects=self.target.follow_redirects,
+            event_hooks=self.credentials.hooks(),
             trust_env=False,
         )
-        for _ in range(target.concurrency)
-    ]
-    tasks: list[asyncio.Task[Sample]] = []
-    try:
-        if not target.fresh_connections:
-            await _preconnect(target, context, backend)
-        go = asyncio.Event()
-        went_ns: list[int] = []  # when the burst was told to go: each call's send lag is from it
 
-        async def one(client: httpx.AsyncClient, index: int) -> Sample:
-            body, varied = _body(target, marks, CallPhase.CONCURRENT, index)
-            await go.wait()
-            sample = await call(
-                client, target, CallPhase.CONCURRENT, index, body=body, due_ns=went_ns[0]
-            )
-            # Its connection goes as its answer ends, as an independent user's would: a server
-            # that gives each connection a thread (llama.cpp's) would otherwise keep the later
-            # calls of the burst waiting for a thread until a keep-alive timeout.
-            await client.aclose()
-            return sample.model_copy(update={"prompt_varied": True}) if varied else sample
+    @contextlib.asynccontextmanager
+    async def client(self) -> AsyncIterator[tuple[httpx.AsyncClient, transport.StampingBackend]]:
+        """A client with one connection on a stamping backend of its own, closed on exit."""
+        backend = transport.StampingBackend(kernel_stamps=self.kernel_stamps)
+        async with self._new_client(backend) as client:
+            try:
+                yield client, backend
+            finally:
+                await backend.aclose()
 
-        tasks = [asyncio.create_task(one(c, first_index + i)) for i, c in enumerate(clients)]
-        await asyncio.sleep(0)  # every task reaches go.wait() before the burst starts
-        gc_was_enabled = gc.isenabled()
-        gc.disable()  # a collection inside the burst would delay every stamp taken in Python
+    async def send(
+        self,
+        client: httpx.AsyncClient,
+        phase: CallPhase,
+        index: int,
+        marks: Marks | None = None,
+        *,
+        due_ns: int | None = None,
+    ) -> Sample:
+        """One call of `phase` on `client`, the `index`-th of its kind; its prompt marked by
+        `marks` (a new run's own when None); `due_ns`: when a call at a rate was due (its send
+        lag)."""
+        body, varied = _body(self.target, marks or Marks(), phase, index)
+        sample = await call(client, self.target, phase, index, body=body, due_ns=due_ns)
+        return sample.model_copy(update={"prompt_varied": True}) if varied else sample
+
+    async def burst(
+        self,
+        into: list[Sample],
+        *,
+        concurrency: int | None = None,
+        first_index: int = 0,
+        marks: Marks | None = None,
+    ) -> None:
+        """`concurrency` calls at once (the target's by default), one small client each;
+        connections opened first unless asked not to, and each closed as its call ends. The
+        samples land in `into` in index order, also when cancelled. Prompts are marked by
+        `marks` (a new run's own when None)."""
+        target = self.target
+        size = target.concurrency if concurrency is None else concurrency
+        marks = marks or Marks()
+        backend = transport.StampingBackend(kernel_stamps=self.kernel_stamps)
+        clients = [self._new_client(backend) for _ in range(size)]
+        tasks: list[asyncio.Task[Sample]] = []
         try:
-            went_ns.append(transport.now_ns())
-            go.set()
-            await asyncio.gather(*tasks)
+            if not target.fresh_connections:
+                await self.preconnect(backend, size)
+            go = asyncio.Event()
+            # When the burst was told to go: each call's send lag is from it.
+            went_ns: list[int] = []
+
+            async def one(client: httpx.AsyncClient, index: int) -> Sample:
+                body, varied = _body(target, marks, CallPhase.CONCURRENT, index)
+                await go.wait()
+                sample = await call(
+                    client, target, CallPhase.CONCURRENT, index, body=body, due_ns=went_ns[0]
+                )
+                # Its connection goes as its answer ends, as an independent user's would: a
+                # server that gives each connection a thread (llama.cpp's) would otherwise keep
+                # the later calls of the burst waiting for a thread until a keep-alive timeout.
+                await client.aclose()
+                return sample.model_copy(update={"prompt_varied": True}) if varied else sample
+
+            tasks = [asyncio.create_task(one(c, first_index + i)) for i, c in enumerate(clients)]
+            await asyncio.sleep(0)  # every task reaches go.wait() before the burst starts
+            gc_was_enabled = gc.isenabled()
+            gc.disable()  # a collection inside the burst would delay every stamp taken in Python
+            try:
+                went_ns.append(transport.now_ns())
+                go.set()
+                await asyncio.gather(*tasks)
+            finally:
+                if gc_was_enabled:
+                    gc.enable()
         finally:
-            if gc_was_enabled:
-                gc.enable()
-    finally:
-        # Finished calls are kept whatever happened to the others (an interrupt, say).
-        into += [t.result() for t in tasks if t.done() and not t.cancelled() and not t.exception()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        for client in clients:
-            await client.aclose()
-        await backend.aclose()
+            # Finished calls are kept whatever happened to the others (an interrupt, say).
+            into += [
+                t.result() for t in tasks if t.done() and not t.cancelled() and not t.exception()
+            ]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for client in clients:
+                await client.aclose()
+            await backend.aclose()
 
-
-async def preconnect_one(
-    target: Target, context: ssl.SSLContext, backend: transport.StampingBackend
-) -> None:
-    """One connection opened ahead for a call at a rate (untimed, as the burst's are)."""
-    await _preconnect(target, context, backend, count=1)
-
-
-async def _preconnect(
-    target: Target,
-    context: ssl.SSLContext,
-    backend: transport.StampingBackend,
-    count: int | None = None,
-) -> None:
-    parts = urlsplit(target.url)
-    https = parts.scheme == "https"
-    if target.proxy is not None:
-        # Every connection goes to the proxy, TLS (if any) inside its CONNECT tunnel: open the
-        # TCP connections to the proxy ahead, and leave the rest to the calls.
-        parts, https = urlsplit(target.proxy), False
-    with contextlib.suppress(OSError, httpcore.NetworkError, httpcore.TimeoutException):
-        # A failed pre-connect is not a measurement: the calls will meet the same trouble on
-        # their own connections and report it.
-        await backend.preconnect(
-            parts.hostname or "",
-            parts.port or (443 if https else 80),
-            target.concurrency if count is None else count,
-            ssl_context=context if https else None,
-            server_hostname=parts.hostname if https else None,
-            timeout=min(target.timeout, 10.0),
-            http2=target.http2,
-        )
+    async def preconnect(self, backend: transport.StampingBackend, count: int) -> None:
+        """`count` connections opened ahead on `backend` (untimed): the burst's, or one for a
+        call at a rate."""
+        target = self.target
+        parts = urlsplit(target.url)
+        https = parts.scheme == "https"
+        if target.proxy is not None:
+            # Every connection goes to the proxy, TLS (if any) inside its CONNECT tunnel: open
+            # the TCP connections to the proxy ahead, and leave the rest to the calls.
+            parts, https = urlsplit(target.proxy), False
+        with contextlib.suppress(OSError, httpcore.NetworkError, httpcore.TimeoutException):
+            # A failed pre-connect is not a measurement: the calls will meet the same trouble on
+            # their own connections and report it.
+            await backend.preconnect(
+                parts.hostname or "",
+                parts.port or (443 if https else 80),
+                count,
+                ssl_context=self.context if https else None,
+                server_hostname=parts.hostname if https else None,
+                timeout=min(target.timeout, 10.0),
+                http2=target.http2,
+            )

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ssl
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ import httpx
 from latency_gate.config import Target, base_arm, redact_url
 from latency_gate.measure.arrivals import Arrival, Level, LevelAsk, RateSampler, run_levels
 from latency_gate.measure.calls import failed_hop
-from latency_gate.measure.clients import burst, open_client, send_one, ssl_context_for
+from latency_gate.measure.clients import ClientKit
 from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.deadline import Deadline
 from latency_gate.measure.prompts import Marks
@@ -151,8 +150,7 @@ class _Arm:
     """One endpoint of a run and where its samples go: the head alone, or head or base of an
     A/B run. `of` names it in messages (empty for a run of one arm)."""
 
-    target: Target
-    context: ssl.SSLContext
+    kit: ClientKit
     samples: list[Sample]
     of: str = ""
     client: httpx.AsyncClient | None = None
@@ -162,22 +160,20 @@ class _Arm:
     async def one(self, phase: CallPhase, index: int) -> None:
         if self.client is None:  # opened by measure() before any call
             raise RuntimeError("the arm's client is not open")
-        self.samples.append(await send_one(self.client, self.target, phase, index, self.marks))
+        self.samples.append(await self.kit.send(self.client, phase, index, self.marks))
 
 
-def _arms(target: Target, into: Measurement) -> list[_Arm]:
-    """The head, and the base of an A/B run; the two share the run's marks, so the i-th call of
-    a kind gets the same prompt on both (docs/design.md, "A/B in one run")."""
+def _arms(target: Target, into: Measurement, kernel_stamps: bool) -> list[_Arm]:
+    """The head, and the base of an A/B run, each with its client kit; the two share the run's
+    marks, so the i-th call of a kind gets the same prompt on both (docs/design.md, "A/B in one
+    run")."""
     marks = Marks()
-    head = _Arm(target, ssl_context_for(target), into.samples, marks=marks)
+    head = _Arm(ClientKit(target, kernel_stamps), into.samples, marks=marks)
     if target.baseline_url is None:
         return [head]
-    base = base_arm(target)
+    base = ClientKit(base_arm(target), kernel_stamps)
     head.of = " of the head"
-    return [
-        head,
-        _Arm(base, ssl_context_for(base), into.base_samples, " of the base", marks=marks),
-    ]
+    return [head, _Arm(base, into.base_samples, " of the base", marks=marks)]
 
 
 async def measure(
@@ -200,21 +196,19 @@ async def measure(
     endpoint trouble: every failure is a sample with its ErrorKind. A cancellation propagates;
     the calls finished by then are in `into.samples` (and `into.base_samples`).
     """
-    arms = _arms(target, into)
+    arms = _arms(target, into, kernel_stamps)
     if target.wait_ready > 0:
         progress(Progress("ready", 0, 1, target.wait_ready))
-        into.ready_after = await wait_ready(target, arms[0].context, sleep=sleep)
+        into.ready_after = await wait_ready(arms[0].kit, sleep=sleep)
         if len(arms) > 1:
-            into.base_ready_after = await wait_ready(arms[1].target, arms[1].context, sleep=sleep)
+            into.base_ready_after = await wait_ready(arms[1].kit, sleep=sleep)
     if target.idle > 0:
         progress(Progress("idle", 0, 1, target.idle))
         await sleep(target.idle)
 
     async with contextlib.AsyncExitStack() as clients:
         for arm in arms:
-            arm.client, _ = await clients.enter_async_context(
-                open_client(arm.target, arm.context, kernel_stamps)
-            )
+            arm.client, _ = await clients.enter_async_context(arm.kit.client())
         progress(Progress("cold", 0, len(arms)))
         deadline = Deadline(target.max_time)
         deadline.start()
@@ -233,7 +227,7 @@ async def measure(
             close=False,
             may=deadline.allows,
         )
-        into.stopped_early = _unreachable(arms[0].samples, arms[0].target, arms[0].of)
+        into.stopped_early = _unreachable(arms[0].samples, arms[0].kit.target, arms[0].of)
         if into.stopped_early is not None:
             progress(Progress("done", len(into.samples), len(into.samples)))
             return
@@ -241,8 +235,8 @@ async def measure(
             # A base that cannot be reached stops being measured; the head goes on alone, for
             # the budget judges the head alone (the comparison then says it had nothing).
             base = arms[1]
-            who = f"the base ({redact_url(base.target.url)})"
-            why = _unreachable(base.samples, base.target, base.of, who)
+            who = f"the base ({redact_url(base.kit.target.url)})"
+            why = _unreachable(base.samples, base.kit.target, base.of, who)
             if why is not None:
                 into.base_stopped_early = f"{why}; the head was measured alone"
                 arms = arms[:1]
@@ -261,7 +255,7 @@ async def measure(
             arm = arms[arm_order(bursts, len(arms))]
             bursts += 1
             progress(Progress("concurrent", 0, target.concurrency))
-            await burst(arm.target, arm.context, kernel_stamps, arm.samples, marks=arm.marks)
+            await arm.kit.burst(arm.samples, marks=arm.marks)
             progress(Progress("concurrent", target.concurrency, target.concurrency))
         while more is not None and deadline.allows() and (step := more.next(into.samples)):
             into.extra.append(step)
@@ -275,27 +269,14 @@ async def measure(
                 bursts += 1
                 done = sum(s.phase is CallPhase.CONCURRENT for s in arm.samples)
                 progress(Progress("concurrent", done, done + target.concurrency))
-                await burst(
-                    arm.target,
-                    arm.context,
-                    kernel_stamps,
-                    arm.samples,
-                    first_index=done,
-                    marks=arm.marks,
-                )
+                await arm.kit.burst(arm.samples, first_index=done, marks=arm.marks)
     into.time_up = deadline.passed
     if search is not None and deadline.allows():
         # After the warm clients are closed: their kept-alive connections would hold what a
         # server gives each connection (a thread, in llama.cpp's) through the search's bursts.
-        await _search(arms[0], search, progress, kernel_stamps, deadline)
+        await _search(arms[0].kit, search, progress, deadline)
     if rates is not None and deadline.allows():
-        await run_levels(
-            arms[0].target,
-            arms[0].context,
-            kernel_stamps,
-            _Announced(rates, progress),
-            earlier=into.samples,
-        )
+        await run_levels(arms[0].kit, _Announced(rates, progress), earlier=into.samples)
     into.time_up = deadline.passed
     progress(Progress("done", len(into.samples), len(into.samples)))
 
@@ -318,22 +299,17 @@ class _Announced:
 
 
 async def _search(
-    arm: _Arm,
-    search: SearchSampler,
-    progress: ProgressCallback,
-    kernel_stamps: bool,
-    deadline: Deadline,
+    kit: ClientKit, search: SearchSampler, progress: ProgressCallback, deadline: Deadline
 ) -> None:
     """The capacity search's bursts, each at the concurrency `search` asks for, until it says
     stop; each burst's calls and seconds (connections opened ahead included) go back to it."""
     calls: list[Sample] = []
     seconds = 0.0
     while (concurrency := search.next(Burst(calls, seconds))) is not None and deadline.allows():
-        level = arm.target.model_copy(update={"concurrency": concurrency})
         calls = []
         progress(Progress("capacity", 0, concurrency))
         began = time.monotonic()
-        await burst(level, arm.context, kernel_stamps, calls, marks=Marks())
+        await kit.burst(calls, concurrency=concurrency, marks=Marks())
         seconds = time.monotonic() - began
         progress(Progress("capacity", len(calls), concurrency))
 

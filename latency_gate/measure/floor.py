@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from latency_gate.config import Target
 from latency_gate.measure.calls import call
-from latency_gate.measure.clients import burst, open_client, ssl_context_for
+from latency_gate.measure.clients import ClientKit
 from latency_gate.measure.engine import FloorSamples
 from latency_gate.measure.floor_server import FloorServer
 from latency_gate.models import CallPhase, Sample
@@ -22,11 +22,11 @@ async def measure_floor(*, concurrency: int, kernel_stamps: bool) -> FloorSample
         target = Target(
             name="floor", url=server.url, warm_calls=5, concurrency=concurrency, timeout=5.0
         )
-        context = ssl_context_for(target)
-        async with open_client(target, context, kernel_stamps) as (client, backend):
+        kit = ClientKit(target, kernel_stamps)
+        async with kit.client() as (client, backend):
             sequential = [
                 await call(client, target, CallPhase.WARM, i) for i in range(target.warm_calls)
             ]
         concurrent: list[Sample] = []
-        await burst(target, context, kernel_stamps, concurrent)
+        await kit.burst(concurrent)
     return FloorSamples(tuple(sequential), tuple(concurrent), concurrency, backend.source)

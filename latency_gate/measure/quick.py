@@ -15,7 +15,7 @@ from pydantic import SecretStr
 
 from latency_gate.config import Target
 from latency_gate.measure.calls import call
-from latency_gate.measure.clients import open_client, ssl_context_for
+from latency_gate.measure.clients import ClientKit, ssl_context_for
 from latency_gate.measure.prompts import vary_body
 from latency_gate.models import CallPhase, Sample
 
@@ -55,7 +55,7 @@ async def quick(target: Target, *, calls: int = CALLS, kernel_stamps: bool = Tru
         one = target if body is None else target.model_copy(update={"body": SecretStr(body)})
         if number == 1:
             first_target = one
-        async with open_client(one, context, kernel_stamps) as (client, _):
+        async with ClientKit(one, kernel_stamps, context).client() as (client, _):
             sample = await call(client, one, CallPhase.COLD, number - 1)
         done.append(QuickCall(number=number, varied=varied, sample=sample))
     return QuickResult(target=target, calls=tuple(done), first_target=first_target)

@@ -6,7 +6,6 @@ request (its method and body), of which only the status is read."""
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from collections.abc import Awaitable, Callable
 
@@ -14,7 +13,7 @@ import httpx
 
 from latency_gate.config import Target
 from latency_gate.measure import transport
-from latency_gate.measure.clients import versions
+from latency_gate.measure.clients import ClientKit
 
 __all__ = ["wait_ready"]
 
@@ -32,13 +31,13 @@ _READY_POLL = 0.25
 
 
 async def wait_ready(
-    target: Target,
-    context: ssl.SSLContext,
+    kit: ClientKit,
     *,
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
 ) -> float | None:
-    """Poll the target's URL (GET, a new connection each time) until it answers with any status
-    but 502, 503 or 504, for at most `target.wait_ready` seconds; the seconds it took, or None.
+    """Poll the URL of the kit's target (GET, a new connection each time) until it answers with
+    any status but 502, 503 or 504, for at most `target.wait_ready` seconds; the seconds it
+    took, or None.
 
     GET costs no tokens and warms no cache: the cold call stays the first real call. A starting
     llama.cpp refuses connections, then answers 503 while it loads the model. When GET gets
@@ -46,6 +45,7 @@ async def wait_ready(
     instead and read only its status: a ready server may then start one answer, so the cold
     call may find the model's first inference done.
     """
+    target = kit.target
     began = time.monotonic()
     deadline = began + target.wait_ready
     method = "GET"
@@ -56,7 +56,7 @@ async def wait_ready(
         backend = transport.StampingBackend(kernel_stamps=False)
         async with httpx.AsyncClient(
             transport=transport.build_transport(
-                backend, verify=context, proxy=target.proxy, **versions(target)
+                backend, verify=kit.context, proxy=target.proxy, **kit.versions
             ),
             timeout=min(target.timeout, 5.0, remaining),
             trust_env=False,
