@@ -8,6 +8,7 @@ The question this room answers: what did the endpoint do when called so? Nothing
   the capacity search's bursts and the levels at a rate are each asked through it
 - clients.py: each arm's `ClientKit`, built once from its Target (TLS, HTTP versions, timeouts,
   the credential rule of redirects): one client, one call, a burst
-- arrivals.py: calls at a rate, one level at a time; calls.py: one call, timed and classified
+- arrivals.py: calls at a rate, one level at a time; calls.py: one call, timed; failures.py: a
+  failed call named once
 - ready.py, floor.py, quick.py: the wait for a starting server, the gate's own floor, `quick`
 """

@@ -2,9 +2,9 @@
 
 Every call gets its own `CallStamps` in a context variable, filled at the socket by the network
 backend of latency_gate.measure.transport (the kernel's receive timestamp where it can); this
-module only reads them (docs/design.md, "The clock"). A transport failure is classified here, from
-httpx's exception tree, and any secret of the target a server echoes back is scrubbed from the
-detail.
+module only reads them (docs/design.md, "The clock"). A transport failure is named by
+failures.py, from httpx's exception tree, and any secret of the target a server echoes back is
+scrubbed from the detail here.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ from typing import Literal
 import httpx
 
 from latency_gate.config import Target, redact_url, scrub_secrets, url_userinfo
-from latency_gate.errors import MachineLimitError, machine_limit_message
 from latency_gate.measure import transport
 from latency_gate.measure.culprit import name_the_part
-from latency_gate.measure.redirects import REDIRECTED_BY, RedirectRefused
+from latency_gate.measure.failures import classify, hop_failure, proxy_refusal
 from latency_gate.measure.streams import StreamParser
 from latency_gate.measure.token_timing import GapRecorder
 from latency_gate.models import CallPhase, CallTimings, ErrorKind, Sample, TokenGaps
@@ -226,10 +225,10 @@ async def _attempt(
     except httpx.ProxyError as exc:
         # The proxy refused to open the tunnel (CONNECT): its answer, not the endpoint's.
         attempt.from_proxy = True
-        attempt.error, attempt.detail = _proxy_refusal(str(exc))
+        attempt.error, attempt.detail = proxy_refusal(str(exc))
     except httpx.HTTPError as exc:
         attempt.error, attempt.detail = classify(exc)
-        if (hop := _failed_hop(exc, target)) is not None and attempt.error in _NOT_REACHED:
+        if (hop := hop_failure(exc, target)) is not None and attempt.error in _NOT_REACHED:
             attempt.detail = f"{hop}: {attempt.detail}"
     return attempt
 
@@ -244,39 +243,6 @@ _NOT_REACHED = frozenset(
         ErrorKind.OTHER,
     }
 )
-_HOP_START, _HOP_END = "the endpoint answered ", " is not reachable from here"
-
-
-def failed_hop(detail: str | None) -> str | None:
-    """The sentence naming the hop of a followed redirect that a call could not reach, when its
-    detail starts with one ("the endpoint answered 307; its redirect to … is not reachable from
-    here"); else None."""
-    if detail is None or not detail.startswith(_HOP_START) or _HOP_END not in detail:
-        return None
-    return detail[: detail.index(_HOP_END) + len(_HOP_END)]
-
-
-def _failed_hop(exc: httpx.HTTPError, target: Target) -> str | None:
-    """ "the endpoint answered 307; its redirect to URL is not reachable from here" when `exc`
-    failed a hop of a followed redirect, not the request sent to the target; else None."""
-    try:
-        request = exc.request
-    except RuntimeError:  # an error raised before any request was made
-        return None
-    status = request.extensions.get(REDIRECTED_BY)
-    if status is None or request.url == httpx.URL(target.url):
-        return None
-    return f"{_HOP_START}{status}; its redirect to {redact_url(str(request.url))}{_HOP_END}"
-
-
-def _proxy_refusal(message: str) -> tuple[ErrorKind, str]:
-    """A refused CONNECT ("407 Proxy Authentication Required") by its status, when it has one."""
-    code = message.split(" ", 1)[0]
-    if code.isdigit() and len(code) == 3:
-        status = int(code)
-        kind = ErrorKind.HTTP_5XX if status >= 500 else ErrorKind.HTTP_4XX
-        return (ErrorKind.HTTP_429 if status == 429 else kind), f"HTTP {message}"
-    return ErrorKind.PROTOCOL, f"the proxy refused the tunnel: {message}"
 
 
 def _timed_out(
@@ -403,47 +369,6 @@ async def _read_failure(
     attempt.last_byte_ns = stamps.last_read_ns
     text = " ".join(head.decode("utf-8", "replace").split())
     attempt.detail = f"HTTP {status}" + (f": {text}" if text else "")
-
-
-def classify(exc: httpx.HTTPError) -> tuple[ErrorKind, str]:
-    """Name a transport failure once, from httpx's exception tree and its cause."""
-    message = str(exc) or type(exc).__name__
-    lowered = message.lower()
-    if "too many open files" in lowered or "cannot allocate memory" in lowered:
-        # The machine's limit, not the endpoint's failure: the run stops and says so.
-        what = "memory" if "memory" in lowered else "open files"
-        raise MachineLimitError(machine_limit_message(what)) from exc
-    if isinstance(exc, RedirectRefused):
-        return ErrorKind.REDIRECT, message
-    if isinstance(exc, httpx.ConnectTimeout):
-        return ErrorKind.CONNECT_TIMEOUT, "timed out while connecting"
-    if isinstance(exc, httpx.ReadTimeout):
-        return ErrorKind.READ_TIMEOUT, "timed out waiting for the answer"
-    if isinstance(exc, httpx.WriteTimeout):
-        return ErrorKind.WRITE_TIMEOUT, "timed out sending the request"
-    if isinstance(exc, httpx.TimeoutException):
-        return ErrorKind.TOTAL_TIMEOUT, message
-    if isinstance(exc, httpx.ConnectError):
-        if "ssl" in lowered or "certificate" in lowered or "tls" in lowered:
-            return ErrorKind.TLS, f"TLS failed: {message}"
-        if "refused" in lowered or "errno 111" in lowered:  # 111: ECONNREFUSED on Linux
-            return ErrorKind.CONNECTION_REFUSED, "connection refused"
-        if "name or service" in lowered or "nodename" in lowered or "getaddrinfo" in lowered:
-            return ErrorKind.DNS, f"name lookup failed: {message}"
-        return ErrorKind.CONNECTION_REFUSED, f"could not connect: {message}"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        if "without sending" in lowered or "disconnected" in lowered or "incomplete" in lowered:
-            return ErrorKind.CONNECTION_CLOSED, message
-        return ErrorKind.PROTOCOL, message
-    if isinstance(exc, httpx.ReadError | httpx.WriteError):
-        if "reset" in lowered or "errno 104" in lowered:
-            return ErrorKind.CONNECTION_RESET, "connection reset by the server"
-        return ErrorKind.CONNECTION_CLOSED, message or "the connection closed"
-    if isinstance(exc, httpx.DecodingError):
-        return ErrorKind.MALFORMED, message
-    if isinstance(exc, httpx.TooManyRedirects):
-        return ErrorKind.REDIRECT, message
-    return ErrorKind.OTHER, f"{type(exc).__name__}: {message}"
 
 
 def _scrub(detail: str | None, target: Target) -> str | None:

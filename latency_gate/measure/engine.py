@@ -33,10 +33,10 @@ import httpx
 
 from latency_gate.config import Target, base_arm, redact_url
 from latency_gate.measure.arrivals import Arrival, Level, LevelAsk, RateSampler, run_levels
-from latency_gate.measure.calls import failed_hop
 from latency_gate.measure.clients import ClientKit
 from latency_gate.measure.culprit import PROXY_OPTIONS
 from latency_gate.measure.deadline import Deadline
+from latency_gate.measure.failures import failed_hop
 from latency_gate.measure.prompts import Marks
 from latency_gate.measure.ready import wait_ready
 from latency_gate.measure.sampler import Burst, Sampler
