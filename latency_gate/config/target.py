@@ -240,14 +240,14 @@ class Target(_Frozen):
         data["body"] = None if self.body is None else _body_fingerprint(self.body)
         data["api_key"] = None if self.api_key is None else REDACTED
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
-        for key in ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy"):
+        for key in _BASE_SETTINGS:
             data.pop(key, None)  # a run without a base keeps the settings it always had
         if self.default_prompt is None:  # said only where the body is the default prompt's
             data.pop("default_prompt", None)
         if self.max_time is None:  # nor does a run without --max-time gain its setting
             data.pop("max_time", None)
         if not self.capacity:  # nor does a run without the capacity search gain its settings
-            for key in ("capacity", "capacity_max", "min_capacity"):
+            for key in _CAPACITY_SETTINGS:
                 data.pop(key, None)
         if self.rate is None and not self.goodput:  # nor one without calls at a rate
             for key in _RATE_SETTINGS:
@@ -269,6 +269,21 @@ class Target(_Frozen):
         return comparable_settings(self.redacted())
 
 
+# The settings of the searches after the looks, and of an A/B run's base: a run without them
+# keeps the settings it always had (redacted), and none of them changes what the run's own
+# numbers measured (NOT_COMPARED).
+_CAPACITY_SETTINGS = ("capacity", "capacity_max", "min_capacity")
+_RATE_SETTINGS = (
+    "rate",
+    "arrivals",
+    "rate_calls",
+    "rate_seconds",
+    "goodput",
+    "min_rate",
+    "goodput_time",
+)
+_BASE_SETTINGS = ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy")
+
 # Settings that do not change what a run measures: a baseline with other values still compares.
 NOT_COMPARED = (
     "budget",
@@ -285,32 +300,11 @@ NOT_COMPARED = (
     "on_undecided_regression",
     # The capacity search runs after the looks, on calls of its own: the run's numbers are
     # measured alike with it or without (its own figure is compared on its own terms).
-    "capacity",
-    "capacity_max",
-    "min_capacity",
+    *_CAPACITY_SETTINGS,
     # Calls at a rate come after the looks too, on calls of their own.
-    "rate",
-    "arrivals",
-    "rate_calls",
-    "rate_seconds",
-    "goodput",
-    "min_rate",
-    "goodput_time",
+    *_RATE_SETTINGS,
     # Where an A/B run's base was: not what the head measured.
-    "baseline_url",
-    "baseline_api_key",
-    "baseline_headers",
-    "baseline_proxy",
-)
-
-_RATE_SETTINGS = (
-    "rate",
-    "arrivals",
-    "rate_calls",
-    "rate_seconds",
-    "goodput",
-    "min_rate",
-    "goodput_time",
+    *_BASE_SETTINGS,
 )
 
 # Settings added later, with the value that means what a result file without them measured:
