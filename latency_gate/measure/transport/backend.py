@@ -298,29 +298,25 @@ def build_transport(
         keepalive_expiry=keepalive_expiry,
     )
     transport = httpx.AsyncHTTPTransport(verify=ssl_context, limits=limits, http1=True, http2=False)
-    if proxy is not None:
-        url = httpx.URL(proxy)
-        auth = (url.username, url.password) if url.username or url.password else None
-        transport._pool = httpcore.AsyncHTTPProxy(
-            proxy_url=str(url.copy_with(username=None, password=None)),
-            proxy_auth=auth,
-            ssl_context=ssl_context,
-            proxy_ssl_context=make_ssl_context(True) if url.scheme == "https" else None,
-            max_connections=max_connections,
-            max_keepalive_connections=max_connections,
-            keepalive_expiry=keepalive_expiry,
-            http1=http1,
-            http2=http2,
-            network_backend=backend,
-        )
+    # The pool's own settings, the same through a proxy or straight to the server.
+    pool: dict[str, Any] = {
+        "ssl_context": ssl_context,
+        "max_connections": max_connections,
+        "max_keepalive_connections": max_connections,
+        "keepalive_expiry": keepalive_expiry,
+        "http1": http1,
+        "http2": http2,
+        "network_backend": backend,
+    }
+    if proxy is None:
+        transport._pool = httpcore.AsyncConnectionPool(**pool)
         return transport
-    transport._pool = httpcore.AsyncConnectionPool(
-        ssl_context=ssl_context,
-        max_connections=max_connections,
-        max_keepalive_connections=max_connections,
-        keepalive_expiry=keepalive_expiry,
-        http1=http1,
-        http2=http2,
-        network_backend=backend,
+    url = httpx.URL(proxy)
+    auth = (url.username, url.password) if url.username or url.password else None
+    transport._pool = httpcore.AsyncHTTPProxy(
+        proxy_url=str(url.copy_with(username=None, password=None)),
+        proxy_auth=auth,
+        proxy_ssl_context=make_ssl_context(True) if url.scheme == "https" else None,
+        **pool,
     )
     return transport
