@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from latency_gate.config import Target
 from latency_gate.config.plan.levels import RATE_IN_FLIGHT
@@ -32,10 +32,13 @@ if TYPE_CHECKING:
     from latency_gate.assess.budget.gate import Gate
     from latency_gate.assess.compare.baseline import BaselinePlan
     from latency_gate.assess.compare.history import HistoryPlan
-    from latency_gate.assess.load.at_once import CapacityRun
-    from latency_gate.assess.load.per_second import RateRun
+    from latency_gate.assess.load.at_once import CapacityRun  # noqa: F401 (a base's argument)
+    from latency_gate.assess.load.per_second import RateRun  # noqa: F401 (a base's argument)
+    from latency_gate.assess.load.search import LoadRun
 
 __all__ = ["exit_code", "probe", "probe_all"]
+
+R = TypeVar("R", bound="LoadRun[Any, Any]")
 
 
 def _ignore(_: Progress) -> None:
@@ -113,71 +116,72 @@ class _Looks:
         return MoreCalls(step.warm_calls, step.bursts, step.reason)
 
 
-class _Search:
-    """The engine's question during the capacity search (after the looks)."""
+class _AfterLooks(Generic[R]):
+    """What the engine's questions after the looks keep: the judge, and the search's run once
+    its first question started it."""
 
     def __init__(self, judge: _Judge) -> None:
         self.judge = judge
-        self.capacity: CapacityRun | None = None
+        self.run: R | None = None
+
+    def ended(self, *, interrupted: bool) -> R | None:
+        """The run, when it started (stopped where it was when the run was interrupted)."""
+        if self.run is not None and interrupted:
+            self.run.interrupt()
+        return self.run
+
+
+class _Search(_AfterLooks["CapacityRun"]):
+    """The engine's question during the capacity search (after the looks)."""
 
     def next(self, burst: Burst, /) -> int | None:
         """The concurrency of the next burst, given the last one (none the first time, when
         the search starts from the run's own concurrent check)."""
-        if self.capacity is None:
+        if self.run is None:
             from latency_gate.assess.load.at_once import start_search  # noqa: PLC0415 (start-up)
 
             judge = self.judge
-            self.capacity = start_search(judge.target, judge.gate, judge.into.samples)
+            self.run = start_search(judge.target, judge.gate, judge.into.samples)
         else:
-            self.capacity.add_burst(burst.calls, burst.seconds)
-        return self.capacity.next_burst()
+            self.run.add_burst(burst.calls, burst.seconds)
+        return self.run.next_burst()
 
     def searched(self, *, interrupted: bool) -> Capacity | None:
         """The capacity found, when the search ran (an interrupted one says so)."""
-        if self.capacity is None:
-            return None
-        if interrupted:
-            self.capacity.interrupt()
-        return self.capacity.capacity()
+        run = self.ended(interrupted=interrupted)
+        return None if run is None else run.capacity()
 
 
-class _Rates:
+class _Rates(_AfterLooks["RateRun"]):
     """The engine's questions for calls at a rate (after the looks and the capacity search)."""
-
-    def __init__(self, judge: _Judge) -> None:
-        self.judge = judge
-        self.rates: RateRun | None = None
 
     def next(self, level: Level, /) -> LevelAsk | None:
         """The next level, given the last one (none the first time)."""
-        if self.rates is None:
+        if self.run is None:
             from latency_gate.assess.load.per_second import start_rates  # noqa: PLC0415 (start-up)
 
             judge = self.judge
-            capacity = judge.search.capacity
-            self.rates = start_rates(
+            capacity = judge.search.run
+            self.run = start_rates(
                 judge.target,
                 judge.into.samples,
                 max_calls=judge.gate.plan.max_calls,
                 spent=0 if capacity is None else capacity.calls,
                 floor=judge.floor(),
             )
-        ask = self.rates.next_level(level.arrivals, level.seconds, level.cut)
+        ask = self.run.next_level(level.arrivals, level.seconds, level.cut)
         if ask is None:
             return None
         return LevelAsk(ask.rate, ask.calls, ask.seconds, ask.arrivals, RATE_IN_FLIGHT)
 
     def look(self, arrivals: Sequence[Arrival], now: float) -> bool:
         """Whether the level at a rate in progress is decided."""
-        return self.rates is not None and self.rates.look(arrivals, now)
+        return self.run is not None and self.run.look(arrivals, now)
 
     def rated(self, *, interrupted: bool) -> Goodput | None:
         """The calls at a rate, when they ran (an interrupted run's say so)."""
-        if self.rates is None:
-            return None
-        if interrupted:
-            self.rates.interrupt()
-        return self.rates.goodput()
+        run = self.ended(interrupted=interrupted)
+        return None if run is None else run.goodput()
 
 
 async def probe(
@@ -207,36 +211,23 @@ async def probe(
         baseline = history.as_baseline()
     judge = _Judge(target, baseline, progress, into, max_regression)
     await _measure(
-        target,
-        into,
-        progress,
-        judge,
-        with_floor=measure_floor,
-        kernel_stamps=kernel_stamps,
-        sleep=sleep,
+        judge, progress, with_floor=measure_floor, kernel_stamps=kernel_stamps, sleep=sleep
     )
     return _result(
-        target,
-        into,
-        judge,
-        kernel_stamps=kernel_stamps,
-        label=label,
-        baseline=baseline,
-        interrupted=False,
-        history=history,
+        judge, kernel_stamps=kernel_stamps, label=label, interrupted=False, history=history
     )
 
 
 async def _measure(
-    target: Target,
-    into: Measurement,
-    progress: ProgressCallback,
     judge: _Judge,
+    progress: ProgressCallback,
     *,
     with_floor: bool,
     kernel_stamps: bool,
     sleep: Callable[[float], Awaitable[None]],
 ) -> None:
+    """The judge's target measured into its measurement, the engine asking the judge."""
+    target, into = judge.target, judge.into
     if with_floor:
         progress(Progress("floor"))
         into.floor = await measure_floor(
@@ -255,21 +246,20 @@ async def _measure(
 
 
 def _result(
-    target: Target,
-    into: Measurement,
     judge: _Judge,
     *,
     kernel_stamps: bool,
     label: str | None,
-    baseline: BaselinePlan | None,
     interrupted: bool,
     history: HistoryPlan | None = None,
 ) -> RunResult:
+    """The judge's measurement assessed: the run's result, against the judge's baseline."""
     from latency_gate.assess.result import (  # noqa: PLC0415 (start-up: see _Judge)
         assess_run,
         overall_stamp_source,
     )
 
+    target, into = judge.target, judge.into
     kernel_possible = kernel_stamps and transport.kernel_stamps_supported()
     timed_out = _time_up(target, into, judge, interrupted=interrupted)
     result = assess_run(
@@ -279,7 +269,7 @@ def _result(
         stamp_source=overall_stamp_source(into.samples, kernel_possible=kernel_possible),
         interrupted=interrupted,
         label=label,
-        baseline=baseline,
+        baseline=judge.baseline,
         gate=judge.gate,
         history=history,
         capacity=judge.search.searched(interrupted=interrupted),
@@ -316,7 +306,7 @@ def _time_up(target: Target, into: Measurement, judge: _Judge, *, interrupted: b
     limit = f"the --max-time of {fmt_duration(target.max_time)} ran out"
     base = into.base_samples if target.baseline_url is not None else None
     judge.gate.time_up(into.samples, base, limit)
-    searched = judge.search.capacity
+    searched = judge.search.run
     if searched is not None:  # a search the time cut: stopped where it was, and said
         searched.interrupt(limit)
     undecided = "undecided" in judge.gate.stopped
@@ -356,13 +346,7 @@ async def probe_all(
         judge = _Judge(target, plan, progress, into, max_regression)
         try:
             await _measure(
-                target,
-                into,
-                progress,
-                judge,
-                with_floor=measure_floor,
-                kernel_stamps=True,
-                sleep=asyncio.sleep,
+                judge, progress, with_floor=measure_floor, kernel_stamps=True, sleep=asyncio.sleep
             )
             interrupted = False
         except asyncio.CancelledError:
@@ -373,14 +357,7 @@ async def probe_all(
             interrupted = True
         results.append(
             _result(
-                target,
-                into,
-                judge,
-                kernel_stamps=True,
-                label=label,
-                baseline=plan,
-                interrupted=interrupted,
-                history=history,
+                judge, kernel_stamps=True, label=label, interrupted=interrupted, history=history
             )
         )
         if interrupted:
