@@ -54,6 +54,16 @@ def _failing_ruled_out(figure: Capacity | Goodput) -> str:
     return f"rules out a failure rate of {fmt_percent((figure.error_limit or 0.0) / 2)} or less"
 
 
+def _broke_ruled_out(level: RateLevel, goodput: Goodput, *, share: str | None = None) -> str:
+    """What a level at a rate that broke rules out: a failure rate within the error budget's
+    half when errors alone broke it, else a p95 within the budget (with `share`: that share or
+    fewer of its calls over it)."""
+    if level.broke_on == ("error_rate",):
+        return _failing_ruled_out(goodput)
+    ruled = f"rules out a p95 within {fmt_duration(goodput.limit)}"
+    return ruled if share is None else f"{ruled}: {share} or fewer of its calls over it"
+
+
 def level_meaning(level: CapacityLevel, capacity: Capacity) -> str:
     """What one level's outcome ruled out, with how often such a level is decided so wrongly:
     "12 held after 90 calls, by the test: rules out a p95 over 3.00 s (5.0 % or more of its
@@ -144,10 +154,7 @@ def level_said(level: RateLevel, goodput: Goodput) -> str:
             f"{rate} held {after}, {how} (rules out a p95 over {limit}: {share} or more of its "
             f"calls over it; such a level holds at most {chance} of the time)"
         )
-    if level.broke_on == ("error_rate",):
-        ruled = _failing_ruled_out(goodput)
-    else:
-        ruled = f"rules out a p95 within {limit}: {share} or fewer of its calls over it"
+    ruled = _broke_ruled_out(level, goodput, share=share)
     return (
         f"{rate} broke {after}, {how} ({broke_because(level, goodput)}; {ruled}; such a level "
         f"breaks at most {chance} of the time)"
@@ -165,11 +172,7 @@ def held_rests_on(level: RateLevel | None, goodput: Goodput) -> str:
 def broke_rests_on(level: RateLevel, goodput: Goodput) -> str:
     """What the upper end rests on: "p95 1.40 s; rules out a p95 within 1.00 s; wrong at most
     5.0 %" (or the failure rate, when errors broke it)."""
-    if level.broke_on == ("error_rate",):
-        ruled = _failing_ruled_out(goodput)
-    else:
-        ruled = f"rules out a p95 within {fmt_duration(goodput.limit)}"
     return (
-        f"{broke_because(level, goodput)}; {ruled}; wrong at most "
+        f"{broke_because(level, goodput)}; {_broke_ruled_out(level, goodput)}; wrong at most "
         f"{fmt_percent(wrong_at_most(level))}"
     )
