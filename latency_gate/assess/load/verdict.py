@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from collections import Counter
 from http import HTTPStatus
+from typing import Literal
 
 from latency_gate.assess.load.headline import (
     deciding_capacity_levels,
@@ -59,6 +60,46 @@ def _capitalised(text: str) -> str:
     return text[:1].upper() + text[1:]
 
 
+def _not_searched(number: Literal["capacity", "goodput"], limit: float | None) -> Check:
+    """A search asked for that the run ended before: no data, a failure when gated."""
+    return Check(
+        number=number,
+        value=None,
+        limit=limit,
+        passed=None if limit is None else False,
+        note="no data",
+        meaning=f"the {number} was not searched: the run ended before its looks did",
+    )
+
+
+def _figure_row(
+    figure: Capacity | Goodput,
+    limit: float | None,
+    *,
+    passed: bool | None,
+    note: str,
+    meaning: str,
+    rests: str = "",
+    decided: bool = True,
+) -> Check:
+    """A search's figure as a row of the verdict (`capacity` or `goodput`), gated by `limit`
+    (`--min-capacity`, `--min-rate`) or reported without it: its sentence followed by what the
+    figure rests on; undecided rows (`decided` False) were passed or failed by policy."""
+    if rests:
+        meaning += f". {_capitalised(rests)}"
+    return Check(
+        number="capacity" if isinstance(figure, Capacity) else "goodput",
+        value=float(figure.found),
+        limit=None if limit is None else float(limit),
+        passed=passed,
+        note=note,
+        n=figure.calls,
+        meaning=meaning,
+        decided=decided,
+        by_policy=not decided,
+    )
+
+
 def highest_possible(capacity: Capacity) -> int:
     """The highest the capacity can be: the upper end of its interval, below the lowest level
     that broke, or the figure itself when the levels were told apart (capacity-max when no
@@ -76,27 +117,11 @@ def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check
     if capacity is None:
         if min_capacity is None:
             return None
-        return Check(
-            number="capacity",
-            value=None,
-            limit=float(min_capacity),
-            passed=False,
-            note="no data",
-            meaning="the capacity was not searched: the run ended before its looks did",
-        )
-    found = float(capacity.found)
+        return _not_searched("capacity", float(min_capacity))
     rests = "; ".join(level_clause(lv, capacity) for lv in deciding_capacity_levels(capacity))
     note = "" if capacity.complete else f"at least {capacity.found}: {capacity.stopped}"
     if min_capacity is None:
-        return Check(
-            number="capacity",
-            value=found,
-            limit=None,
-            passed=None,
-            note=note,
-            n=capacity.calls,
-            meaning=rests,
-        )
+        return _figure_row(capacity, None, passed=None, note=note, meaning=rests)
     top = highest_possible(capacity)
     between = capacity.complete and capacity.found < min_capacity <= top
     if between:
@@ -112,18 +137,14 @@ def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check
             f"could not tell apart); {'passed' if passed else 'failed'} by policy "
             f"(on-undecided: {policy})"
         )
-        if rests:
-            meaning += f". {_capitalised(rests)}"
-        return Check(
-            number="capacity",
-            value=found,
-            limit=float(min_capacity),
+        return _figure_row(
+            capacity,
+            min_capacity,
             passed=passed,
             note=note or f"undecided: between {capacity.found} and {top}",
-            n=capacity.calls,
             meaning=meaning,
+            rests=rests,
             decided=False,
-            by_policy=True,
         )
     passed = capacity.found >= min_capacity
     at_least = "at least " if not capacity.complete else ""
@@ -140,16 +161,8 @@ def capacity_check(capacity: Capacity | None, min_capacity: int | None) -> Check
     if not passed and capacity.upper is not None:
         figure = f"at most {top} at once"
     meaning = f"{word}: {at_least}{figure}, {side} the {min_capacity} asked"
-    if rests:
-        meaning += f". {_capitalised(rests)}"
-    return Check(
-        number="capacity",
-        value=found,
-        limit=float(min_capacity),
-        passed=passed,
-        note=note,
-        n=capacity.calls,
-        meaning=meaning,
+    return _figure_row(
+        capacity, min_capacity, passed=passed, note=note, meaning=meaning, rests=rests
     )
 
 
@@ -174,17 +187,14 @@ def _floor_undecided(capacity: Capacity, min_capacity: int, rests: str, note: st
         f"undecided: at least {capacity.found} at once, and no level of {min_capacity} (the "
         f"minimum) or more was decided ({stopped}); {how}"
     )
-    meaning = said + (f". {_capitalised(rests)}" if rests else "")
-    return Check(
-        number="capacity",
-        value=float(capacity.found),
-        limit=float(min_capacity),
+    return _figure_row(
+        capacity,
+        min_capacity,
         passed=not fails,
         note=said if not note else f"{note}; {said}",
+        meaning=said,
+        rests=rests,
         decided=False,
-        by_policy=True,
-        n=capacity.calls,
-        meaning=meaning,
     )
 
 
@@ -333,26 +343,11 @@ def _near_rate(goodput: Goodput, level: RateLevel, asked: float) -> Check:
 
 def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
     if goodput is None:
-        return Check(
-            number="goodput",
-            value=None,
-            limit=min_rate,
-            passed=None if min_rate is None else False,
-            note="no data",
-            meaning="the goodput was not searched: the run ended before its looks did",
-        )
+        return _not_searched("goodput", min_rate)
     rests = "; ".join(level_said(lv, goodput) for lv in deciding_levels(goodput))
     note = "" if goodput.complete else f"at least {fmt_rate(goodput.found)}: {goodput.stopped}"
     if min_rate is None:
-        return Check(
-            number="goodput",
-            value=goodput.found,
-            limit=None,
-            passed=None,
-            note=note,
-            n=goodput.calls,
-            meaning=rests,
-        )
+        return _figure_row(goodput, None, passed=None, note=note, meaning=rests)
     passed = goodput.found >= min_rate
     if not passed and (goodput.breaking is None or goodput.breaking > min_rate):
         return _not_shown(goodput, min_rate, rests, note)
@@ -367,34 +362,7 @@ def _goodput_check(goodput: Goodput | None, min_rate: float | None) -> Check:
             f"FAIL: {figure}; {fmt_rate(goodput.breaking)} broke, at or under the "
             f"{fmt_rate(min_rate)} asked"
         )
-    return _min_rate_row(goodput, min_rate, passed=passed, note=note, meaning=meaning, rests=rests)
-
-
-def _min_rate_row(
-    goodput: Goodput,
-    min_rate: float,
-    *,
-    passed: bool,
-    note: str,
-    meaning: str,
-    rests: str,
-    decided: bool = True,
-) -> Check:
-    """The `goodput` row against `--min-rate`: its sentence followed by what the figure rests
-    on; undecided rows (`decided` False) were passed or failed by policy."""
-    if rests:
-        meaning += f". {_capitalised(rests)}"
-    return Check(
-        number="goodput",
-        value=goodput.found,
-        limit=min_rate,
-        passed=passed,
-        note=note,
-        n=goodput.calls,
-        meaning=meaning,
-        decided=decided,
-        by_policy=not decided,
-    )
+    return _figure_row(goodput, min_rate, passed=passed, note=note, meaning=meaning, rests=rests)
 
 
 def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Check:
@@ -423,7 +391,7 @@ def _not_shown(goodput: Goodput, min_rate: float, rests: str, note: str) -> Chec
         f"{'passed' if passed else 'failed'} by policy (on-undecided: {policy})"
     )
     note = note or f"undecided: {goodput_figure(goodput)}"
-    return _min_rate_row(
+    return _figure_row(
         goodput,
         min_rate,
         passed=passed,
