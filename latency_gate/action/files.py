@@ -9,7 +9,7 @@ import os
 import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Literal, TextIO
 
 from latency_gate import github
 from latency_gate.action.outputs import in_workspace
@@ -19,13 +19,20 @@ from latency_gate.models import RunResult
 from latency_gate.report.markdown import render_markdown
 from latency_gate.results.json_file import dump_runs
 
+# What the action keeps in the workspace: the rule said when a path leaves it, and an example.
+_KEPT: dict[Literal["file", "folder"], tuple[str, str]] = {
+    "file": ("the action writes only inside it", "latency/result.json"),
+    "folder": ("the action keeps its folders only inside it", ".latency-history"),
+}
+
 
 def _placed_in_workspace(
-    name: str, path: Path, workspace: Path, *, kind: str, rule: str, example: str
+    name: str, path: Path, workspace: Path, kind: Literal["file", "folder"]
 ) -> Path | InputProblem:
     """Where `path` (relative to the workspace, or absolute) lands once symbolic links and `..`
-    are followed, or why the action may not keep a `kind` ("file", "folder") there: a control
-    character in its name, or a place outside the workspace (or the workspace itself)."""
+    are followed, or why the action may not keep a `kind` there: a control character in its
+    name, or a place outside the workspace (or the workspace itself)."""
+    rule, example = _KEPT[kind]
     text = str(path)
     controls = [at for at, char in enumerate(text, 1) if unicodedata.category(char) == "Cc"]
     if controls:
@@ -67,14 +74,7 @@ def written_path_problem(name: str, given: str, workspace: Path) -> InputProblem
             f"'{given}result.json'",
         )
     path = Path(given)
-    target = _placed_in_workspace(
-        name,
-        path,
-        workspace,
-        kind="file",
-        rule="the action writes only inside it",
-        example="latency/result.json",
-    )
+    target = _placed_in_workspace(name, path, workspace, "file")
     if isinstance(target, InputProblem):
         return target
     if target.is_dir():
@@ -92,14 +92,7 @@ def folder_path_problem(name: str, path: Path, workspace: Path) -> InputProblem 
     if so: like a written file (written_path_problem) it must lie inside the workspace, after
     symbolic links and `..`, and not be the workspace itself; a file there is not a folder.
     It need not exist yet (a first run)."""
-    target = _placed_in_workspace(
-        name,
-        path,
-        workspace,
-        kind="folder",
-        rule="the action keeps its folders only inside it",
-        example=".latency-history",
-    )
+    target = _placed_in_workspace(name, path, workspace, "folder")
     if isinstance(target, InputProblem):
         return target
     if target.exists() and not target.is_dir():
