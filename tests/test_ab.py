@@ -359,11 +359,15 @@ async def test_each_server_receives_only_its_own_key() -> None:
     [
         (
             {"baseline-api-key": BASE_KEY},
-            "invalid input baseline-api-key: needs baseline-url, the base it is for",
+            "invalid input baseline-api-key: needs baseline-url or a request of the base's own "
+            "(baseline-model, baseline-body, baseline-prompt or baseline-format), the base it is "
+            "for",
         ),
         (
             {"baseline-headers": ["X-Region: eu"]},
-            "invalid input baseline-headers: needs baseline-url, the base it is for",
+            "invalid input baseline-headers: needs baseline-url or a request of the base's own "
+            "(baseline-model, baseline-body, baseline-prompt or baseline-format), the base it is "
+            "for",
         ),
         (
             {"baseline-url": "https://u:p@api.example.com/", "baseline-api-key": BASE_KEY},
@@ -466,11 +470,11 @@ def test_cli_baseline_and_baseline_url_together_exit_2(
     [
         (
             ["--baseline-api-key", BASE_KEY],
-            "--baseline-api-key: needs --baseline-url, the base it is for",
+            "--baseline-api-key: needs --baseline-url or a request of the base's own",
         ),
         (
             ["--baseline-header", "X-Region: eu"],
-            "--baseline-header: needs --baseline-url, the base it is for",
+            "--baseline-header: needs --baseline-url or a request of the base's own",
         ),
         (
             ["--api-key", KEY, "--baseline-url", "http://localhost:9/v1/chat/completions"],

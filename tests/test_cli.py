@@ -406,7 +406,9 @@ def test_probe_help_shows_what_each_value_is() -> None:
         cli.main, ["probe", "--help"], prog_name="latency-gate", env={"LATENCY_GATE_API_KEY": None}
     )
     help_text = result.stdout
-    assert " TEXT " not in help_text.replace("--prompt TEXT", "")
+    assert " TEXT " not in help_text.replace("--prompt TEXT", "").replace(
+        "--baseline-prompt TEXT", ""
+    )
     for shown in (
         "--warm-calls N ",
         "--concurrency N ",

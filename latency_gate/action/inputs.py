@@ -45,8 +45,11 @@ def _header_lines(text: str) -> list[tuple[str, str]]:
 
 def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
     """Every secret among the raw inputs, found before validation so nothing can print first
-    (the base's of an A/B run too: `baseline-api-key`, `baseline-headers`, `baseline-url`)."""
+    (the base's of an A/B run too: `baseline-api-key`, `baseline-headers`, `baseline-url`,
+    `baseline-body`)."""
     body = "" if inputs.get("body", "").startswith("@") else inputs.get("body", "")
+    base_body = inputs.get("baseline-body", "")
+    base_body = "" if base_body.startswith("@") else base_body
     return find_secrets(
         api_key=inputs.get("api-key"),
         headers=_header_lines(inputs.get("headers", "")),
@@ -57,6 +60,8 @@ def secrets_in_inputs(inputs: Mapping[str, str]) -> list[str]:
         api_key=inputs.get("baseline-api-key"),
         headers=_header_lines(inputs.get("baseline-headers", "")),
         url=inputs.get("baseline-url", ""),
+        body=base_body,
+        others=[base_body],
     )
 
 

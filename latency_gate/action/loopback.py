@@ -60,7 +60,8 @@ def loopback_problems(target: Target) -> list[tuple[str, str]]:
     addresses = (
         ("url", target.url),
         ("proxy", target.proxy),
-        ("baseline-url", target.baseline_url),
+        # The base's URL, when it is not the head's (a base asked its own request there).
+        ("baseline-url", None if target.baseline_url == target.url else target.baseline_url),
         # The base's own proxy, when it is not the head's (the environment's for its URL).
         (
             "proxy (of the base)",

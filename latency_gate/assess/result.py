@@ -23,9 +23,10 @@ from latency_gate.assess.numbers.work import fixed_length_finding
 from latency_gate.assess.verdict import judge
 from latency_gate.config import (
     Target,
+    base_changes,
+    base_source,
     default_prompt_note,
     fixed_length_of,
-    redact_url,
     unsent_settings,
 )
 from latency_gate.config.plan.feasible import plan_warnings
@@ -120,9 +121,7 @@ def assess_run(
     numbers = stats.numbers(samples)
     successful = sum(s.ok for s in samples)
     side_by_side = (
-        None
-        if target.baseline_url is None
-        else (redact_url(target.baseline_url), tuple(base_samples))
+        None if target.baseline_url is None else (base_source(target), tuple(base_samples))
     )
     _, check, verdict = judge_samples(
         gate,
@@ -144,6 +143,8 @@ def assess_run(
     if side_by_side is None:  # a preview held against main's runs of another origin: said so
         held_against = _held_against(target.name, baseline, history)
         check = with_origins(check, target.display_url, held_against)
+    elif check is not None and (changes := base_changes(target)):  # the base's own request
+        check = check.model_copy(update={"base_request": changes})
     warnings: list[str] = list(plan_warnings(target))
     if interrupted:
         warnings.append("the run was interrupted; the numbers cover the calls finished")

@@ -72,6 +72,10 @@ PROBE_OPTION_GROUPS = (
         "Comparisons: against a base, an earlier run or main's history",
         (
             "baseline_url",
+            "baseline_model",
+            "baseline_body",
+            "baseline_prompt",
+            "baseline_format",
             "baseline_api_key",
             "baseline_headers",
             "baseline_path",
@@ -263,6 +267,28 @@ _PROBE_OPTIONS = (
         metavar="URL",
         help="A base endpoint to measure beside URL in this run, calls interleaved, and compare "
         "with (A/B); instead of --baseline.",
+    ),
+    click.option(
+        "--baseline-model",
+        metavar="NAME",
+        help="A base asked the head's request with this model instead (A/B; at --baseline-url, "
+        "or URL when that is not given).",
+    ),
+    click.option(
+        "--baseline-body",
+        metavar="TEXT|JSON|@FILE",
+        help="The base's own request body (A/B; at --baseline-url, or URL).",
+    ),
+    click.option(
+        "--baseline-prompt",
+        metavar="TEXT",
+        help="The base's own prompt, in its body (A/B; at --baseline-url, or URL).",
+    ),
+    click.option(
+        "--baseline-format",
+        metavar="FORMAT",
+        help="The base's format, its body built for it: openai-chat, openai-responses, "
+        "anthropic or raw (A/B; at --baseline-url, or URL).",
     ),
     click.option(
         "--baseline-api-key",

@@ -5,7 +5,7 @@ The first layer of the flow (config -> measure -> assess -> report): nothing her
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
 """
 
-from latency_gate.config.ab import base_arm, same_origin
+from latency_gate.config.ab import base_arm, base_changes, base_source, same_origin
 from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target
 from latency_gate.config.parsing import (
     REDACTED,
@@ -54,6 +54,8 @@ __all__ = [
     "Header",
     "Target",
     "base_arm",
+    "base_changes",
+    "base_source",
     "build_target",
     "chat_body",
     "default_prompt_note",

@@ -2,7 +2,11 @@
 
 `--baseline-url` names the base (production, or main's deployment); it gets the head's request
 (method, body, format, stream, timeouts, HTTP version, TLS settings) and the proxy the
-environment names for its own URL. Credentials are the one thing that does not simply follow:
+environment names for its own URL, unless it has a request of its own (`--baseline-model`,
+`--baseline-body`, `--baseline-prompt`, `--baseline-format`: config/base_request.py), which
+replaces the head's body, format, model and stream; without `--baseline-url` that base is the
+head's URL asked its own request. Credentials are the one thing that does not simply follow,
+whatever the request (a base at the head's origin asked another model gets the head's key):
 
 - the base's own (`--baseline-api-key`, a `--baseline-header` that may hold a secret, or
   `user:password@` in the base URL): the base gets those and the head's harmless headers, never
@@ -14,7 +18,8 @@ environment names for its own URL. Credentials are the one thing that does not s
   The head's key is never sent to another host unless the user gives it again for the base.
 - a request body that holds a credential (a field named like a key: `credential_fields`) is the
   head's to send: a base at another origin is refused whatever its own credentials, since the
-  base gets the head's body.
+  base gets the head's body (its model replaced or not), unless `--baseline-body` gives it its
+  own.
 
 A redirect is another origin too: measure/clients.py holds every hop of a followed redirect to
 the rule of the first request (`same_origin`).
@@ -29,21 +34,33 @@ from urllib.parse import urlsplit
 import httpx
 from pydantic import SecretStr
 
+from latency_gate.config.parsing import redact_url
 from latency_gate.config.secrets import credential_fields
-from latency_gate.config.target import Header, Target, url_userinfo
+from latency_gate.config.target import Header, Target, body_fingerprint, url_userinfo
 from latency_gate.errors import InputProblem
 
 __all__ = [
     "BASE_KEYS",
     "base_arm",
+    "base_changes",
+    "base_source",
     "check_base",
     "has_own_credentials",
     "origin_text",
     "same_origin",
 ]
 
-# The settings that describe the base of an A/B run.
-BASE_KEYS = ("baseline-url", "baseline-api-key", "baseline-headers")
+# The settings that describe the base of an A/B run: where it is, its credentials, its own
+# request (config/base_request.py).
+BASE_KEYS = (
+    "baseline-url",
+    "baseline-api-key",
+    "baseline-headers",
+    "baseline-model",
+    "baseline-body",
+    "baseline-prompt",
+    "baseline-format",
+)
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -106,18 +123,59 @@ def base_arm(target: Target) -> Target:
     headers = [
         h for h in target.headers if (inherit or h.harmless) and h.name.lower() not in replaced
     ]
-    return target.model_copy(
-        update={
-            "url": base_url,
-            "headers": (*headers, *target.baseline_headers),
-            "api_key": target.baseline_api_key if own else target.api_key if inherit else None,
-            "proxy": target.baseline_proxy,
-            "baseline_url": None,
-            "baseline_api_key": None,
-            "baseline_headers": (),
-            "baseline_proxy": None,
-        }
-    )
+    update: dict[str, object] = {
+        "url": base_url,
+        "headers": (*headers, *target.baseline_headers),
+        "api_key": target.baseline_api_key if own else target.api_key if inherit else None,
+        "proxy": target.baseline_proxy,
+        "baseline_url": None,
+        "baseline_api_key": None,
+        "baseline_headers": (),
+        "baseline_proxy": None,
+        "baseline_request": None,
+    }
+    if (request := target.baseline_request) is not None:
+        update |= request.model_dump(include={"format", "model", "prompt", "stream"})
+        update |= {"body": request.body, "default_prompt": request.default_prompt}
+    return target.model_copy(update=update)
+
+
+_PROMPT_SHOWN = 40  # characters of a base's own prompt in its label
+
+
+def base_changes(target: Target) -> tuple[str, ...]:
+    """How the base's request differs from the head's, in words safe to print ("model gpt-a",
+    "format anthropic", "prompt 'Be brief.'", "body *** (sha256 ...)", "stream off"); empty
+    when the base is sent the head's request."""
+    request = target.baseline_request
+    if request is None:
+        return ()
+    changes = []
+    if request.model != target.model:
+        changes.append(f"model {request.model}" if request.model else "no model")
+    if request.format is not target.format:
+        changes.append(f"format {request.format.value}")
+    if "baseline-body" in request.given and request.body is not None:
+        changes.append(f"body {body_fingerprint(request.body)}")
+    elif "baseline-prompt" in request.given and request.prompt is not None:
+        prompt = " ".join(request.prompt.split())
+        shown = prompt if len(prompt) <= _PROMPT_SHOWN else prompt[: _PROMPT_SHOWN - 1] + "…"
+        changes.append(f"prompt {shown!r}")
+    if request.stream != target.stream:
+        changes.append("stream on" if request.stream else "stream off")
+    return tuple(changes)
+
+
+def base_source(target: Target) -> str:
+    """How a report names the base of an A/B run: its URL (redacted) when that is not the
+    head's, else how its request differs ("model gpt-a"), else the URL (the same request at
+    the same URL: A against A). Raises ValueError when the target has no base."""
+    if target.baseline_url is None:
+        raise ValueError(f"target {target.name!r} has no baseline_url")
+    changes = base_changes(target)
+    if target.baseline_url == target.url and changes:
+        return ", ".join(changes)
+    return redact_url(target.baseline_url)
 
 
 def check_base(
@@ -155,7 +213,9 @@ def check_base(
             )
     if same_origin(url, base_url):
         return
-    body = fields.get("body")
+    request = fields.get("baseline_request")
+    own_body = request is not None and "baseline-body" in request.given
+    body = None if own_body else fields.get("body")
     body_text = body.get_secret_value() if isinstance(body, SecretStr) else body
     in_body = credential_fields(body_text) if isinstance(body_text, str) else []
     if in_body:

@@ -16,6 +16,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from latency_gate.config.ab import BASE_KEYS, check_base
+from latency_gate.config.base_request import (
+    BASE_REQUEST_KEYS,
+    HEAD_REQUEST_KEYS,
+    resolve_base_request,
+)
 from latency_gate.config.parsing import (
     Format,
     parse_bool,
@@ -146,10 +151,12 @@ def build_target(
     headers = _headers(merged, "headers", spelled, problems)
     base_headers = _headers(merged, "baseline-headers", spelled, problems)
 
+    head = {key: fields[key] for key in HEAD_REQUEST_KEYS if key in fields}
     resolve_request(fields, merged, spelled, problems)
     check_credentials(fields, headers, spelled, problems)
     check_framing(fields, headers, spelled, problems)
     base_headers = _settle_base(fields, raw, base_headers, spelled, problems)
+    resolve_base_request(fields, head, spelled, problems)
     check_base(fields, headers, base_headers, spelled, problems)
     if problems:
         raise ConfigError(problems)
@@ -242,6 +249,10 @@ def _take_settings(take: _Take, base_dir: Path | None, root: Path | None) -> Non
     take("http2", parse_bool)
     take("baseline-url", parse_url)
     take("baseline-api-key", parse_api_key)
+    take("baseline-model", lambda s: nonempty(s, "a model name"))
+    take("baseline-body", lambda s: _as_given(read_body(s, base_dir, root), "a request body"))
+    take("baseline-prompt", lambda s: _as_given(s, "a prompt"))
+    take("baseline-format", parse_format)
 
 
 def _budget(
@@ -361,9 +372,14 @@ def _settle_base(
     spelled: Callable[[str], str],
     problems: list[InputProblem],
 ) -> list[Header]:
-    """The base of an A/B run, settled: its proxy is the head's when one was given, and base
-    credentials without a base URL are refused when given for this target (shared ones from
-    a targets file's defaults or the options beside it are left unused). The headers kept."""
+    """The base of an A/B run, settled: at `baseline-url`, or at the head's URL when only its
+    own request was given (`baseline-model`, ...); its proxy is the head's when one was given.
+    Base credentials without a base (neither a URL nor a request of its own) are refused when
+    given for this target (shared ones from a targets file's defaults or the options beside it
+    are left unused). The headers kept."""
+    own_request = any(key.replace("-", "_") in fields for key in BASE_REQUEST_KEYS)
+    if "baseline_url" not in fields and own_request and fields.get("url") is not None:
+        fields["baseline_url"] = fields["url"]  # the same endpoint asked another request
     if "baseline_url" in fields:
         if "proxy" in fields:
             fields["baseline_proxy"] = fields["proxy"]  # --proxy (or off) holds for both arms
@@ -371,10 +387,23 @@ def _settle_base(
     for key in ("baseline-api-key", "baseline-headers"):
         if raw.get(key) not in (None, "", []):
             problems.append(
-                InputProblem(spelled(key), f"needs {spelled('baseline-url')}, the base it is for")
+                InputProblem(
+                    spelled(key),
+                    f"needs {spelled('baseline-url')} or a request of the base's own "
+                    f"({spelled('baseline-model')}, {spelled('baseline-body')}, "
+                    f"{spelled('baseline-prompt')} or {spelled('baseline-format')}), the base "
+                    "it is for",
+                )
             )
     fields.pop("baseline_api_key", None)
     return []
+
+
+def _as_given(text: str, what: str) -> str:
+    """`text` as written (a body or prompt is sent so), refused when blank."""
+    if not text.strip():
+        raise ValueError(f"expected {what}, got an empty string")
+    return text
 
 
 def _kebab(loc: tuple[int | str, ...]) -> str:

@@ -27,9 +27,11 @@ from latency_gate.config.secrets import (
 __all__ = [
     "HARMLESS_HEADERS",
     "NOT_COMPARED",
+    "BaseRequest",
     "Budget",
     "Header",
     "Target",
+    "body_fingerprint",
     "comparable_settings",
     "find_secrets",
     "redact_settings",
@@ -81,6 +83,21 @@ class Header(_Frozen):
     @property
     def harmless(self) -> bool:
         return self.name.lower() in HARMLESS_HEADERS
+
+
+class BaseRequest(_Frozen):
+    """The request of an A/B run's base when it is not the head's (`--baseline-model`,
+    `--baseline-body`, `--baseline-prompt`, `--baseline-format`), resolved as the head's is
+    (config/base_request.py): what the base arm sends in place of the head's body and format.
+    `given` names the settings the user gave for it, which say how the base differs."""
+
+    format: Format
+    body: SecretStr | None = None
+    model: str | None = None
+    prompt: str | None = None
+    default_prompt: str | None = None
+    stream: bool = False
+    given: tuple[str, ...] = ()
 
 
 class Target(_Frozen):
@@ -160,6 +177,9 @@ class Target(_Frozen):
     baseline_api_key: SecretStr | None = None
     baseline_headers: tuple[Header, ...] = ()
     baseline_proxy: str | None = Field(default=None, description="the base's proxy; None: direct")
+    baseline_request: BaseRequest | None = Field(
+        default=None, description="the base's own request; None: the head's"
+    )
 
     def request_headers(self) -> list[tuple[str, str]]:
         """Headers to send, auth included. Values are secrets: never log this list."""
@@ -213,10 +233,12 @@ class Target(_Frozen):
         if self.baseline_url is None:
             return found
         key = self.baseline_api_key
+        base_body = None if self.baseline_request is None else self.baseline_request.body
         return found + find_secrets(
             api_key=None if key is None else key.get_secret_value(),
             headers=[(h.name, h.value.get_secret_value()) for h in self.baseline_headers],
             url=self.baseline_url,
+            body=None if base_body is None else base_body.get_secret_value(),
             others=url_secrets(self.baseline_proxy) if self.baseline_proxy else (),
         )
 
@@ -230,14 +252,15 @@ class Target(_Frozen):
     def redacted(self) -> dict[str, object]:
         """The settings as a JSON-ready mapping with every secret replaced by ***."""
         data: dict[str, Any] = self.model_dump(
-            mode="json", exclude={"headers", "body", "api_key", "baseline_api_key"}
+            mode="json",
+            exclude={"headers", "body", "api_key", "baseline_api_key", "baseline_request"},
         )
         data["url"] = self.display_url
         data["headers"] = [
             f"{h.name}: {h.value.get_secret_value() if h.harmless else REDACTED}"
             for h in self.headers
         ]
-        data["body"] = None if self.body is None else _body_fingerprint(self.body)
+        data["body"] = None if self.body is None else body_fingerprint(self.body)
         data["api_key"] = None if self.api_key is None else REDACTED
         data["proxy"] = None if self.proxy is None else redact_url(self.proxy)
         for key in _BASE_SETTINGS:
@@ -262,6 +285,11 @@ class Target(_Frozen):
             data["baseline_proxy"] = (
                 None if self.baseline_proxy is None else redact_url(self.baseline_proxy)
             )
+        if (base := self.baseline_request) is not None:  # said only where the base has its own
+            data["baseline_request"] = {
+                **base.model_dump(mode="json", exclude={"body", "given"}),
+                "body": None if base.body is None else body_fingerprint(base.body),
+            }
         return data
 
     def comparable(self) -> dict[str, object]:
@@ -282,7 +310,13 @@ _RATE_SETTINGS = (
     "min_rate",
     "goodput_time",
 )
-_BASE_SETTINGS = ("baseline_url", "baseline_api_key", "baseline_headers", "baseline_proxy")
+_BASE_SETTINGS = (
+    "baseline_url",
+    "baseline_api_key",
+    "baseline_headers",
+    "baseline_proxy",
+    "baseline_request",
+)
 
 # Settings that do not change what a run measures: a baseline with other values still compares.
 NOT_COMPARED = (
@@ -303,7 +337,7 @@ NOT_COMPARED = (
     *_CAPACITY_SETTINGS,
     # Calls at a rate come after the looks too, on calls of their own.
     *_RATE_SETTINGS,
-    # Where an A/B run's base was: not what the head measured.
+    # Where an A/B run's base was, and what it was sent: not what the head measured.
     *_BASE_SETTINGS,
 )
 
@@ -365,14 +399,14 @@ def redact_settings(
     body = data.get("body")
     if isinstance(body, str) and not _FINGERPRINT.fullmatch(body):
         secrets += find_secrets(body=body)
-        data["body"] = _body_fingerprint(SecretStr(body))
+        data["body"] = body_fingerprint(SecretStr(body))
     return data, find_secrets(others=secrets), pairs
 
 
 _FINGERPRINT = re.compile(re.escape(REDACTED) + r" \(sha256 [0-9a-f]{12}\)")
 
 
-def _body_fingerprint(body: SecretStr) -> str:
+def body_fingerprint(body: SecretStr) -> str:
     """The body hidden, with a short digest so a baseline can tell a changed body from the same.
 
     12 hex digits of SHA-256 of the whole body: enough to tell bodies apart, and a body holding a

@@ -223,6 +223,7 @@ class DemoServer:
             received_ns=time.time_ns(),
             stream=request.stream,
             connection=connection,
+            body=request.body,
         )
         self.records.append(record)
         fault = self._fault_for(record.index, request)

@@ -12,7 +12,7 @@ Timeline of one answer (seconds, relative to the request's last byte):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -135,3 +135,4 @@ class RequestRecord:
     stream: bool = False
     status: int = 0
     connection: int = 0  # which accepted connection (1, 2, ...) carried it
+    body: bytes = field(default=b"", repr=False)  # what the client sent (bounded by MAX_BODY)

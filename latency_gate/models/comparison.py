@@ -172,7 +172,14 @@ class BaselineCheck(_Frozen):
     )
     source: str = Field(
         description="where the baseline came from, as the user gave it (side-by-side: the base "
-        "URL, redacted)"
+        "URL, redacted; at the head's URL with a request of its own, how that request differs, "
+        "as in base_request)"
+    )
+    base_request: tuple[str, ...] = Field(
+        default=(),
+        description="side-by-side: how the base's request differs from the head's (\"model "
+        'gpt-a", "format anthropic", "prompt \'...\'", "body *** (sha256 ...)", "stream '
+        "off\"); empty: the base was sent the head's request",
     )
     test: str = ""
     max_relative: float | None = None

@@ -19,7 +19,7 @@ from latency_gate.formatting import (
     plural,
 )
 from latency_gate.models import BaselineCheck, NumberDelta
-from latency_gate.report.markup import md_url
+from latency_gate.report.markup import md_text, md_url
 from latency_gate.report.view import NUMBER_LABELS
 
 __all__ = [
@@ -266,9 +266,20 @@ def baseline_source_markdown(check: BaselineCheck) -> str:
         if check.history is None:
             return f"{md_escape(check.source)}; {md_escape(ONE_EARLIER_RUN)}"
         return md_escape(check.source)
+    if not check.base_request:
+        return (
+            f"the base endpoint {md_url(check.source)}, measured side by side with the head in "
+            "this run (the same request, the calls of the two interleaved)"
+        )
+    changes = md_text("; ".join(check.base_request))
+    where = (
+        "the head's endpoint"
+        if check.source == ", ".join(check.base_request)
+        else f"the base endpoint {md_url(check.source)}"
+    )
     return (
-        f"the base endpoint {md_url(check.source)}, measured side by side with the head in "
-        "this run (the same request, the calls of the two interleaved)"
+        f"{where} asked its own request ({changes}), measured side by side with the head in "
+        "this run (the same prompts, the calls of the two interleaved)"
     )
 
 
