@@ -87,7 +87,7 @@ def resolve_base_request(
         base["body"] = head["body"]
     if "stream" in head:
         base["stream"] = head["stream"]
-    elif "baseline-body" not in given and "stream" in fields:
+    elif "prompt" in base and "stream" in fields:
         base["stream"] = fields["stream"]  # the head's, as its body or prompt settled it
     heads_body = "body" in base and "baseline-body" not in given
     count = len(problems)

@@ -239,8 +239,9 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             )
             if check.not_compared:
                 found = f"not compared: {check.not_compared}; of the rest, {found}"
-            asked = f" ({'; '.join(check.base_request)})" if check.base_request else ""
-            text = f"against the base{clean_text(asked)} measured beside it{who}: {found}"
+            asked = clean_text("; ".join(check.base_request))
+            asked = f" ({asked})" if asked else ""
+            text = f"against the base{asked} measured beside it{who}: {found}"
         elif check.regressions:
             text = f"baseline{who}: {regressed_text(check, 'noise')}"
         else:
