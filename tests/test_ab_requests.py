@@ -346,3 +346,20 @@ def test_a_targets_file_names_a_base_request_per_target(tmp_path: Path) -> None:
     assert json.loads(claude.request_body() or b"")["messages"][0]["content"] == "Hi"
     assert alone.baseline_url is None
     assert alone.baseline_request is None
+
+
+def test_a_base_request_with_baseline_is_refused_naming_it(tmp_path: Path) -> None:
+    """One comparison a run: `--baseline-model` (a base at the head's URL) with `--baseline`
+    FILE is refused, naming `--baseline-model`, the setting that asked for the A/B run."""
+    with serve_in_thread(HEAD) as (server,):
+        done = invoke(
+            "probe", server.url, *FEW, "--baseline-model", "gpt-a", "--baseline", "x.json"
+        )
+        records = list(server.records)
+    assert done.exit_code == 2, done.output
+    assert done.output.startswith(
+        "Error: invalid input --baseline-model: give one of --baseline (an earlier run's "
+        "result), --baseline-url (a base measured beside the head in this run) and --history, "
+        "not --baseline and --baseline-model"
+    )
+    assert records == []

@@ -15,6 +15,7 @@ from latency_gate.action.loopback import loopback_problems
 from latency_gate.config import (
     TARGET_KEYS,
     Target,
+    ab_input,
     build_target,
     header_text_problem,
     parse_bool,
@@ -211,7 +212,7 @@ def _comparison(
     """The baseline file read (`baseline`), the regression limit, and the limit as given: one
     comparison a run (an earlier run, a base measured beside the head, or a history)."""
     plan: BaselinePlan | None = None
-    side_by_side = any(t.baseline_url is not None for t in targets)
+    side_by_side = next((name for t in targets if (name := ab_input(t))), None)
     limit = DEFAULT_LIMIT
     max_regression = None
     if "max-regression" in inputs:
@@ -219,7 +220,7 @@ def _comparison(
             limit = max_regression = parse_max_regression(inputs["max-regression"])
         except ValueError as exc:
             problems.append(InputProblem("max-regression", str(exc)))
-        if not ({"baseline", "history"} & set(inputs)) and not side_by_side:
+        if not ({"baseline", "history"} & set(inputs)) and side_by_side is None:
             problems.append(
                 InputProblem(
                     "max-regression",
@@ -227,8 +228,8 @@ def _comparison(
                 )
             )
     compared = [k for k in ("baseline", "history") if k in inputs]
-    if side_by_side:
-        compared.append("baseline-url")
+    if side_by_side is not None:
+        compared.append(side_by_side)
     if len(compared) > 1:
         shown = " and ".join(f"`{k}`" for k in compared)
         problems.append(

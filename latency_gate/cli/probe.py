@@ -24,7 +24,7 @@ from latency_gate.cli.app import (
 )
 from latency_gate.cli.grouped_help import GroupedCommand
 from latency_gate.cli.probe_options import PROBE_OPTION_GROUPS, probe_options
-from latency_gate.config import Target, build_target, parse_label, with_environment_proxy
+from latency_gate.config import Target, ab_input, build_target, parse_label, with_environment_proxy
 from latency_gate.config.regression import DEFAULT_LIMIT, RegressionLimit, parse_max_regression
 from latency_gate.errors import ConfigError, ExitCode
 from latency_gate.formatting import clean_text
@@ -81,13 +81,13 @@ def probe_command(
     except ValueError as exc:
         raise ConfigError.single("--label", str(exc)) from None
     targets = _targets(raw, targets_path)
-    side_by_side = any(t.baseline_url is not None for t in targets)
+    side_by_side = next((name for t in targets if (name := ab_input(t))), None)
     compared = [
         name
         for name, given in (
             ("--baseline", baseline_path is not None),
             ("--history", history_path is not None),
-            ("--baseline-url", side_by_side),
+            (f"--{side_by_side}", side_by_side is not None),
         )
         if given
     ]

@@ -5,7 +5,7 @@ The first layer of the flow (config -> measure -> assess -> report): nothing her
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
 """
 
-from latency_gate.config.ab import base_arm, base_changes, base_source, same_origin
+from latency_gate.config.ab import ab_input, base_arm, base_changes, base_source, same_origin
 from latency_gate.config.build import BUDGET_KEYS, TARGET_KEYS, build_target
 from latency_gate.config.parsing import (
     REDACTED,
@@ -53,6 +53,7 @@ __all__ = [
     "Format",
     "Header",
     "Target",
+    "ab_input",
     "base_arm",
     "base_changes",
     "base_source",

@@ -41,6 +41,7 @@ from latency_gate.errors import InputProblem
 
 __all__ = [
     "BASE_KEYS",
+    "ab_input",
     "base_arm",
     "base_changes",
     "base_source",
@@ -138,6 +139,18 @@ def base_arm(target: Target) -> Target:
         update |= request.model_dump(include={"format", "model", "prompt", "stream"})
         update |= {"body": request.body, "default_prompt": request.default_prompt}
     return target.model_copy(update=update)
+
+
+def ab_input(target: Target) -> str | None:
+    """The setting that made the target an A/B run, to name it in a message: `baseline-url`,
+    or the first of the base's own request settings when it is at the head's URL; None for a
+    target without a base."""
+    if target.baseline_url is None:
+        return None
+    request = target.baseline_request
+    if request is None or not request.given or target.baseline_url != target.url:
+        return "baseline-url"
+    return request.given[0]
 
 
 _PROMPT_SHOWN = 40  # characters of a base's own prompt in its label
