@@ -55,6 +55,7 @@ def _prompt(body: dict[str, Any]) -> str:
 # --- what each arm is sent --------------------------------------------------------------------
 
 
+@pytest.mark.slow  # a whole probe of both arms: about 2 s
 def test_baseline_model_sends_the_bases_calls_with_its_model(tmp_path: Path) -> None:
     """`--model gpt-b --baseline-model gpt-a` at one URL: the server gets every call of each arm,
     the head's naming gpt-b and the base's gpt-a, the bodies otherwise alike, each prompt asked
@@ -95,6 +96,7 @@ def test_baseline_model_sends_the_bases_calls_with_its_model(tmp_path: Path) -> 
     assert "against the base (model gpt-a) measured beside it" in " ".join(done.stdout.split())
 
 
+@pytest.mark.slow  # a whole probe of both arms: about 2 s
 def test_i_th_calls_of_each_arm_ask_the_same_prompt_in_their_own_format() -> None:
     """An openai-chat head beside an anthropic base (`--baseline-format anthropic` at its own
     URL): the base's bodies are Anthropic's (its path, max_tokens, no stream_options), and the
@@ -125,6 +127,7 @@ def test_i_th_calls_of_each_arm_ask_the_same_prompt_in_their_own_format() -> Non
     assert len(set(head_prompts)) == CALLS
 
 
+@pytest.mark.slow  # a whole probe of both arms: about 2 s
 def test_a_base_prompt_is_asked_with_the_heads_marks() -> None:
     """`--baseline-prompt`: the base asks its own prompt, marked as the head's i-th call is, so
     each pair of calls still differs by the prompt alone."""
@@ -144,6 +147,7 @@ def test_a_base_prompt_is_asked_with_the_heads_marks() -> None:
     assert head == base
 
 
+@pytest.mark.slow  # a whole probe of both arms: about 2 s
 def test_a_base_at_the_heads_origin_gets_the_heads_key() -> None:
     """A base at the head's origin asked another request gets the head's key: on the wire for
     another model at the same URL, and as Anthropic's x-api-key for another dialect at another
@@ -174,6 +178,7 @@ def test_a_base_at_the_heads_origin_gets_the_heads_key() -> None:
     assert ("Authorization", f"Bearer {KEY}") in target.request_headers()
 
 
+@pytest.mark.slow  # a whole probe of both arms: about 2 s
 def test_the_demo_server_keeps_each_requests_body() -> None:
     """Every request the demo server answers is kept with its body as sent."""
     with serve_in_thread(HEAD) as (server,):
