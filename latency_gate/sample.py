@@ -133,6 +133,13 @@ class Sample(Frozen):
         description="the answer's usage count when it disagreed with the stream (fewer tokens "
         "than the deltas seen, or more than the bytes received) and was not trusted",
     )
+    input_tokens: int | None = Field(
+        default=None,
+        ge=0,
+        strict=True,
+        description="the prompt's tokens as the answer's usage reported them (prompt_tokens, "
+        "input_tokens); None: not reported",
+    )
     token_events: int = Field(default=0, description="content deltas seen in a stream")
     token_reads: int = Field(
         default=0, description="socket reads that delivered at least one content delta"

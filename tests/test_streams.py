@@ -182,7 +182,8 @@ def chat(*events: object, complete: bool = True) -> StreamOutcome:
 
 
 def test_llama_cpp_stream_is_judged_ok_with_usage_tokens() -> None:
-    """A real llama.cpp stream: ok, 12 tokens from usage, 16 events, end marker seen."""
+    """A real llama.cpp stream: ok, 12 tokens from usage (36 of the prompt's), 16 events, end
+    marker seen."""
     assert outcome(Format.OPENAI_CHAT, LLAMA_STREAM) == StreamOutcome(
         ok=True,
         error=None,
@@ -192,6 +193,7 @@ def test_llama_cpp_stream_is_judged_ok_with_usage_tokens() -> None:
         answer_chars=len(LLAMA_TEXT),
         events=16,
         end_marker=True,
+        input_tokens=36,
     )
 
 
@@ -481,7 +483,8 @@ def test_event_over_the_limit_is_malformed_and_memory_stays_bounded() -> None:
 
 
 def test_llama_cpp_document_is_ok_with_usage_tokens() -> None:
-    """A real llama.cpp JSON answer: ok, tokens from usage, no events, finish reason seen."""
+    """A real llama.cpp JSON answer: ok, tokens from usage (the prompt's too), no events, finish
+    reason seen."""
     results, result = run(Format.OPENAI_CHAT, byte_by_byte(LLAMA_DOCUMENT), content_type=JSON)
     assert set(results) == {FeedResult(tokens=0, first_token=False)}
     assert result == StreamOutcome(
@@ -493,6 +496,7 @@ def test_llama_cpp_document_is_ok_with_usage_tokens() -> None:
         answer_chars=len("Sam:Sammy\n\n#SmolLAMP_"),
         events=0,
         end_marker=True,
+        input_tokens=36,
     )
 
 

@@ -11,6 +11,7 @@ from typing import Literal
 
 from latency_gate.assess.budget.gate import Gate, plan_for
 from latency_gate.assess.compare.baseline import BaselinePlan, baseline_for, compare, with_origins
+from latency_gate.assess.compare.cost import cost_of
 from latency_gate.assess.compare.creep import creep, creep_note
 from latency_gate.assess.compare.history import HistoryPlan, earlier_runs, history_check
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, look_alpha
@@ -200,6 +201,7 @@ def assess_run(
         ready_after=measured.ready_after,
         capacity=capacity,
         goodput=goodput,
+        cost=cost_of(target, samples, base_samples),
     )
 
 

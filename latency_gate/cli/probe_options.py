@@ -88,6 +88,10 @@ PROBE_OPTION_GROUPS = (
         ),
     ),
     (
+        "Cost: what an answer's tokens cost (reported, never gated)",
+        ("price", "baseline_price"),
+    ),
+    (
         "Load search: calls at once, requests a second",
         (
             "capacity",
@@ -342,8 +346,25 @@ _PROBE_OPTIONS = (
 )
 
 
+# What the answers cost (config/price.py).
+_PRICE_OPTIONS = (
+    click.option(
+        "--price",
+        metavar="IN/OUT",
+        help="Dollars per million input and output tokens (0.15/0.60): the report gives the cost "
+        "per answer and per 1,000 calls [default: not priced].",
+    ),
+    click.option(
+        "--baseline-price",
+        metavar="IN/OUT",
+        help="The base's price, as --price; the cost per answer is compared head / base "
+        "[default: --price].",
+    ),
+)
+
+
 def probe_options(command: _Command) -> _Command:
     """Declare `probe`'s own options on `command`, as a stack of `@click.option` lines would."""
-    for option in reversed(_PROBE_OPTIONS):
+    for option in reversed((*_PROBE_OPTIONS, *_PRICE_OPTIONS)):
         command = option(command)
     return command

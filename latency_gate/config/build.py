@@ -33,6 +33,7 @@ from latency_gate.config.parsing import (
 )
 from latency_gate.config.plan.feasible import goodput_problems, plan_problems
 from latency_gate.config.plan.needs import DEFAULT_CONCURRENCY, DEFAULT_WARM_CALLS, fit_first_look
+from latency_gate.config.price import PRICE_KEYS, check_prices, take_prices
 from latency_gate.config.rate_keys import RATE_KEYS, settle_rates, take_rates
 from latency_gate.config.request import (
     check_credentials,
@@ -112,6 +113,7 @@ TARGET_KEYS = (
     "http2",
     *BUDGET_KEYS,
     *BASE_KEYS,
+    *PRICE_KEYS,
 )
 
 
@@ -158,6 +160,7 @@ def build_target(
     base_headers = _settle_base(fields, raw, base_headers, spelled, problems)
     resolve_base_request(fields, head, spelled, problems)
     check_base(fields, headers, base_headers, spelled, problems)
+    check_prices(fields, raw, spelled, problems)
     if problems:
         raise ConfigError(problems)
 
@@ -253,6 +256,7 @@ def _take_settings(take: _Take, base_dir: Path | None, root: Path | None) -> Non
     take("baseline-body", lambda s: _as_given(read_body(s, base_dir, root), "a request body"))
     take("baseline-prompt", lambda s: _as_given(s, "a prompt"))
     take("baseline-format", parse_format)
+    take_prices(take)
 
 
 def _budget(

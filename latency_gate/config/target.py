@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
 from latency_gate.config.parsing import REDACTED, Format, looks_like_json, redact_url
+from latency_gate.config.price import Price
 from latency_gate.config.secrets import (
     HARMLESS_HEADERS,
     find_secrets,
@@ -180,6 +181,9 @@ class Target(_Frozen):
     baseline_request: BaseRequest | None = Field(
         default=None, description="the base's own request; None: the head's"
     )
+    # What the answers cost (config/price.py): not a setting of what was measured.
+    price: Price | None = None
+    baseline_price: Price | None = Field(default=None, description="None: the head's price")
 
     def request_headers(self) -> list[tuple[str, str]]:
         """Headers to send, auth included. Values are secrets: never log this list."""
@@ -275,6 +279,7 @@ class Target(_Frozen):
         if self.rate is None and not self.goodput:  # nor one without calls at a rate
             for key in _RATE_SETTINGS:
                 data.pop(key, None)
+        _drop_unpriced(data)
         if self.baseline_url is not None:
             data["baseline_url"] = self.shown_url(self.baseline_url)
             data["baseline_api_key"] = None if self.baseline_api_key is None else REDACTED
@@ -318,6 +323,14 @@ _BASE_SETTINGS = (
     "baseline_request",
 )
 
+
+def _drop_unpriced(data: dict[str, Any]) -> None:
+    """A run without a price keeps the settings it always had."""
+    for key in ("price", "baseline_price"):
+        if data.get(key) is None:
+            data.pop(key, None)
+
+
 # Settings that do not change what a run measures: a baseline with other values still compares.
 NOT_COMPARED = (
     "budget",
@@ -339,6 +352,9 @@ NOT_COMPARED = (
     *_RATE_SETTINGS,
     # Where an A/B run's base was, and what it was sent: not what the head measured.
     *_BASE_SETTINGS,
+    # What the answers cost: the calls are the same priced or not.
+    "price",
+    "baseline_price",
 )
 
 # Settings added later, with the value that means what a result file without them measured:

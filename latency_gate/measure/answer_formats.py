@@ -32,6 +32,7 @@ class Tally:
     reasoning_chars: int = 0
     tool_call: bool = False
     usage_tokens: int | None = None
+    usage_input_tokens: int | None = None
     end_marker: bool = False
     stream_error: str | None = None
     malformed: str | None = None
@@ -58,17 +59,17 @@ class Tally:
             self.answer_chars += chars
         return 1 if chars else 0
 
-    def usage(self, usage: object, key: str) -> None:
+    def usage(self, usage: object, key: str, input_key: str | None = None) -> None:
         """Take a usage count: a whole number up to MAX_USAGE_TOKENS; anything else (a count of
         10**400 that no float holds, a negative or fractional one) is not a count of this
-        answer's tokens and is left out (tokens are then counted from the deltas)."""
-        value = usage.get(key) if isinstance(usage, dict) else None
-        if (
-            isinstance(value, int)
-            and not isinstance(value, bool)
-            and 0 <= value <= MAX_USAGE_TOKENS
-        ):
+        answer's tokens and is left out (tokens are then counted from the deltas). `input_key`
+        names the prompt's count beside it (`prompt_tokens`, `input_tokens`), for the cost."""
+        value = _count(usage, key)
+        if value is not None:
             self.usage_tokens = value
+        prompt = _count(usage, input_key) if input_key else None
+        if prompt is not None:
+            self.usage_input_tokens = prompt
 
     def error(self, message: str) -> None:
         if self.stream_error is None:
@@ -79,13 +80,20 @@ class Tally:
             self.malformed = message
 
 
+def _count(usage: object, key: str) -> int | None:
+    value = usage.get(key) if isinstance(usage, dict) else None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_USAGE_TOKENS:
+        return value
+    return None
+
+
 # --- one reader per format ------------------------------------------------------------------
 # Shapes the servers send differ (docs: /work/shared/TESTING.md), so every field is looked up
 # defensively.
 
 
 def chat_chunk(tally: Tally, obj: dict[str, Any]) -> int:
-    tally.usage(obj.get("usage"), "completion_tokens")
+    tally.usage(obj.get("usage"), "completion_tokens", "prompt_tokens")
     found = 0
     for choice in _dicts(obj.get("choices")):
         if choice.get("index") not in (0, None):
@@ -100,7 +108,7 @@ def chat_chunk(tally: Tally, obj: dict[str, Any]) -> int:
 
 
 def chat_document(tally: Tally, obj: dict[str, Any]) -> None:
-    tally.usage(obj.get("usage"), "completion_tokens")
+    tally.usage(obj.get("usage"), "completion_tokens", "prompt_tokens")
     for choice in _dicts(obj.get("choices"))[:1]:
         message = choice.get("message")
         if isinstance(message, dict):
@@ -136,7 +144,7 @@ def responses_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
     elif kind in ("response.completed", "response.incomplete", "response.failed"):
         response = obj.get("response")
         response = response if isinstance(response, dict) else {}
-        tally.usage(response.get("usage"), "output_tokens")
+        tally.usage(response.get("usage"), "output_tokens", "input_tokens")
         if kind == "response.failed":
             tally.error(error_message(response.get("error") or response))
         else:
@@ -148,7 +156,7 @@ def responses_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
 
 
 def responses_document(tally: Tally, obj: dict[str, Any]) -> None:
-    tally.usage(obj.get("usage"), "output_tokens")
+    tally.usage(obj.get("usage"), "output_tokens", "input_tokens")
     for item in _dicts(obj.get("output")):
         if item.get("type") == "function_call":
             tally.tool(item.get("name"), item.get("arguments"))
@@ -193,19 +201,26 @@ def anthropic_event(tally: Tally, kind: str, obj: dict[str, Any]) -> int:
             else:
                 found = tally.text(block.get("text"))
     elif kind == "message_delta":
-        tally.usage(obj.get("usage"), "output_tokens")
+        tally.usage(obj.get("usage"), "output_tokens", "input_tokens")
         delta = obj.get("delta")
         if isinstance(delta, dict) and delta.get("stop_reason") is not None:
             tally.end_marker = True
     elif kind == "message_stop":
         tally.end_marker = True
-    # message_start's usage is a running count (often 1): only message_delta's is final.
+    elif kind == "message_start":
+        # Its output count is a running one (often 1): only message_delta's is final. Its
+        # input count is the prompt's, unless message_delta says it again.
+        message = obj.get("message")
+        usage = message.get("usage") if isinstance(message, dict) else None
+        prompt = _count(usage, "input_tokens")
+        if prompt is not None and tally.usage_input_tokens is None:
+            tally.usage_input_tokens = prompt
     tally.deltas += found
     return found
 
 
 def anthropic_document(tally: Tally, obj: dict[str, Any]) -> None:
-    tally.usage(obj.get("usage"), "output_tokens")
+    tally.usage(obj.get("usage"), "output_tokens", "input_tokens")
     for block in _dicts(obj.get("content")):
         if block.get("type") in ("tool_use", "server_tool_use"):
             tally.tool(block.get("name"), json.dumps(block.get("input", {})))

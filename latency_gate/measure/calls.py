@@ -105,6 +105,7 @@ class _Attempt:
     tokens: int | None = None
     tokens_source: Literal["usage", "deltas"] | None = None
     usage_ignored: int | None = None
+    input_tokens: int | None = None
     token_events: int = 0
     token_reads: int = 0
     began_ns: int = field(default_factory=transport.now_ns)
@@ -167,6 +168,7 @@ class _Attempt:
             tokens=self.tokens,
             tokens_source=self.tokens_source,
             usage_ignored=self.usage_ignored,
+            input_tokens=self.input_tokens,
             token_events=self.token_events,
             token_reads=self.token_reads,
             reasoning_events=self.reasoning_events,
@@ -317,6 +319,7 @@ async def _exchange(
         attempt.tokens = outcome.tokens
         attempt.tokens_source = outcome.tokens_source
         attempt.usage_ignored = outcome.usage_ignored
+        attempt.input_tokens = outcome.input_tokens
         if not outcome.ok:
             attempt.error = outcome.error or ErrorKind.OTHER
             attempt.detail = outcome.detail

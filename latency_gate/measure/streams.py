@@ -79,6 +79,7 @@ class StreamOutcome:
     reasoning_chars: int = 0
     reasoning_deltas: int = 0
     usage_ignored: int | None = None
+    input_tokens: int | None = None  # the prompt's tokens, when the usage said them
 
 
 _HEAD = 256
@@ -318,6 +319,7 @@ class StreamParser:
             reasoning_chars=tally.reasoning_chars,
             reasoning_deltas=tally.reasoning_deltas,
             usage_ignored=ignored,
+            input_tokens=tally.usage_input_tokens,
         )
 
 

@@ -23,6 +23,7 @@ from latency_gate.models.comparison import (
     NumberDelta,
     PartDelta,
 )
+from latency_gate.models.cost import ArmCost, Cost, CostRatio
 from latency_gate.models.load import (
     Capacity,
     CapacityLevel,
@@ -55,6 +56,7 @@ from latency_gate.sample import Frozen as _Frozen
 
 __all__ = [
     "SCHEMA_VERSION",
+    "ArmCost",
     "BaselineCheck",
     "Bounds",
     "CallPhase",
@@ -62,6 +64,8 @@ __all__ = [
     "Capacity",
     "CapacityLevel",
     "Check",
+    "Cost",
+    "CostRatio",
     "ErrorKind",
     "Finding",
     "Floor",
@@ -162,6 +166,11 @@ class RunResult(_Frozen):
     goodput: Goodput | None = Field(
         default=None,
         description="calls at a rate (--rate) or the goodput search (--goodput); None: neither",
+    )
+    cost: Cost | None = Field(
+        default=None,
+        description="what the answers cost (--price): per answer and per 1,000 calls, and "
+        "head / base in an A/B run; reported, never gated. None: no price given",
     )
 
     @property

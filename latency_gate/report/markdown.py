@@ -25,6 +25,7 @@ from latency_gate.assess.compare.cheapest import compare_targets, in_cost_order
 from latency_gate.formatting import SENTENCE_CAP, fmt_duration, fmt_percent, fmt_value
 from latency_gate.models import RunResult
 from latency_gate.report.chain import CHART_SEGMENTS, chain_cell, chart_scale
+from latency_gate.report.cost import md_dollars
 from latency_gate.report.deltas import (
     baseline_source_markdown,
     delta_rows,
@@ -97,6 +98,7 @@ def environment() -> jinja2.Environment:
     # Our own sentences: escaped like any text, but wrapped by the reader, never shortened.
     env.filters["prose"] = lambda value: md_text(value, SENTENCE_CAP)
     env.filters["md_url"] = md_url
+    env.filters["dollars"] = lambda text: md_dollars(md_text(text))
     env.filters["duration"] = fmt_duration
     env.filters["percent"] = fmt_percent
     env.filters["value"] = fmt_value

@@ -91,6 +91,7 @@ def render_terminal(
     lines += ["", *_table(views, names, color)]
     lines += _comparison(results)
     lines += _baselines(results, names)
+    lines += _costs(views, names)
     lines += _loads(views, names, verbose=verbose)
     detailed = [verbose or not view.result.verdict.passed for view in views]
     # The findings of a target whose detail is not shown: with several targets their titles (the
@@ -258,6 +259,18 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             lines += _wrap(f"  {ONE_EARLIER_RUN}")
         if check.status == "compared" and (origins := origins_text(check, clean_text)):
             lines += _wrap(origins, "  ")
+    return ["", *lines] if lines else []
+
+
+def _costs(views: Sequence[TargetView], names: Sequence[str]) -> list[str]:
+    """What each priced target's answers cost (report/cost.py), a block per target."""
+    lines: list[str] = []
+    for view, name in zip(views, names, strict=True):
+        said = view.cost_lines
+        if not said:
+            continue
+        lines += _wrap(f"cost{f' of {name}' if len(views) > 1 else ''}: {said[0]}")
+        lines += [line for more in said[1:] for line in _wrap(more, "  ")]
     return ["", *lines] if lines else []
 
 

@@ -24,6 +24,7 @@ from latency_gate.models import (
     StampSource,
 )
 from latency_gate.report.chain import chart_lines
+from latency_gate.report.cost import cost_lines
 from latency_gate.report.load import LoadView, capacity_view, goodput_view
 from latency_gate.report.rows import NUMBER_LABELS, Row, humane, rows_of, streamed
 from latency_gate.report.trend import TrendChart, trend_charts
@@ -75,6 +76,11 @@ class TargetView:
     trend: tuple[TrendChart, ...] = ()  # against a history: its runs and this one, charted
     capacity: LoadView | None = None  # --capacity: the capacity at the budget
     goodput: LoadView | None = None  # --rate, --goodput: calls at a rate
+
+    @property
+    def cost_lines(self) -> tuple[str, ...]:
+        """What the answers cost, in sentences (report/cost.py); () when not priced."""
+        return cost_lines(self.result)
 
     @property
     def breaches(self) -> tuple[Row, ...]:
