@@ -14,6 +14,7 @@ from collections.abc import Callable
 __all__ = [
     "clean_text",
     "fmt_change",
+    "fmt_dollars",
     "fmt_duration",
     "fmt_interval",
     "fmt_level",
@@ -132,6 +133,15 @@ _ESCAPES = {
     ">": "&gt;",
     "#": "\\#",  # never a heading; `#123` itself goes in a code span (see _REFERENCE)
 }
+
+
+def fmt_dollars(value: float) -> str:
+    """ "$0.0000147" (three significant digits under a dollar), "$12.40", "$0"."""
+    if value <= 0:
+        return "$0"
+    if value >= 1:
+        return f"${value:,.2f}"
+    return f"${value:.{2 - math.floor(math.log10(value))}f}"
 
 
 def plural(count: int, word: str) -> str:

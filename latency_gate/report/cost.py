@@ -4,21 +4,10 @@ same price"). Every word here is ours (numbers and fixed text): nothing untruste
 
 from __future__ import annotations
 
-import math
-
+from latency_gate.formatting import fmt_dollars
 from latency_gate.models import ArmCost, Bounds, Cost, CostRatio, RunResult
 
-__all__ = ["cost_lines", "fmt_dollars", "md_dollars"]
-
-
-def fmt_dollars(value: float) -> str:
-    """ "$0.0000147" (three significant digits under a dollar), "$12.40", "$0"."""
-    if value <= 0:
-        return "$0"
-    if value >= 1:
-        return f"${value:,.2f}"
-    digits = 2 - math.floor(math.log10(value))
-    return f"${value:.{digits}f}"
+__all__ = ["arm_line", "arm_notes", "cost_lines", "md_dollars", "ratio_line"]
 
 
 def md_dollars(text: str) -> str:

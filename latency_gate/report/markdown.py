@@ -121,6 +121,12 @@ def environment() -> jinja2.Environment:
     return env
 
 
+def _md_cost(text: str) -> str:
+    """A target's cost (untrusted note, or ours measured) escaped, its $ too: GitHub would read
+    the text between two $ in one sentence as math."""
+    return md_dollars(md_text(text))
+
+
 def _bold(name: str) -> str:
     return f"**{md_text(name)}**"
 
@@ -144,8 +150,8 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
         "segments": CHART_SEGMENTS,
         "stamp_sources": STAMP_SOURCES,
         "timing": time_to_verdict(views),
-        "comparison_head": comparison.headline(_bold, md_text) if comparison else None,
-        "comparison_lines": comparison.sentences(_bold, md_text) if comparison else (),
+        "comparison_head": comparison.headline(_bold, _md_cost) if comparison else None,
+        "comparison_lines": comparison.sentences(_bold, _md_cost) if comparison else (),
     }
 
 

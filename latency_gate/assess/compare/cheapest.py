@@ -1,8 +1,11 @@
 """Targets side by side: how each compares at p95 with the one a reader would pick.
 
-A target may say what it costs (`cost` in a targets file, any unit: "$0.60 / 1M tokens", "0",
-"free, on our own GPU"). When every target's cost holds a price that can be read (the number
-beside a currency sign, else its first number; "free" is 0), the targets are ordered by it,
+A target may say what it costs: measured, its answers priced (`price` in a targets file, or
+--price: assess/compare/cost.py), or in a note (`cost`, any unit: "$0.60 / 1M tokens", "0",
+"free, on our own GPU"). When every target was priced, the targets are ordered by the cost per
+answer measured, and each is shown with it ("$0.0000147 an answer"). Otherwise, when every
+target's note holds a price that can be read (the number beside a currency sign, else its
+first number; "free" is 0), the targets are ordered by it,
 cheapest first, and the comparison is worded from the prices: "paid costs more than local and is
 1.20 s faster at warm p95". Otherwise the file's order stands (the README asks for cheapest
 first) and the comparison says nothing about price: "preview is 29 ms slower at warm p95 than
@@ -28,7 +31,7 @@ from typing import Literal
 
 from latency_gate.assess.compare.regression import ratio_interval
 from latency_gate.assess.numbers.stats import latencies
-from latency_gate.formatting import fmt_duration
+from latency_gate.formatting import fmt_dollars, fmt_duration
 from latency_gate.models import CallPhase, RunResult
 
 __all__ = ["Comparison", "Standing", "compare_targets", "in_cost_order", "read_price"]
@@ -75,14 +78,35 @@ def read_price(cost: str | None) -> float | None:
     return 0.0 if first.group("free") else _number(first.group("number"))
 
 
-def _cost(result: RunResult) -> str | None:
+def _cost_note(result: RunResult) -> str | None:
     cost = result.config.get("cost")
     return str(cost) if cost else None
 
 
+def _per_answer(result: RunResult) -> float | None:
+    """What an answer cost, measured (--price); None when the run was not priced."""
+    return None if result.cost is None else result.cost.head.per_answer
+
+
+def _measured(results: Sequence[RunResult]) -> bool:
+    """Every target priced by its answers (--price, a targets file's `price`): the order and
+    the words are the measured cost per answer's, not the notes'."""
+    return len(results) >= 2 and all(_per_answer(r) is not None for r in results)
+
+
+def _cost(result: RunResult, measured: bool = False) -> str | None:
+    """The cost shown beside a target: "$0.0000147 an answer" when measured, else its note."""
+    if measured and (per_answer := _per_answer(result)) is not None:
+        return f"{fmt_dollars(per_answer)} an answer"
+    return _cost_note(result)
+
+
 def _prices(results: Sequence[RunResult]) -> list[float] | None:
-    """Every target's price, or None when one of them states none (or there is one target)."""
-    prices = [read_price(_cost(result)) for result in results]
+    """Every target's cost per answer when each was measured, else every target's price from
+    its note; None when one of them states none (or there is one target)."""
+    if _measured(results):
+        return [_per_answer(r) or 0.0 for r in results]
+    prices = [read_price(_cost_note(result)) for result in results]
     if len(results) < 2 or any(price is None for price in prices):
         return None
     return [price for price in prices if price is not None]
@@ -176,7 +200,10 @@ def _difference(other: Standing) -> str:
 
 
 def _standing(
-    reference: RunResult, other: RunResult, price: Literal["more", "same"] | None
+    reference: RunResult,
+    other: RunResult,
+    price: Literal["more", "same"] | None,
+    measured: bool = False,
 ) -> Standing:
     faster: list[str] = []
     slower: list[str] = []
@@ -208,7 +235,7 @@ def _standing(
             slower.append(f"{fmt_duration(value - base)} slower at {label} {shown}")
     return Standing(
         name=other.display_name,
-        cost=_cost(other) if price is not None else None,
+        cost=_cost(other, measured) if price is not None else None,
         price=price,
         faster=tuple(faster),
         slower=tuple(slower),
@@ -251,13 +278,16 @@ def compare_targets(results: Sequence[RunResult]) -> Comparison | None:
     if found is None:
         return Comparison(True, None, None, (), ())
     reference, base = found
+    measured = _measured(results)
     return Comparison(
         priced=True,
         reference=reference.display_name,
-        reference_cost=_cost(reference),
-        cheaper_failing=tuple((r.display_name, _cost(r)) for r, price in priced if price < base),
+        reference_cost=_cost(reference, measured),
+        cheaper_failing=tuple(
+            (r.display_name, _cost(r, measured)) for r, price in priced if price < base
+        ),
         others=tuple(
-            _standing(reference, r, "same" if price == base else "more")
+            _standing(reference, r, "same" if price == base else "more", measured)
             for r, price in priced
             if price >= base and r is not reference
         ),
