@@ -356,6 +356,7 @@ PROBE_HELP_HEADINGS = [
     "Budgets (off turns a default one off):",
     "How many calls, and when:",
     "Comparisons: against a base, an earlier run or main's history:",
+    "Cost: what an answer's tokens cost (reported, never gated):",
     "Load search: calls at once, requests a second:",
     "Targets and reports:",
 ]

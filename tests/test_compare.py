@@ -149,7 +149,7 @@ def test_summary_names_the_cheapest_with_its_cost() -> None:
     )
     assert "Cheapest within budget: **local** (free\\_tier \\*0\\*).\n" in text
     assert (
-        "* **paid** ($1) costs more than **local** and is 400 ms faster at warm p95 (p95s x0.20 "
+        "* **paid** (\\$1) costs more than **local** and is 400 ms faster at warm p95 (p95s x0.20 "
         "to x0.20, 97.5 %) and 400 ms faster at concurrent p95 (p95s x0.33 to x0.33, 97.5 %).\n"
         in text
     )

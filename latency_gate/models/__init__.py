@@ -169,6 +169,8 @@ class RunResult(_Frozen):
     )
     cost: Cost | None = Field(
         default=None,
+        # Left out when None: a result file from before it reads back and writes out the same.
+        exclude_if=lambda cost: cost is None,
         description="what the answers cost (--price): per answer and per 1,000 calls, and "
         "head / base in an A/B run; reported, never gated. None: no price given",
     )
