@@ -131,7 +131,7 @@ def judge_number(
         # number on its own (it is named among what changed).
         tokens = same.unit == "tokens"
         half = Alphas(alpha.regressed / 2, alpha.within) if tokens else alpha
-        varies = same.lengths_vary(name)
+        varies = same.at_same_work(name)
         found = (
             same.regression(name, q, limit, half, interval=interval)
             if varies

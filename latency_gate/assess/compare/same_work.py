@@ -5,9 +5,12 @@ For a whole-call percentile (warm p50/p95, concurrent p95) of a run whose answer
 (assess/numbers/work.py: output tokens, or a body's bytes), two tests decide together:
 
 - **the same work**: the percentile of each call's latency over what its length predicts (a
-  line through both arms' calls of that kind; a burst's calls also on their burst's mean
-  length), by the exact permutation test of assess/compare/regression.py at the limit. Its noise is
-  the endpoint's speed alone, not the spread of the answers' lengths;
+  line of that kind's calls whose slopes are fitted within each arm, an intercept per arm, so
+  that a head slower on every call stays slower whatever its answers' length; a burst's calls
+  also on their burst's mean length), by the exact permutation test of
+  assess/compare/regression.py at the limit. Its noise is the endpoint's speed alone, not the
+  spread of the answers' lengths. Where the arms' lengths do not overlap, or longer answers
+  are not slower within the arms, the calls are compared as they are (`at_same_work`);
 - **the answers' length**: the geometric mean of the pairs' length ratios (the head's i-th call
   and the base's i-th got the same prompt: measure/engine.py), by Student's t, paired; unpaired
   (Welch) against an earlier run, whose prompts were others.
@@ -40,6 +43,7 @@ from latency_gate.assess.maths.student_t import t_quantile
 from latency_gate.assess.numbers.work import (
     Work,
     adjusted,
+    comparable,
     first_token,
     length,
     length_unit,
@@ -185,6 +189,17 @@ class SameWork:
             len({c[0] for c in self._work(arm, phase).covariates}) > 1
             for arm in (self.head, self.base)
         )
+
+    def at_same_work(self, number: str) -> bool:
+        """Whether `number`'s calls are compared at the same work: their lengths vary within an
+        arm (`lengths_vary`), the arms' lengths overlap and longer answers are slower within
+        the arms (assess/numbers/work.py, `comparable`). Else the calls are compared as they
+        are: a line through arms of lengths apart is an extrapolation, and one that is not
+        positive would read a slower head's calls as its shorter answers'."""
+        if not self.lengths_vary(number):
+            return False
+        phase = _PHASES.get(number, CallPhase.CONCURRENT)
+        return comparable(self._work(self.head, phase), self._work(self.base, phase))
 
     def _work(self, samples: Sequence[Sample], phase: CallPhase) -> Work:
         return work_of(samples, phase, self.unit, self.concurrency)

@@ -13,10 +13,14 @@ and splits its time:
   (tokens - 1), the definition LLM serving benchmarks use, so that latency = first visible delta
   + (tokens - 1) x per_token exactly;
 - `adjusted`: each call's latency divided by what its length predicts, the prediction a least-
-  squares line through both arms' calls of one kind (for calls of a burst, on the call's own
+  squares line whose slopes are fitted within each arm's calls of one kind (an intercept per
+  arm, the slopes shared), put through both arms' calls (for calls of a burst, on the call's own
   length and its burst's mean length, since a call that waited for a slot waited for the others'
   answers). Under "the same speed" those ratios are alike on both arms whatever the answers'
-  lengths, so a test of their percentile is a test of the latency at the same work.
+  lengths, so a test of their percentile is a test of the latency at the same work; and since
+  the slopes are not fitted on the arms' difference, a head slower on every call is slower at
+  the same work whatever its answers' length. Where longer answers are not slower within the
+  arms (no positive slope) the calls are compared as they are.
 
 docs/statistics.md ("Regressions at the same work") says why, with the simulations.
 """
@@ -31,12 +35,15 @@ from latency_gate.models import CallPhase, Finding, Sample
 __all__ = [
     "Work",
     "adjusted",
+    "comparable",
     "first_token",
     "fixed_length_finding",
     "length",
     "length_unit",
+    "overlap",
     "pairs",
     "per_token",
+    "within_fit",
     "work_of",
 ]
 
@@ -141,51 +148,106 @@ def _solve(matrix: list[list[float]], vector: list[float]) -> list[float] | None
     return out
 
 
-def _standardise(columns: list[list[float]]) -> list[list[float]]:
-    """Each column centred and scaled to unit spread (a column that does not vary is dropped):
-    the normal equations stay well conditioned whatever the units."""
-    out = []
-    for column in columns:
-        mean = sum(column) / len(column)
-        spread = (sum((v - mean) ** 2 for v in column) / len(column)) ** 0.5
-        if spread > 1e-12 * max(1.0, abs(mean)):
-            out.append([(v - mean) / spread for v in column])
-    return out
+def within_fit(
+    latencies: Sequence[float], covariates: Sequence[tuple[float, ...]], arms: Sequence[int]
+) -> list[float] | None:
+    """Each call's predicted latency on a line whose slopes are fitted within the arms (each
+    arm's calls about their own means: a slope shared by the arms, an intercept per arm), put
+    through the pooled calls' mean, held at or above a tenth of the shortest latency. None when
+    the calls cannot give the line a length slope above zero (no length varies within an arm,
+    or longer answers are not slower): there is no length to hold the latency to.
 
-
-def fit(latencies: Sequence[float], covariates: Sequence[tuple[float, ...]]) -> list[float]:
-    """Each call's predicted latency: the least-squares line of latency on its covariates
-    (dropping a covariate that does not vary, and the last ones when the rest explain it), held
-    at or above a tenth of the shortest latency."""
+    Why within the arms: a line through both arms' calls together is also fitted on the arms'
+    difference, so where their lengths differ it reads a change of speed as the length's (a
+    head twice as slow with answers 86 % shorter gave that line a negative slope and the head
+    a latency at the same work equal to its base's). The slopes within the arms do not depend
+    on the arms' own levels, so the head's level against the base's is left to the test."""
     n = len(latencies)
-    if n == 0:
-        return []
-    width = len(covariates[0]) if covariates else 0
-    columns = _standardise([[row[k] for row in covariates] for k in range(width)])
-    floor = _FLOOR_SHARE * min(latencies)
-    mean = sum(latencies) / n
-    while columns:
-        design = [[1.0] * n, *columns]
+    if n == 0 or not covariates:
+        return None
+    width = len(covariates[0])
+    groups: dict[int, list[int]] = {}
+    for i, arm in enumerate(arms):
+        groups.setdefault(arm, []).append(i)
+    centred_y = [0.0] * n
+    columns = [[0.0] * n for _ in range(width)]
+    for members in groups.values():
+        mean_y = sum(latencies[i] for i in members) / len(members)
+        for i in members:
+            centred_y[i] = latencies[i] - mean_y
+        for k in range(width):
+            mean_x = sum(covariates[i][k] for i in members) / len(members)
+            for i in members:
+                columns[k][i] = covariates[i][k] - mean_x
+    spreads = [(sum(v * v for v in column) / n) ** 0.5 for column in columns]
+    scale = max((abs(row[k]) for row in covariates for k in range(width)), default=1.0) or 1.0
+    kept = [k for k in range(width) if spreads[k] > 1e-9 * scale]
+    while kept and kept[0] == 0:
+        design = [[columns[k][i] / spreads[k] for i in range(n)] for k in kept]
         gram = [[sum(a * b for a, b in zip(x, y, strict=True)) for y in design] for x in design]
-        moment = [sum(a * b for a, b in zip(x, latencies, strict=True)) for x in design]
+        moment = [sum(a * b for a, b in zip(x, centred_y, strict=True)) for x in design]
         beta = _solve(gram, moment)
-        if beta is not None:
-            return [
-                max(floor, sum(beta[k] * design[k][i] for k in range(len(design))))
-                for i in range(n)
-            ]
-        columns = columns[:-1]
-    return [mean] * n
+        if beta is None:
+            kept = kept[:-1]
+            continue
+        slopes = {k: b / spreads[k] for k, b in zip(kept, beta, strict=True)}
+        if slopes[0] <= 0:
+            return None
+        mean_y = sum(latencies) / n
+        means = {k: sum(row[k] for row in covariates) / n for k in kept}
+        floor = _FLOOR_SHARE * min(latencies)
+        return [
+            max(floor, mean_y + sum(slopes[k] * (row[k] - means[k]) for k in kept))
+            for row in covariates
+        ]
+    return None
+
+
+# The arms' lengths overlap when at least this share of each arm's calls (and 2) lie within the
+# other arm's range of lengths: elsewhere the latency at the same work is an extrapolation.
+_OVERLAP_SHARE = 0.1
+
+
+def overlap(head: Work, base: Work) -> bool:
+    """Whether the arms' answers overlap in length: at least a tenth of each arm's calls (and 2)
+    within the other's range of lengths (the call's own, the first covariate)."""
+
+    def inside(calls: Work, other: Work) -> bool:
+        if not calls.covariates or not other.covariates:
+            return False
+        low = min(row[0] for row in other.covariates)
+        high = max(row[0] for row in other.covariates)
+        within = sum(low <= row[0] <= high for row in calls.covariates)
+        return within >= max(2, _OVERLAP_SHARE * len(calls.covariates))
+
+    return inside(head, base) and inside(base, head)
+
+
+def comparable(head: Work, base: Work) -> bool:
+    """Whether the two arms' calls can be compared at the same work: their lengths overlap and,
+    within the arms, longer answers are slower (`within_fit` finds a positive slope). Else a
+    latency at the same work would be an extrapolation, or a line that reads a change of speed
+    as the length's, and the calls are compared as they are."""
+    if not overlap(head, base):
+        return False
+    arms = [0] * len(head.latencies) + [1] * len(base.latencies)
+    found = within_fit(
+        [*head.latencies, *base.latencies], [*head.covariates, *base.covariates], arms
+    )
+    return found is not None
 
 
 def adjusted(
     head: Work, base: Work, *, scale: float = 1.0, shift: float = 0.0
 ) -> tuple[list[float], list[float], float]:
     """Each call's latency over what its work predicts, head's first brought back by the limit
-    (divided by `scale`, less `shift`), the line fitted through both arms' calls together (so
-    the two arms are treated alike: under "head is base brought back by the limit" the ratios
-    are exchangeable); and the prediction at the calls' mean work, by which the ratios are
-    multiplied so that they read in seconds (a difference of them is in seconds too)."""
+    (divided by `scale`, less `shift`), the line's slopes fitted within the arms and put through
+    both arms' calls together (`within_fit`: the two arms are treated alike, so under "head is
+    base brought back by the limit" the ratios are exchangeable, and a head slower on every
+    call stays slower whatever its answers' length); and the prediction at the calls' mean
+    work, by which the ratios are multiplied so that they read in seconds (a difference of them
+    is in seconds too). Where the line has no positive length slope the calls are returned as
+    they are: the whole-call test."""
     brought = [v / scale - shift for v in head.latencies]
     pool = [*brought, *base.latencies]
     positive = [v for v in pool if v > 0]
@@ -193,7 +255,11 @@ def adjusted(
         return [], [], 1.0
     lowest = min(positive)
     pool = [max(v, lowest * 1e-3) for v in pool]
-    predicted = fit(pool, [*head.covariates, *base.covariates])
+    arms = [0] * len(brought) + [1] * len(base.latencies)
+    predicted = within_fit(pool, [*head.covariates, *base.covariates], arms)
+    if predicted is None:
+        cut = len(brought)
+        return pool[:cut], pool[cut:], sum(pool) / len(pool)
     typical = sum(predicted) / len(predicted)
     ratios = [typical * v / p for v, p in zip(pool, predicted, strict=True)]
     cut = len(brought)
