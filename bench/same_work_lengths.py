@@ -89,7 +89,7 @@ def one_run(job: tuple[str, str, int]) -> dict[str, bool]:
     return {
         "failed": not out.verdict.passed,
         "latency_flagged": any(d.regressed for d in deltas),
-        "same_work_flagged": any(d.regressed and not d.by_length for d in deltas),
+        "latency_own": any(d.regressed and not d.by_length for d in deltas),
         "by_length": any(d.regressed and d.by_length for d in deltas),
         "at_same_work": any(d.same_work for d in deltas),
         "length_named": parts.get("length") in ("longer", "shorter"),
@@ -99,21 +99,26 @@ def one_run(job: tuple[str, str, int]) -> dict[str, bool]:
 KEYS = (
     "failed",
     "latency_flagged",
-    "same_work_flagged",
+    "latency_own",
     "by_length",
     "at_same_work",
     "length_named",
 )
 HEADER = (
     "| base's lengths | head against base | runs FAILed | a latency row flagged "
-    "| flagged by its latency at the same work | flagged by the length alone "
+    "| flagged by the latency's own test | flagged by the length alone "
     "| tested at the same work | length named | runs |\n|---|---|---|---|---|---|---|---|---|"
 )
 
 
 def _cell(share: float, runs: int) -> str:
-    """A share with its Monte Carlo standard error (binomial)."""
-    error = math.sqrt(max(share * (1 - share), 0.25 / runs) / runs)
+    """A share with its Monte Carlo error: one binomial standard error, or at 0 % and 100 % the
+    95 % bound of the rule of three (3 / runs)."""
+    if share == 0:
+        return f"0.0 % (≤ {300 / runs:.1f})"
+    if share == 1:
+        return f"100.0 % (≥ {100 - 300 / runs:.1f})"
+    error = math.sqrt(share * (1 - share) / runs)
     return f"{share * 100:.1f} % (± {error * 100:.1f})"
 
 

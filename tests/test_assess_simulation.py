@@ -202,3 +202,21 @@ def test_same_work_names_a_slower_decode() -> None:
     row = _llm_cell("time per token +10 %", 20)
     assert row.named["per_token"] >= 0.85
     assert row.named["length"] == 0.0
+
+
+# --- arms whose answers differ in length (issue 41): bench/same_work_lengths.py -----------------
+
+
+@pytest.mark.slow
+def test_shorter_and_slower_fails_and_the_same_flags_no_latency_row() -> None:
+    """The issue's shape on the narrow spread (answers 86 % shorter, whole calls twice the
+    base's) FAILs every run (it passed every run before: 0.5 % of 200), each by a latency row;
+    the same endpoint flags no latency row (docs/statistics.md, "Arms whose answers differ in
+    length": 100 % and 0 %)."""
+    import same_work_lengths as lengths
+
+    issue = next(c for c in lengths.CHANGES if c.startswith("answers 86 %"))
+    caught = [lengths.one_run(("narrow, sigma 0.25", issue, i)) for i in range(8)]
+    assert all(r["failed"] and r["latency_own"] for r in caught)
+    same = [lengths.one_run(("narrow, sigma 0.25", "the same", i)) for i in range(8)]
+    assert not any(r["latency_flagged"] for r in same)
