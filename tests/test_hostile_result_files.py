@@ -262,6 +262,45 @@ def test_secrets_in_an_incoming_file_reach_no_output(
     assert "http://***@" in refused.stderr
 
 
+BASE_LEAKS = ("basepass77", "sk-basequery88", "bproxy66", "bhdr-5555", "bkey-4444", "bbody-33")
+
+
+def test_the_base_settings_of_an_incoming_file_are_redacted_and_scrubbed(
+    demo: DemoServer, honest: dict[str, Any], tmp_path: Path
+) -> None:
+    """An A/B run's file written by hand with the base's settings in clear (its URL's userinfo
+    and query key, proxy password, secret header, key, and own request's body credential),
+    quoted back by an error: none of them reaches merge's outputs or a refused baseline's
+    message (round five: only the head's settings were redacted on reading)."""
+    copy: dict[str, Any] = json.loads(json.dumps(honest))
+    copy["config"] |= {
+        "baseline_url": copy["config"]["url"].replace("http://", "http://carol:basepass77@")
+        + "?key=sk-basequery88",
+        "baseline_proxy": "http://dave:bproxy66@10.0.0.2:3128",
+        "baseline_headers": ["X-Api-Key: bhdr-5555", "Accept: text/event-stream"],
+        "baseline_api_key": "bkey-4444",
+        "baseline_request": {
+            "format": "openai",
+            "body": '{"model": "b", "messages": [], "api_key": "bbody-33"}',
+        },
+    }
+    sample = copy["samples"][-1]
+    sample |= {"ok": False, "latency": None, "error": "http_4xx"}
+    sample["error_detail"] = "HTTP 401: " + " ".join(BASE_LEAKS)
+    path = _file(tmp_path, copy)
+    out_json, out_md = tmp_path / "m.json", tmp_path / "m.md"
+    merged = judged(run_cli("merge", path, "--json", str(out_json), "--markdown", str(out_md)))
+    refused = run_cli("probe", demo.url, *FAST, "--baseline", path)
+    everything = merged.output + out_json.read_text() + out_md.read_text() + refused.output
+    for leak in BASE_LEAKS:
+        assert leak not in everything
+    kept = json.loads(out_json.read_text())
+    config = (kept["runs"][0] if "runs" in kept else kept)["config"]
+    assert config["baseline_headers"] == ["X-Api-Key: ***", "Accept: text/event-stream"]
+    assert config["baseline_api_key"] == "***"
+    assert config["baseline_request"]["body"].startswith("*** (sha256 ")
+
+
 def test_merge_of_the_same_file_twice_says_so(tmp_path: Path) -> None:
     """merge a.json a.json: exit 2 naming the file (each run would count twice)."""
     (tmp_path / "a.json").write_text(dump_runs([make_result("api")]))
