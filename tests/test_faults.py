@@ -52,6 +52,8 @@ SMALL_RUN = (
 CLI_TIMEOUT = 60.0
 # cold + warm + the burst's pre-connect + the burst: the most --timeout waits a run can add up.
 TIMEOUT_WAITS = 4
+# What a run does inside its span besides waiting (its requests built, its calls read).
+SPAN_SLACK = 3.0
 
 
 @dataclass(frozen=True)
@@ -117,8 +119,12 @@ def assert_breach(run: CliRun, kind: ErrorKind) -> RunResult:
     assert result.numbers.error_rate == 1.0
     assert "### Errors by kind" in run.markdown
     assert f"| {kind.value} | {CALLS} |" in run.markdown
-    # Every wait is bounded by --timeout; 10 s covers interpreter start-up on a busy machine.
-    assert run.seconds < TIMEOUT_WAITS * TIMEOUT + 10
+    # Every wait is bounded by --timeout: the run's own span, from the start of its measuring to
+    # its result, the interpreter's start-up and the reports' rendering left out. Those are CPU
+    # work, which a busy machine stretches past any bound (issue 42: beside `stress-ng --cpu 2`
+    # the whole process took 14.1-14.5 s for 4 waits of 1 s); the process's end is bounded by
+    # CLI_TIMEOUT.
+    assert result.finished_at - result.started_at < TIMEOUT_WAITS * TIMEOUT + SPAN_SLACK
     return result
 
 
