@@ -3,15 +3,20 @@
 
 from __future__ import annotations
 
+import math
+import random
 from collections.abc import Callable
 
 from result_factory import (
+    DEFAULT_FLOOR,
+    STARTED_AT,
     TOOL_VERSION,
     URL,
     failed_sample,
     healthy_samples,
     make_result,
     make_target,
+    ok_sample,
     samples_for,
 )
 
@@ -21,7 +26,15 @@ from latency_gate.assess.result import assess_run
 from latency_gate.config import Budget, build_target
 from latency_gate.config.regression import DEFAULT_LIMIT
 from latency_gate.measurement import Measurement
-from latency_gate.models import CallPhase, ErrorKind, Finding, RunResult, StampSource
+from latency_gate.models import (
+    CallPhase,
+    CallTimings,
+    ErrorKind,
+    Finding,
+    RunResult,
+    Sample,
+    StampSource,
+)
 
 HOSTILE_DETAIL = "bad | gateway `rm -rf` <script>alert(1)</script>\n@octocat see #123 *now*"
 HOSTILE_NAME = "prod|<b>x</b> @team #7"
@@ -211,6 +224,76 @@ def scenario_llm() -> list[RunResult]:
     ]
 
 
+def _model_arm(per_token: float, seed: int) -> list[Sample]:
+    """A streamed model's calls: a first token about 80 ms, then 16-32 tokens (usage reports
+    them, with 30 prompt tokens) at about `per_token` each, a little noise on both."""
+    rng = random.Random(seed)
+    arm = []
+    for phase, count in ((CallPhase.COLD, 1), (CallPhase.WARM, 40), (CallPhase.CONCURRENT, 40)):
+        for i in range(count):
+            tokens = 16 + (i * 7) % 17
+            first = 0.080 * math.exp(rng.gauss(0, 0.1))
+            latency = first + (tokens - 1) * per_token * math.exp(rng.gauss(0, 0.05))
+            sample = ok_sample(phase, i, latency, stream=True)
+            arm.append(
+                sample.model_copy(
+                    update={
+                        "tokens": tokens,
+                        "input_tokens": 30,
+                        "token_events": tokens,
+                        "timings": CallTimings(
+                            request_sent=0.0002,
+                            headers=first * 0.5,
+                            first_byte=first * 0.5 + 0.001,
+                            first_token=first,
+                            last_token=latency - 0.001,
+                            last_byte=latency,
+                        ),
+                    }
+                )
+            )
+    return arm
+
+
+def _upgrade(head_model: str, base_model: str) -> list[RunResult]:
+    """`--model head_model --baseline-model base_model`, priced, the head 40 % slower per token
+    at answers of the same lengths: failed on the regressions, said as an upgrade."""
+    target = build_target(
+        {
+            "url": URL,
+            "name": "local",
+            "model": head_model,
+            "baseline-model": base_model,
+            "prompt": "Say hi.",
+            "stream": "true",
+            "price": "0.15/0.60",
+        }
+    )
+    head, base = _model_arm(0.007, seed=1), _model_arm(0.005, seed=2)
+    judged = assess_run(
+        target,
+        Measurement(head, started_at=STARTED_AT, base_samples=base),
+        finished_at=STARTED_AT + 12.3,
+        stamp_source=StampSource.KERNEL,
+        floor=DEFAULT_FLOOR,
+    )
+    return [judged.model_copy(update={"tool_version": TOOL_VERSION})]
+
+
+def scenario_upgrade() -> list[RunResult]:
+    """A model upgrade in one A/B run: gpt-b against gpt-a, slower per token."""
+    return _upgrade("gpt-b", "gpt-a")
+
+
+HOSTILE_MODEL = "gpt-b</b>|`x` @team ::error::pwned [a](http://e.x)"
+
+
+def scenario_upgrade_hostile() -> list[RunResult]:
+    """The upgrade named by a model whose name is Markdown, HTML, a mention and a workflow
+    command: every report shows it as text."""
+    return _upgrade(HOSTILE_MODEL, "gpt-a\n::warning::x")
+
+
 # Ten earlier runs' factors of drift (a log-normal factor per run, tau about 0.08), oldest first.
 DRIFT = (1.00, 0.93, 1.06, 1.12, 0.97, 0.90, 1.04, 1.09, 0.95, 1.01)
 DAY = 86_400.0
@@ -274,6 +357,8 @@ SCENARIOS: dict[str, Callable[[], list[RunResult]]] = {
     "history": scenario_history,
     "history_few": scenario_history_few,
     "llm": scenario_llm,
+    "upgrade": scenario_upgrade,
+    "upgrade_hostile": scenario_upgrade_hostile,
 }
 TERMINAL_SCENARIOS = (
     "pass",
@@ -286,4 +371,6 @@ TERMINAL_SCENARIOS = (
     "history",
     "history_few",
     "llm",
+    "upgrade",
+    "upgrade_hostile",
 )

@@ -49,6 +49,7 @@ __all__ = [
     "has_own_credentials",
     "origin_text",
     "same_origin",
+    "shown_prompt",
 ]
 
 # The settings that describe the base of an A/B run: where it is, its credentials, its own
@@ -156,6 +157,12 @@ def ab_input(target: Target) -> str | None:
 _PROMPT_SHOWN = 40  # characters of a base's own prompt in its label
 
 
+def shown_prompt(prompt: str) -> str:
+    """A prompt as a label shows it: on one line, quoted, its first 40 characters."""
+    text = " ".join(prompt.split())
+    return repr(text if len(text) <= _PROMPT_SHOWN else text[: _PROMPT_SHOWN - 1] + "…")
+
+
 def base_changes(target: Target) -> tuple[str, ...]:
     """How the base's request differs from the head's, in words safe to print ("model gpt-a",
     "format anthropic", "prompt 'Be brief.'", "body *** (sha256 ...)", "stream off"); empty
@@ -171,9 +178,7 @@ def base_changes(target: Target) -> tuple[str, ...]:
     if "baseline-body" in request.given and request.body is not None:
         changes.append(f"body {body_fingerprint(request.body)}")
     elif "baseline-prompt" in request.given and request.prompt is not None:
-        prompt = " ".join(request.prompt.split())
-        shown = prompt if len(prompt) <= _PROMPT_SHOWN else prompt[: _PROMPT_SHOWN - 1] + "…"
-        changes.append(f"prompt {shown!r}")
+        changes.append(f"prompt {shown_prompt(request.prompt)}")
     if request.stream != target.stream:
         changes.append("stream on" if request.stream else "stream off")
     return tuple(changes)

@@ -40,6 +40,7 @@ from latency_gate.report.deltas import (
     what_changed_sentence,
 )
 from latency_gate.report.markup import md_text, md_url
+from latency_gate.report.upgrade import upgrade_of
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -139,7 +140,10 @@ def _context(results: Sequence[RunResult]) -> dict[str, object]:
     scale = chart_scale(results)
     views = [target_view(result, scale) for result in results]
     passing = [view for view in views if view.result.verdict.passed]
+    # One run of two requests (a model against another) is said as an upgrade (report/upgrade.py).
+    upgrade = None if len(views) > 1 else upgrade_of(views[0].result, views[0].problems)
     return {
+        "upgrade": upgrade,
         "views": views,
         "several": len(views) > 1,
         "passed": len(passing) == len(views),

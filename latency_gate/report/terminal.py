@@ -26,6 +26,7 @@ from latency_gate.report.deltas import (
 from latency_gate.report.load import load_lines
 from latency_gate.report.text_lines import WIDTH
 from latency_gate.report.text_lines import wrap as _wrap
+from latency_gate.report.upgrade import Upgrade, upgrade_of
 from latency_gate.report.view import (
     NUMBER_LABELS,
     STAMP_SOURCES,
@@ -87,11 +88,13 @@ def render_terminal(
     views = [target_view(result, 0.0) for result in results]
     names = [_one_line(view.result.display_name) for view in views]
     several = len(views) > 1
-    lines = _verdict(views, names, color)
+    # One run of two requests (a model against another) is said as an upgrade (report/upgrade.py).
+    upgrade = None if several else upgrade_of(views[0].result, views[0].problems)
+    lines = _verdict(views, names, color) if upgrade is None else _upgrade(views[0], upgrade, color)
     lines += ["", *_table(views, names, color)]
     lines += _comparison(results)
-    lines += _baselines(results, names)
-    lines += _costs(views, names)
+    lines += _baselines(results, names, upgrade)
+    lines += [] if upgrade is not None else _costs(views, names)
     lines += _loads(views, names, verbose=verbose)
     detailed = [verbose or not view.result.verdict.passed for view in views]
     # The findings of a target whose detail is not shown: with several targets their titles (the
@@ -159,6 +162,33 @@ def _verdict(views: Sequence[TargetView], names: Sequence[str], color: bool) -> 
     return lines
 
 
+def _upgrade(view: TargetView, upgrade: Upgrade, color: bool) -> list[str]:
+    """The first lines of a run of two requests: the verdict line naming the candidate and the
+    base ("candidate gpt-b: FAIL: warm p95 31 % slower (...) than gpt-a"), what else failed it,
+    what changed, the cost; then the time to the verdict and what stayed undecided."""
+    lead = f"{clean_text(upgrade.lead)}: "
+    first = _wrap(lead + _one_line_long(upgrade.outcome))
+    word = "PASS" if upgrade.passed else "FAIL"
+    if first[0].startswith(lead + word):  # painted after wrapping: escape codes take no room
+        first[0] = lead + _paint(word, word, color) + first[0][len(lead + word) :]
+    lines = first + [line for text in upgrade.more for line in _wrap(_one_line_long(text), "  ")]
+    if upgrade.changed:
+        lines += _wrap(f"what changed: {clean_text(upgrade.changed)}", "  ")
+    if upgrade.costs:
+        lines += _wrap(f"cost: {upgrade.costs[0]}", "  ")
+        lines += [line for more in upgrade.costs[1:] for line in _wrap(more, "    ")]
+    lines.append(f"  {time_to_verdict([view])}.")
+    for item in view.result.verdict.undecided:
+        lines += _wrap(f"undecided, without failing the run: {_one_line_long(item)}", "  ")
+    if view.result.interrupted:
+        lines += _wrap(
+            f"interrupted: the numbers cover only the {view.total_calls:,} calls made before "
+            "it stopped",
+            "  ",
+        )
+    return lines
+
+
 def _cell(row: Row | None) -> tuple[str, str]:
     """A side-by-side cell: the value, and for a gated number its result and budget."""
     if row is None:
@@ -211,8 +241,11 @@ def _comparison(results: Sequence[RunResult]) -> list[str]:
     return ["", *(line for sentence in said for line in _wrap(sentence))] if said else []
 
 
-def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
-    """The baseline's outcome, a line per target that has one."""
+def _baselines(
+    results: Sequence[RunResult], names: Sequence[str], upgrade: Upgrade | None = None
+) -> list[str]:
+    """The baseline's outcome, a line per target that has one; an upgrade's named by its
+    candidate and base, what changed said with its verdict."""
     lines: list[str] = []
     for result, name in zip(results, names, strict=True):
         check = result.baseline
@@ -243,6 +276,8 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             asked = clean_text("; ".join(check.base_request))
             asked = f" ({asked})" if asked else ""
             text = f"against the base{asked} measured beside it{who}: {found}"
+            if upgrade is not None:
+                text = f"{_one_line_long(upgrade.against)}, measured side by side: {found}"
         elif check.regressions:
             text = f"baseline{who}: {regressed_text(check, 'noise')}"
         else:
@@ -253,7 +288,7 @@ def _baselines(results: Sequence[RunResult], names: Sequence[str]) -> list[str]:
             text += f"; {_one_line_long(check.message)}"
         lines += _wrap(text)
         changed = what_changed_sentence(check)
-        if changed and check.status == "compared":
+        if changed and check.status == "compared" and upgrade is None:
             lines += _wrap(f"  what changed: {clean_text(changed)}")
         if check.status == "compared" and judged is None and check.kind != "side-by-side":
             lines += _wrap(f"  {ONE_EARLIER_RUN}")
