@@ -59,7 +59,8 @@ def _prompt(body: dict[str, Any]) -> str:
 def test_baseline_model_sends_the_bases_calls_with_its_model(tmp_path: Path) -> None:
     """`--model gpt-b --baseline-model gpt-a` at one URL: the server gets every call of each arm,
     the head's naming gpt-b and the base's gpt-a, the bodies otherwise alike, each prompt asked
-    once by each arm; the result names the base by its model."""
+    once by each arm; the result names the base by its model, the terminal both ("candidate
+    gpt-b against gpt-a")."""
     with serve_in_thread(HEAD) as (server,):
         done = invoke(
             "probe",
@@ -93,7 +94,9 @@ def test_baseline_model_sends_the_bases_calls_with_its_model(tmp_path: Path) -> 
         "the head's endpoint asked its own request (model gpt-a), measured side by side with "
         "the head in this run (the same prompts, the calls of the two interleaved)"
     ) in " ".join(markdown.split())
-    assert "against the base (model gpt-a) measured beside it" in " ".join(done.stdout.split())
+    said = " ".join(done.stdout.split())  # two models: said as an upgrade (report/upgrade.py)
+    assert said.startswith("candidate gpt-b: PASS against gpt-a: ")
+    assert "candidate gpt-b against gpt-a, measured side by side: " in said
 
 
 @pytest.mark.slow  # a whole probe of both arms: about 2 s
