@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import trustme
+from demo_process import demo_server
 from result_factory import failed_sample, healthy_samples, ok_sample, samples_for
 
 from latency_gate.assess.findings import find
@@ -364,18 +365,23 @@ async def _probe_codes(spec: EndpointSpec, *, warm: int = 5, concurrency: int = 
     findings read those calls, and the looks the gate would add (up to 131 calls for the error
     budget) made one test of the 0.7 s paid endpoint take 50 s."""
     async with DemoServer(spec) as server:
-        target = build_target(
-            {
-                "url": server.url,
-                "prompt": "Hello",
-                "stream": "true",
-                "warm-calls": str(warm),
-                "concurrency": str(concurrency),
-                "timeout": "20s",
-                "max-calls": str(1 + warm + concurrency),
-            }
-        )
-        result = await probe(target, measure_floor=False)
+        return await _codes_at(server.url, warm=warm, concurrency=concurrency)
+
+
+async def _codes_at(url: str, *, warm: int, concurrency: int) -> list[str]:
+    """The findings of one look at `url` (as _probe_codes)."""
+    target = build_target(
+        {
+            "url": url,
+            "prompt": "Hello",
+            "stream": "true",
+            "warm-calls": str(warm),
+            "concurrency": str(concurrency),
+            "timeout": "20s",
+            "max-calls": str(1 + warm + concurrency),
+        }
+    )
+    result = await probe(target, measure_floor=False)
     return [f.code for f in result.findings]
 
 
@@ -384,8 +390,13 @@ LOCAL, FREE, PAID = classic_three()
 
 @pytest.mark.slow
 async def test_demo_local_shows_no_finding() -> None:
-    """The healthy local endpoint, at the default 20 warm and 10 concurrent calls: nothing."""
-    assert await _probe_codes(LOCAL, warm=20, concurrency=10) == []
+    """The healthy local endpoint, at the default 20 warm and 10 concurrent calls: nothing. It
+    is served by a process of its own, as `latency-gate demo-server` serves it: served in the
+    probe's own event loop, one thread both sent the burst and streamed its ten answers, and on
+    a machine busy elsewhere the burst came out queued (issue 42: "serialized" beside
+    `stress-ng --cpu 2`, and in a fresh-clone run with a helper's tests at nice 19 beside it)."""
+    with demo_server("127.0.0.1", "--preset", "local") as url:
+        assert await _codes_at(url, warm=20, concurrency=10) == []
 
 
 @pytest.mark.slow
