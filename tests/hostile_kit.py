@@ -11,7 +11,7 @@ import io
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,8 +75,6 @@ def paced(answer: Answer, pause: float = 0.02) -> Iterator[tuple[str, Seen]]:
     """A loopback server that answers each request (its head and body, as bytes) with the
     pieces `answer` returns, `pause` seconds apart; yields its base URL and what it saw."""
     seen = Seen()
-    loop = asyncio.new_event_loop()
-    holder: dict[str, asyncio.Server] = {}
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
@@ -92,15 +90,28 @@ def paced(answer: Answer, pause: float = 0.02) -> Iterator[tuple[str, Seen]]:
                     await writer.drain()
         writer.close()
 
+    with handler_in_thread(handle) as port:
+        yield f"http://127.0.0.1:{port}", seen
+
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+
+@contextlib.contextmanager
+def handler_in_thread(handle: Handler) -> Iterator[int]:
+    """Serve `handle` on 127.0.0.1 (a port the kernel picks) from an event loop on a thread of
+    its own, so a test's CLI run in the main thread can call it; yields the port."""
+    loop = asyncio.new_event_loop()
+    holder: dict[str, asyncio.Server] = {}
+
     async def start() -> None:
         holder["server"] = await asyncio.start_server(handle, "127.0.0.1", 0)
 
     thread = threading.Thread(target=loop.run_forever, daemon=True)
     thread.start()
     asyncio.run_coroutine_threadsafe(start(), loop).result(5)
-    port = holder["server"].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}", seen
+        yield holder["server"].sockets[0].getsockname()[1]
     finally:
         # Closed on its own loop's thread: Server.close is not thread-safe.
         loop.call_soon_threadsafe(holder["server"].close)

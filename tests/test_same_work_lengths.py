@@ -15,12 +15,12 @@ import contextlib
 import json
 import math
 import random
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hostile_kit import handler_in_thread
 from result_factory import make_result
 
 from latency_gate import cli
@@ -178,9 +178,7 @@ def _lengths_server(shape: Shape, *, stream: bool) -> Iterator[str]:
     """A loopback OpenAI-chat endpoint that answers request n with `shape(n)`'s tokens (counted
     in its usage) after about `shape(n)`'s seconds: a document after the wait, or a stream whose
     first delta comes at a tenth of the wait and its last at the end. Yields its URL."""
-    loop = asyncio.new_event_loop()
     count = [0]
-    holder: dict[str, asyncio.Server] = {}
 
     async def answer(writer: asyncio.StreamWriter, seconds: float, tokens: int) -> None:
         usage = {"prompt_tokens": 5, "completion_tokens": tokens, "total_tokens": 5 + tokens}
@@ -245,20 +243,8 @@ def _lengths_server(shape: Shape, *, stream: bool) -> Iterator[str]:
                 await answer(writer, seconds, tokens)
         writer.close()
 
-    async def start() -> None:
-        holder["server"] = await asyncio.start_server(handle, "127.0.0.1", 0)
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(start(), loop).result(5)
-    port = holder["server"].sockets[0].getsockname()[1]
-    try:
+    with handler_in_thread(handle) as port:
         yield f"http://127.0.0.1:{port}/v1/chat/completions"
-    finally:
-        loop.call_soon_threadsafe(holder["server"].close)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 def _invoke(*args: str) -> Result:

@@ -13,11 +13,11 @@ import asyncio
 import contextlib
 import json
 import re
-import threading
 from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner, Result
+from hostile_kit import handler_in_thread
 from markdown_it import MarkdownIt
 from report_scenarios import HOSTILE_MODEL, scenario_upgrade, scenario_upgrade_hostile
 from result_factory import STARTED_AT, URL, make_result, samples_for
@@ -156,9 +156,7 @@ def _models_server(speeds: dict[str, tuple[float, float]]) -> Iterator[str]:
     """A loopback OpenAI-chat endpoint that streams the model each request names at that model's
     speed: its first delta after the first token's time, then 20-30 tokens (usage counts them)
     at the time per token, in five deltas. Yields its URL."""
-    loop = asyncio.new_event_loop()
     count: dict[str, int] = {}
-    holder: dict[str, asyncio.Server] = {}
 
     async def answer(writer: asyncio.StreamWriter, model: str) -> None:
         first, per = speeds[model]
@@ -205,20 +203,8 @@ def _models_server(speeds: dict[str, tuple[float, float]]) -> Iterator[str]:
                 await answer(writer, body["model"])
         writer.close()
 
-    async def start() -> None:
-        holder["server"] = await asyncio.start_server(handle, "127.0.0.1", 0)
-
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    asyncio.run_coroutine_threadsafe(start(), loop).result(5)
-    port = holder["server"].sockets[0].getsockname()[1]
-    try:
+    with handler_in_thread(handle) as port:
         yield f"http://127.0.0.1:{port}/v1/chat/completions"
-    finally:
-        loop.call_soon_threadsafe(holder["server"].close)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(5)
-        loop.close()
 
 
 FEW = ("--warm-calls", "12", "--concurrency", "4", "--max-calls", "80", "--no-floor")
