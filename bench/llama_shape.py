@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from latency_gate.assess.numbers import work  # noqa: E402
 from latency_gate.config import build_target  # noqa: E402
 from latency_gate.measure.engine import Measurement, MoreCalls, measure  # noqa: E402
 from latency_gate.models import CallPhase, Sample  # noqa: E402
@@ -67,6 +68,10 @@ def _wait_healthy(base: str, timeout: float = 60.0) -> None:
             pass
         time.sleep(0.1)
     raise SystemExit(f"llama.cpp at {base} not healthy after {timeout:.0f} s")
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 6)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -119,6 +124,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "concurrent": [round(s.latency or 0.0, 6) for s in ok if s.phase is CallPhase.CONCURRENT],
         "tokens": {
             kind.value: [s.tokens for s in ok if s.phase is kind]
+            for kind in (CallPhase.WARM, CallPhase.CONCURRENT)
+        },
+        # Each call's first token and time per token after it (issue 41: the spread the
+        # same-work simulations give the first token is measured here, not assumed).
+        "first_token": {
+            kind.value: [_rounded(s.timings.first_token) for s in ok if s.phase is kind]
+            for kind in (CallPhase.WARM, CallPhase.CONCURRENT)
+        },
+        "per_token": {
+            kind.value: [_rounded(work.per_token(s)) for s in ok if s.phase is kind]
             for kind in (CallPhase.WARM, CallPhase.CONCURRENT)
         },
         "recorded": {

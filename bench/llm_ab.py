@@ -16,7 +16,10 @@ The pairs:
   time per token;
 - longer: the head answering up to 80 tokens where the base stops at 64 (the server's
   n_predict, the request naming no length; the prompt runs past both): should be named as
-  length.
+  length;
+- prompt: one server, one model, two requests (issue 41: `--baseline-body`): the head's system
+  prompt asks for detail, the base's for one word, both up to 128 tokens: should be named as
+  length, the time per token not blamed.
 
 Writes bench/results/llm_ab.json (every run's comparison) and prints a Markdown table.
 """
@@ -59,10 +62,17 @@ class Settings:
     slots: int = 2
 
 
-PAIRS: dict[str, tuple[Settings, Settings]] = {
+PAIRS: dict[str, tuple[Settings, Settings | None]] = {
     "same": (Settings(), Settings()),
     "threads": (Settings(threads=1), Settings()),
     "longer": (Settings(n_predict=80), Settings()),
+    "prompt": (Settings(n_predict=128), None),  # None: the base is the head's server
+}
+# The "prompt" pair's two requests: a question the model can answer in a word or at length.
+QUESTION = "What is the sea?"
+SYSTEMS = {
+    "head": "Answer in detail, in at least five full sentences.",
+    "base": "Answer in one word.",
 }
 
 
@@ -136,21 +146,33 @@ def server(model: str, settings: Settings) -> Iterator[str]:
             proc.wait(10)
 
 
-def one_run(head: str, base: str, max_calls: int, *, ignore_eos: bool = False) -> RunResult:
-    """One A/B run; `ignore_eos` asks each server for answers of its whole n_predict (SmolLM2
-    stopped "count to two hundred" after 14 tokens, under both caps)."""
-    body: dict[str, object] = {
-        "messages": [{"role": "user", "content": PROMPT}],
-        "stream": True,
-        "temperature": 0,
-    }
+def _body(system: str | None, *, ignore_eos: bool) -> dict[str, object]:
+    """A streamed chat request at temperature 0: PROMPT alone, or QUESTION under `system`."""
+    messages = [{"role": "user", "content": PROMPT if system is None else QUESTION}]
+    if system is not None:
+        messages.insert(0, {"role": "system", "content": system})
+    body: dict[str, object] = {"messages": messages, "stream": True, "temperature": 0}
     if ignore_eos:
         body["ignore_eos"] = True
+    return body
+
+
+def one_run(
+    head: str, base: str, max_calls: int, *, ignore_eos: bool = False, systems: bool = False
+) -> RunResult:
+    """One A/B run; `ignore_eos` asks each server for answers of its whole n_predict (SmolLM2
+    stopped "count to two hundred" after 14 tokens, under both caps); `systems`: each arm its
+    own request (SYSTEMS), the base's given as `--baseline-body`."""
+    settings = {
+        "url": f"{head}/v1/chat/completions",
+        "baseline-url": f"{base}/v1/chat/completions",
+        "body": json.dumps(_body(SYSTEMS["head"] if systems else None, ignore_eos=ignore_eos)),
+    }
+    if systems:
+        settings["baseline-body"] = json.dumps(_body(SYSTEMS["base"], ignore_eos=ignore_eos))
     target = build_target(
         {
-            "url": f"{head}/v1/chat/completions",
-            "baseline-url": f"{base}/v1/chat/completions",
-            "body": json.dumps(body),
+            **settings,
             "concurrency": "4",
             "max-calls": str(max_calls),
             "timeout": "60s",
@@ -201,10 +223,22 @@ def main() -> int:
     rows = []
     for pair in args.pair or list(PAIRS):
         head_settings, base_settings = PAIRS[pair]
-        with server(args.model, base_settings) as base, server(args.model, head_settings) as head:
+        with contextlib.ExitStack() as servers:
+            head = servers.enter_context(server(args.model, head_settings))
+            base = (
+                head
+                if base_settings is None
+                else servers.enter_context(server(args.model, base_settings))
+            )
             for run in range(1, args.runs + 1):
                 began = time.monotonic()
-                result = one_run(head, base, args.max_calls, ignore_eos=args.ignore_eos)
+                result = one_run(
+                    head,
+                    base,
+                    args.max_calls,
+                    ignore_eos=args.ignore_eos,
+                    systems=base_settings is None,
+                )
                 row = summary(pair, run, result, time.monotonic() - began)
                 rows.append(row)
                 print(json.dumps(row, default=str), flush=True)
