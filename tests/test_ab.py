@@ -21,6 +21,7 @@ import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 from conftest import free_port
+from machine_pace import queued_seconds
 from one_look import one_look
 from result_factory import make_result, make_target, samples_for
 from script_server import ScriptServer, steady
@@ -168,9 +169,17 @@ def _bursts_of(order: str) -> str:
 @pytest.mark.slow
 async def test_each_call_has_its_own_stamps(arms: tuple[DemoServer, DemoServer]) -> None:
     """The kernel-stamp clock is as good in an A/B run: every warm call of each arm measures
-    its own server's time (20 ms for the head, 50 ms for the base) within a few ms."""
+    its own server's time (20 ms for the head, 50 ms for the base) within a few ms.
+
+    The servers stamp in Python on this test's thread, so a wait of that thread for a core
+    makes their stamps late, not the probe's (the kernel's): the slack is the time the thread
+    waited (tests/machine_pace.py). Beside the whole suite at stop 46 the median error came out
+    6.6 ms on a loaded machine; crossed stamps would be 30 ms off on every call."""
     head, base = arms
+    queued = queued_seconds()
     result = await probe(_target(head.url, base.url, **ONE_LOOK), measure_floor=False)
+    waited = queued_seconds() - queued
+    all_errors = []
     for server, samples in ((head, result.samples), (base, result.base_samples)):
         records = sorted(server.records, key=lambda r: r.received_ns)[1 : 1 + WARM]
         warm = [s for s in samples if s.phase is CallPhase.WARM]
@@ -178,8 +187,10 @@ async def test_each_call_has_its_own_stamps(arms: tuple[DemoServer, DemoServer])
             abs((s.latency or 0) - ((r.done_ns or 0) - r.received_ns) / 1e9)
             for s, r in zip(warm, records, strict=True)
         )
-        assert errors[len(errors) // 2] < 0.002, errors
-        assert errors[-1] < 0.010, errors
+        all_errors += errors
+        assert errors[len(errors) // 2] < 0.002 + waited / len(errors) * 2, (errors, waited)
+        assert errors[-1] < 0.010 + waited, (errors, waited)
+    assert sum(all_errors) < 0.002 * len(all_errors) + waited, (all_errors, waited)
 
 
 async def test_the_budget_judges_the_head_alone() -> None:
