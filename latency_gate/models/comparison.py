@@ -106,8 +106,10 @@ class PartDelta(_Frozen):
 
     part: Literal["length", "first_token", "per_token"]
     unit: str = Field(description="tokens or bytes for the length; s for the times")
-    base: float | None = Field(description="base's median")
-    head: float | None = Field(description="head's median")
+    base: float | None = Field(
+        description="base's geometric mean (of its positive values; the ratio is their quotient)"
+    )
+    head: float | None = Field(description="head's geometric mean (of its positive values)")
     ratio: float | None = Field(description="head / base: the geometric mean of the ratios")
     interval: Bounds | None = Field(description="of the ratio, 98 % (1 % a side)")
     moved: Literal["longer", "shorter", "slower", "faster", "unchanged", "unclear"]

@@ -154,7 +154,7 @@ def _part_value(value: float | None, part: str, unit: str) -> str:
 
 
 def part_rows(check: BaselineCheck | None) -> tuple[PartRow, ...]:
-    """What changed: each part's medians, head / base (98 %) and whether it moved."""
+    """What changed: each part's geometric means, head / base (98 %) and whether it moved."""
     if check is None:
         return ()
     return tuple(
@@ -170,7 +170,7 @@ def part_rows(check: BaselineCheck | None) -> tuple[PartRow, ...]:
 
 
 def what_changed_sentence(check: BaselineCheck | None) -> str:
-    """ "answers 48 % longer (tokens p50 36 to 53); time per token and first token unchanged",
+    """ "answers 48 % longer (36 to 53 tokens); time per token and first token unchanged",
     the same for every row compared at the same work; empty without one."""
     if check is None:
         return ""
