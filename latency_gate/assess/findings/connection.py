@@ -7,13 +7,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from statistics import median
 
-from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls, setup_seconds
+from latency_gate.assess.findings.common import MIN_SAMPLES, Slower, ok_calls, setup_seconds
 from latency_gate.formatting import fmt_duration, plural
 from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
 
 # Cold start: this many times warm p50 and this much more in seconds.
-COLD_RATIO = 3.0
-COLD_MIN_EXTRA = 0.25
+COLD = Slower(ratio=3.0, extra=0.25)
 # Connection setup: DNS+TCP+TLS at least this share of a call's time, and this long in seconds.
 SETUP_SHARE = 0.3
 SETUP_MIN = 0.02
@@ -21,8 +20,7 @@ SETUP_MIN = 0.02
 RECONNECT_SHARE = 0.5
 # Cache answering: the same prompt on every call, and warm calls answer this many times
 # sooner than the cold call (the one fresh prompt) did once connected, and this much sooner.
-CACHE_RATIO = 3.0
-CACHE_MIN_EXTRA = 0.03
+CACHE = Slower(ratio=3.0, extra=0.03)
 
 
 def cold_start(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Finding | None:
@@ -31,7 +29,7 @@ def cold_start(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> 
     if not cold or warm is None or took is None:
         return None
     extra = took - warm
-    if took < COLD_RATIO * warm or extra < COLD_MIN_EXTRA:
+    if not COLD.than(took, warm):
         return None
     setup = setup_seconds(cold[0])
     server = max(extra - setup, 0.0)
@@ -165,7 +163,7 @@ def cache_answering(samples: Sequence[Sample], numbers: Numbers, streaming: bool
         return None
     fresh -= setup_seconds(first)
     typical = median(seen)
-    if fresh < CACHE_RATIO * typical or fresh - typical < CACHE_MIN_EXTRA:
+    if not CACHE.than(fresh, typical):
         return None
     return Finding(
         code="cache-answering",

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
 
-from latency_gate.assess.findings.common import MIN_SAMPLES, ok_calls
+from latency_gate.assess.findings.common import MIN_SAMPLES, Slower, ok_calls
 from latency_gate.assess.findings.streams import (
     BUFFERED_FIRST_TOKEN_SHARE,
     BURST_MIN_TOKENS,
@@ -23,12 +23,10 @@ from latency_gate.models import CallPhase, ErrorKind, Finding, Numbers, Sample
 
 # Queued: concurrent p95 at least this many times warm p50, this much slower in seconds, and at
 # least half of the burst this many times warm p50 (a queue, not one straggler).
-QUEUE_RATIO = 3.0
-QUEUE_MIN_EXTRA = 0.1
+QUEUE = Slower(ratio=3.0, extra=0.1)
 QUEUE_WAITING_RATIO = 1.5
 # Long tail: warm p95 this many times p50 and this much more in seconds, over at least 10 calls.
-LONG_TAIL_RATIO = 3.0
-LONG_TAIL_MIN_GAP = 0.1
+LONG_TAIL = Slower(ratio=3.0, extra=0.1)
 LONG_TAIL_MIN_SAMPLES = 10
 # Tokens/s hides the wait: users wait this long at p95, and this many times the streaming time.
 TPS_MIN_WAIT = 1.0
@@ -42,7 +40,7 @@ def queued(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> Find
         return None
     latencies = sorted(s.latency or 0.0 for s in burst)
     waiting = sum(v >= QUEUE_WAITING_RATIO * warm for v in latencies)
-    by_ends = p95 >= QUEUE_RATIO * warm and p95 - warm >= QUEUE_MIN_EXTRA
+    by_ends = QUEUE.than(p95, warm)
     if not (by_ends and 2 * waiting >= len(burst)) and not _waited_for_slots(burst, streaming):
         return None
     concurrency = sum(s.phase is CallPhase.CONCURRENT for s in samples)
@@ -73,7 +71,7 @@ def _client_behind(burst: Sequence[Sample], extra: float) -> Finding | None:
     each call's t0, as the rate path measures it, here from the burst's first), by a material
     share of the
     time the queue would explain (CLIENT_BUDGET_SHARE, a tenth, of what the burst's p95 took
-    over a warm call, or of QUEUE_MIN_EXTRA). A client that sends late also reads late, and what
+    over a warm call, or of QUEUE.extra). A client that sends late also reads late, and what
     looked like a queue may be its own. None when it kept up, or its lag was not measured (a
     result file from before it was)."""
     sent = [s.send_lag for s in burst if s.send_lag is not None]
@@ -83,7 +81,7 @@ def _client_behind(burst: Sequence[Sample], extra: float) -> Finding | None:
     # the endpoint at once; only calls it sent one after another can look like a queue.
     lags = [lag - min(sent) for lag in sent]
     lag = percentile(lags, 95) or 0.0
-    if lag <= CLIENT_BUDGET_SHARE * max(extra, QUEUE_MIN_EXTRA):
+    if lag <= CLIENT_BUDGET_SHARE * max(extra, QUEUE.extra):
         return None
     return Finding(
         code="client-behind",
@@ -147,7 +145,7 @@ def rounds_within(slots: int, service: float, limit: float, most: int) -> Rounds
 
 def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
     """Streamed answers: at least half the burst got its first token only after another call of
-    the burst had ended, and QUEUE_MIN_EXTRA after the fastest: they waited for a slot. Read
+    the burst had ended, and QUEUE.extra after the fastest: they waited for a slot. Read
     from the burst alone, so a warm p50 skewed by a busy CPU cannot hide a queue."""
     if not streaming or any(s.token_events < BURST_MIN_TOKENS for s in burst):
         return False
@@ -157,7 +155,7 @@ def _waited_for_slots(burst: Sequence[Sample], streaming: bool) -> bool:
         return False
     first_end = min(s.latency or 0.0 for s in burst)
     fastest = min(known)
-    waited = sum(f >= first_end and f - fastest >= QUEUE_MIN_EXTRA for f in known)
+    waited = sum(f >= first_end and f - fastest >= QUEUE.extra for f in known)
     return 2 * waited >= len(burst)
 
 
@@ -221,7 +219,7 @@ def long_tail(samples: Sequence[Sample], numbers: Numbers, streaming: bool) -> F
     p50, p95 = numbers.warm_p50, numbers.warm_p95
     if len(warm) < LONG_TAIL_MIN_SAMPLES or p50 is None or p95 is None or p50 <= 0:
         return None
-    if p95 < LONG_TAIL_RATIO * p50 or p95 - p50 < LONG_TAIL_MIN_GAP:
+    if not LONG_TAIL.than(p95, p50):
         return None
     slow = max(warm, key=lambda s: s.latency or 0.0)
     return Finding(
