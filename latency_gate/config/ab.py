@@ -27,13 +27,13 @@ the rule of the first request (`same_origin`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 import httpx
 from pydantic import SecretStr
 
+from latency_gate.config.draft import Draft
 from latency_gate.config.parsing import redact_url
 from latency_gate.config.secrets import credential_fields
 from latency_gate.config.target import Header, Target, body_fingerprint, url_userinfo
@@ -196,17 +196,12 @@ def base_source(target: Target) -> str:
     return redact_url(target.baseline_url)
 
 
-def check_base(
-    fields: Mapping[str, Any],
-    headers: Sequence[Header],
-    base_headers: Sequence[Header],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
+def check_base(draft: Draft, headers: Sequence[Header], base_headers: Sequence[Header]) -> None:
     """The base's settings checked before anything is sent (`fields` as build_target holds
     them): credentials given once for the base, and the head's never sent to another origin
     silently (refused when the base would need them). Base settings without a base URL are
     refused by the caller, which knows whether the user gave them for this target."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     base_url: str | None = fields.get("baseline_url")
     url: str | None = fields.get("url")
     if base_url is None or url is None:

@@ -13,11 +13,12 @@ token-limit-field, fixed-length) hold for both arms. Each arm's calls get the sa
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import SecretStr
 
+from latency_gate.config.draft import Draft
 from latency_gate.config.json_data import dump_json, load_json
 from latency_gate.config.parsing import Format
 from latency_gate.config.request import resolve_request
@@ -41,16 +42,12 @@ _AS_BASE = {
 }
 
 
-def resolve_base_request(
-    fields: dict[str, Any],
-    head: Mapping[str, Any],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
+def resolve_base_request(draft: Draft, head: Mapping[str, Any]) -> None:
     """The base's request (`fields["baseline_request"]`) from the base settings in `fields`
     (taken out of it) and `head`, the head's request settings as given; `fields` holds the
     head's resolved ones. Nothing when no base request setting was given. Problems are named
     by the base's inputs (`baseline-body`, ...)."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     given = {
         key: fields.pop(key.replace("-", "_"))
         for key in BASE_REQUEST_KEYS
@@ -91,7 +88,7 @@ def resolve_base_request(
         base["stream"] = fields["stream"]  # the head's, as its body or prompt settled it
     heads_body = "body" in base and "baseline-body" not in given
     count = len(problems)
-    resolve_request(base, {}, lambda key: spelled(_AS_BASE.get(key, key)), problems)
+    resolve_request(Draft({}, lambda key: spelled(_AS_BASE.get(key, key)), problems, base))
     if len(problems) > count:
         return
     if heads_body and base["format"] is not head_format:  # the head's body, in another dialect

@@ -21,6 +21,7 @@ from latency_gate.config.base_request import (
     HEAD_REQUEST_KEYS,
     resolve_base_request,
 )
+from latency_gate.config.draft import Draft
 from latency_gate.config.parsing import (
     Format,
     parse_bool,
@@ -143,24 +144,24 @@ def build_target(
             InputProblem(spelled(key), "is not valid UTF-8 text (check the shell's encoding)")
         )
         del merged[key]
-    take = _Take(merged, spelled, problems)
+    draft = Draft(merged, spelled, problems)
     unknown = sorted(set(merged) - set(TARGET_KEYS))
     problems += [InputProblem(spelled(key), "unknown setting") for key in unknown]
 
-    _take_settings(take, base_dir, root)
-    fields = take.fields
-    budget = _budget(merged, spelled, problems)
-    headers = _headers(merged, "headers", spelled, problems)
-    base_headers = _headers(merged, "baseline-headers", spelled, problems)
+    _take_settings(draft, base_dir, root)
+    fields = draft.fields
+    budget = _budget(draft)
+    headers = _headers(draft, "headers")
+    base_headers = _headers(draft, "baseline-headers")
 
     head = {key: fields[key] for key in HEAD_REQUEST_KEYS if key in fields}
-    resolve_request(fields, merged, spelled, problems)
-    check_credentials(fields, headers, spelled, problems)
-    check_framing(fields, headers, spelled, problems)
-    base_headers = _settle_base(fields, raw, base_headers, spelled, problems)
-    resolve_base_request(fields, head, spelled, problems)
-    check_base(fields, headers, base_headers, spelled, problems)
-    check_prices(fields, raw, spelled, problems)
+    resolve_request(draft)
+    check_credentials(draft, headers)
+    check_framing(draft, headers)
+    base_headers = _settle_base(draft, raw, base_headers)
+    resolve_base_request(draft, head)
+    check_base(draft, headers, base_headers)
+    check_prices(draft, raw)
     if problems:
         raise ConfigError(problems)
 
@@ -181,37 +182,10 @@ def build_target(
     return target
 
 
-class _Take:
-    """Reads one setting of `merged` into `fields` under its field name, or says in `problems`
-    why it could not (a list where one value goes, a parser's ValueError)."""
-
-    def __init__(
-        self,
-        merged: dict[str, str | list[str] | None],
-        spelled: Callable[[str], str],
-        problems: list[InputProblem],
-    ) -> None:
-        self.merged, self.spelled, self.problems = merged, spelled, problems
-        self.fields: dict[str, Any] = {}
-
-    def __call__(self, key: str, parse: Callable[[str], Any], field: str | None = None) -> None:
-        value = self.merged.get(key)
-        if value is None:
-            return
-        if isinstance(value, list):
-            self.problems.append(
-                InputProblem(self.spelled(key), "expected a single value, not a list")
-            )
-            return
-        try:
-            self.fields[field or key.replace("-", "_")] = parse(value)
-        except ValueError as exc:
-            self.problems.append(InputProblem(self.spelled(key), str(exc)))
-
-
-def _take_settings(take: _Take, base_dir: Path | None, root: Path | None) -> None:
+def _take_settings(draft: Draft, base_dir: Path | None, root: Path | None) -> None:
     """Every setting with one value, in the order their problems are listed."""
-    merged, fields, spelled, problems = take.merged, take.fields, take.spelled, take.problems
+    merged, fields, spelled, problems = draft.merged, draft.fields, draft.spelled, draft.problems
+    take = draft.take
     take("url", parse_url)
     if merged.get("url") in (None, ""):
         problems.append(InputProblem(spelled("url"), "required: the endpoint to probe"))
@@ -229,14 +203,14 @@ def _take_settings(take: _Take, base_dir: Path | None, root: Path | None) -> Non
     take("warm-calls", parse_count)
     take("concurrency", parse_count)
     take("max-calls", parse_max_calls)
-    _fit_first_look(fields, merged, spelled, problems)
+    _fit_first_look(draft)
     take("max-time", max_time)
     take("on-undecided", parse_on_undecided)
     take("on-undecided-regression", parse_on_undecided_regression)
     take("capacity", parse_bool)
     take("capacity-max", parse_count)
     take("min-capacity", parse_min_capacity)
-    take_rates(take)
+    take_rates(draft)
     take("fresh-connections", parse_bool)
     take("follow-redirects", parse_bool)
     take("ca-bundle", lambda s: ca_bundle(s, base_dir, root))
@@ -256,15 +230,12 @@ def _take_settings(take: _Take, base_dir: Path | None, root: Path | None) -> Non
     take("baseline-body", lambda s: _as_given(read_body(s, base_dir, root), "a request body"))
     take("baseline-prompt", lambda s: _as_given(s, "a prompt"))
     take("baseline-format", parse_format)
-    take_prices(take)
+    take_prices(draft)
 
 
-def _budget(
-    merged: Mapping[str, str | list[str] | None],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> dict[str, float | None]:
+def _budget(draft: Draft) -> dict[str, float | None]:
     """The budgets given, by field: off (or empty) turns one off."""
+    merged, spelled, problems = draft.merged, draft.spelled, draft.problems
     budget: dict[str, float | None] = {}
     for key, field in BUDGET_KEYS.items():
         value = merged.get(key)
@@ -318,14 +289,10 @@ def _unstreamed_token_budgets(target: Target, spelled: Callable[[str], str]) -> 
     ]
 
 
-def _fit_first_look(
-    fields: dict[str, Any],
-    merged: Mapping[str, str | list[str] | None],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
+def _fit_first_look(draft: Draft) -> None:
     """A max-calls under the first look's calls fits the warm calls and the burst not given to
     it (config/plan/needs.py), or is refused before any call, naming the least it takes."""
+    fields, merged, spelled, problems = draft.fields, draft.merged, draft.spelled, draft.problems
     cap = fields.get("max_calls")
     if cap is None or any(
         merged.get(k) is not None and k.replace("-", "_") not in fields for k in _COUNTS
@@ -350,13 +317,9 @@ def _fit_first_look(
 _COUNTS = ("warm-calls", "concurrency")
 
 
-def _headers(
-    merged: Mapping[str, str | list[str] | None],
-    key: str,
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> list[Header]:
+def _headers(draft: Draft, key: str) -> list[Header]:
     """The header lines under `key` ("Name: value" each; blank lines skipped)."""
+    merged, spelled, problems = draft.merged, draft.spelled, draft.problems
     headers: list[Header] = []
     raw_headers = merged.get(key) or []
     for line in [raw_headers] if isinstance(raw_headers, str) else raw_headers:
@@ -370,17 +333,14 @@ def _headers(
 
 
 def _settle_base(
-    fields: dict[str, Any],
-    raw: Mapping[str, str | list[str] | None],
-    base_headers: list[Header],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
+    draft: Draft, raw: Mapping[str, str | list[str] | None], base_headers: list[Header]
 ) -> list[Header]:
     """The base of an A/B run, settled: at `baseline-url`, or at the head's URL when only its
     own request was given (`baseline-model`, ...); its proxy is the head's when one was given.
     Base credentials without a base (neither a URL nor a request of its own) are refused when
     given for this target (shared ones from a targets file's defaults or the options beside it
     are left unused). The headers kept."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     own_request = any(key.replace("-", "_") in fields for key in BASE_REQUEST_KEYS)
     if "baseline_url" not in fields and own_request and fields.get("url") is not None:
         fields["baseline_url"] = fields["url"]  # the same endpoint asked another request

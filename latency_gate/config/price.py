@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from latency_gate.config.draft import Draft
 from latency_gate.errors import InputProblem
 
 __all__ = ["PRICE_KEYS", "Price", "check_prices", "parse_price", "take_prices"]
@@ -61,23 +61,16 @@ def parse_price(text: str) -> Price:
     return Price(input=values[0], output=values[1])
 
 
-Take = Callable[..., None]
+def take_prices(draft: Draft) -> None:
+    """Parse each price into `draft`; empty: not given."""
+    draft.take("price", lambda s: None if s.strip() == "" else parse_price(s))
+    draft.take("baseline-price", lambda s: None if s.strip() == "" else parse_price(s))
 
 
-def take_prices(take: Take) -> None:
-    """Parse each price with `take(key, parser)` (build_target's own); empty: not given."""
-    take("price", lambda s: None if s.strip() == "" else parse_price(s))
-    take("baseline-price", lambda s: None if s.strip() == "" else parse_price(s))
-
-
-def check_prices(
-    fields: dict[str, Any],
-    raw: Mapping[str, str | list[str] | None],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
-    """A base price given for this target with no base to price is refused (one shared from
-    a targets file's defaults is left unused)."""
+def check_prices(draft: Draft, raw: Mapping[str, str | list[str] | None]) -> None:
+    """A base price given for this target (in `raw`) with no base to price is refused (one
+    shared from a targets file's defaults is left unused)."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     if fields.get("baseline_price") is not None and fields.get("price") is None:
         problems.append(
             InputProblem(spelled("baseline-price"), f"needs {spelled('price')}, the head's price")

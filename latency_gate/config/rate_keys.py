@@ -4,9 +4,9 @@ search to make)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
+from latency_gate.config.draft import Draft
 from latency_gate.config.parsing import (
     parse_arrivals,
     parse_bool,
@@ -20,17 +20,15 @@ __all__ = ["RATE_KEYS", "settle_rates", "take_rates"]
 
 RATE_KEYS = ("rate", "arrivals", "rate-for", "goodput", "min-rate", "goodput-time")
 
-Take = Callable[..., None]
 
-
-def take_rates(take: Take) -> None:
-    """Parse each rate setting with `take(key, parser, field)` (build_target's own)."""
-    take("rate", lambda s: None if s.strip() == "" else parse_rate(s))
-    take("arrivals", parse_arrivals)
-    take("rate-for", parse_rate_for, "rate_for")
-    take("goodput", parse_bool)
-    take("min-rate", parse_min_rate)
-    take("goodput-time", parse_goodput_time)
+def take_rates(draft: Draft) -> None:
+    """Parse each rate setting into `draft`."""
+    draft.take("rate", lambda s: None if s.strip() == "" else parse_rate(s))
+    draft.take("arrivals", parse_arrivals)
+    draft.take("rate-for", parse_rate_for, "rate_for")
+    draft.take("goodput", parse_bool)
+    draft.take("min-rate", parse_min_rate)
+    draft.take("goodput-time", parse_goodput_time)
 
 
 def settle_rates(fields: dict[str, Any]) -> None:

@@ -6,12 +6,13 @@ answer-length field, and the proxy the environment names.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from pydantic import SecretStr
 
+from latency_gate.config.draft import Draft
 from latency_gate.config.json_data import NotJSON, dump_json, load_json
 from latency_gate.config.parsing import (
     DEFAULT_MAX_TOKENS,
@@ -116,13 +117,9 @@ def _environment_proxy(url: str, environ: Mapping[str, str]) -> str | None:
         raise ConfigError.single(scheme, str(exc)) from None
 
 
-def resolve_request(
-    fields: dict[str, Any],
-    merged: Mapping[str, str | list[str] | None],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
+def resolve_request(draft: Draft) -> None:
     """Settle format, body, stream flag and method from what was given, as a user would expect."""
+    fields, merged, spelled, problems = draft.fields, draft.merged, draft.spelled, draft.problems
     body: str | None = fields.get("body")
     prompt: str | None = fields.get("prompt")
     stream: bool | None = fields.get("stream")
@@ -181,9 +178,7 @@ def resolve_request(
         fields["default_prompt"] = DEFAULT_PROMPT
     fields["stream"] = stream
     if fields.get("fixed_length"):
-        body = _fixed_length(
-            body, fmt, url or "", fields=fields, spelled=spelled, problems=problems
-        )
+        body = _fixed_length(body, fmt, url or "", draft)
     if body is not None:
         fields["body"] = SecretStr(body)
     fields.pop("prompt", None)
@@ -212,14 +207,10 @@ def parse_api_key(text: str) -> SecretStr | None:
     return SecretStr(text) if text else None
 
 
-def check_framing(
-    fields: Mapping[str, Any],
-    headers: list[Header],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
+def check_framing(draft: Draft, headers: list[Header]) -> None:
     """The body's framing is the HTTP client's to write: a Content-Length header must match the
     body, and Transfer-Encoding is refused (a mismatch would be a malformed request)."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     body: SecretStr | str | None = fields.get("body")  # a str when the body was refused
     text = body.get_secret_value() if isinstance(body, SecretStr) else body or ""
     size = len(text.encode("utf-8"))
@@ -243,15 +234,11 @@ def check_framing(
             )
 
 
-def check_credentials(
-    fields: Mapping[str, Any],
-    headers: list[Header],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> None:
+def check_credentials(draft: Draft, headers: list[Header]) -> None:
     """Credentials are given once. `user:password@` in the URL is sent as Basic auth, which an
     API key or an Authorization header would silently replace (or be replaced by): refused, so
     the user says which one is meant."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     url = fields.get("url")
     if url is None or url_userinfo(url) is None:
         return
@@ -273,18 +260,11 @@ def check_credentials(
         )
 
 
-def _fixed_length(
-    body: str | None,
-    fmt: Format,
-    url: str,
-    *,
-    fields: Mapping[str, Any],
-    spelled: Callable[[str], str],
-    problems: list[InputProblem],
-) -> str | None:
+def _fixed_length(body: str | None, fmt: Format, url: str, draft: Draft) -> str | None:
     """The body asking for answers of exactly its length: `ignore_eos` (llama.cpp, vLLM) and
     `min_tokens` (vLLM) beside the limit field. Only an openai-chat JSON body with a limit can
     ask it; anything else is refused, naming what is missing."""
+    fields, spelled, problems = draft.fields, draft.spelled, draft.problems
     if fmt is not Format.OPENAI_CHAT:
         problems.append(
             InputProblem(
