@@ -8,6 +8,7 @@ import gzip
 import socket
 import struct
 import time
+from dataclasses import dataclass
 from email.utils import formatdate
 
 from latency_gate.demo.shapes import _SHAPES, _Shape, _token
@@ -17,6 +18,19 @@ from latency_gate.demo.wire import _reason, _Request, _Sink
 DRIP_INTERVAL = 0.05
 DRIP_LIMIT = 60.0
 _PLACEHOLDER = "@@invalid-utf8@@"
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """One request's answer, streamed or whole: its record, the connection it goes out on, the
+    format's shape, the fault that applies to it (`kind`, None: none) and whether the
+    connection is kept open after it."""
+
+    record: RequestRecord
+    writer: asyncio.StreamWriter
+    shape: _Shape
+    kind: str | None
+    keep: bool
 
 
 class _Responder:
@@ -76,105 +90,95 @@ class _Responder:
         if kind == "slow_drip":
             await self._drip(request, record, writer, shape)
             return False
+        reply = _Reply(record, writer, shape, kind, keep)
         if request.stream:
-            return await self._stream(record, writer, shape, kind, keep)
-        return await self._document(record, writer, shape, kind, keep)
+            return await self._stream(reply)
+        return await self._document(reply)
 
-    async def _stream(
-        self,
-        record: RequestRecord,
-        writer: asyncio.StreamWriter,
-        shape: _Shape,
-        kind: str | None,
-        keep: bool,
-    ) -> bool:
+    async def _stream(self, reply: _Reply) -> bool:
         spec = self.spec
         chunked = not spec.http10  # HTTP/1.0 has no chunked coding: the close ends the body
         headers = [
-            ("X-Demo-Request", str(record.index)),
-            ("Content-Type", shape.content_type),
+            ("X-Demo-Request", str(reply.record.index)),
+            ("Content-Type", reply.shape.content_type),
             ("Cache-Control", "no-cache"),
         ]
         if chunked:
             headers.append(("Transfer-Encoding", "chunked"))
-        record.status = 200
-        sink = _Sink(writer, record, chunked)
+        reply.record.status = 200
+        sink = _Sink(reply.writer, reply.record, chunked)
         sink.holding = spec.hold_headers or spec.buffered
         sink.release_on_token = spec.hold_headers and not spec.buffered
-        await sink.raw(self.head(200, headers, keep=keep))
+        await sink.raw(self.head(200, headers, keep=reply.keep))
         if spec.buffered and not spec.hold_headers:
             await sink.flush()  # the layer in front sends headers, then holds the whole body
-        for event in shape.prelude():
+        for event in reply.shape.prelude():
             await sink.event(event)
         if spec.first_token_delay > 0:
             await asyncio.sleep(spec.first_token_delay)
         middle = spec.tokens // 2
         for i in range(spec.tokens + 1):
-            if i == middle and kind == "cut":
+            if i == middle and reply.kind == "cut":
                 await sink.flush()
-                record.done_ns = time.time_ns()
+                reply.record.done_ns = time.time_ns()
                 return False  # the caller's close sends FIN with the body unfinished
-            if i == middle and kind == "malformed_sse":
-                await sink.event(shape.malformed())
-            if i == middle and kind == "error_event":
-                await sink.event(shape.error_event())
+            if i == middle and reply.kind == "malformed_sse":
+                await sink.event(reply.shape.malformed())
+            if i == middle and reply.kind == "error_event":
+                await sink.event(reply.shape.error_event())
                 await sink.raw(b"0\r\n\r\n" if chunked else b"")
                 await sink.flush()
-                return keep and chunked
+                return reply.keep and chunked
             if i == spec.tokens:
                 break
             if i > 0 and spec.token_interval > 0:
                 await asyncio.sleep(spec.token_interval)
-            if i == middle and kind == "invalid_utf8":
-                event = shape.delta(_PLACEHOLDER).replace(_PLACEHOLDER.encode(), INVALID_UTF8)
+            if i == middle and reply.kind == "invalid_utf8":
+                event = reply.shape.delta(_PLACEHOLDER).replace(_PLACEHOLDER.encode(), INVALID_UTF8)
             else:
-                event = shape.delta(_token(i))
+                event = reply.shape.delta(_token(i))
             await sink.event(event, token=True)
-        for event in shape.finish():
+        for event in reply.shape.finish():
             await sink.event(event)
         sink.holding = False
         await sink.raw(b"0\r\n\r\n" if chunked else b"")
         await sink.flush()
-        return keep and chunked and not spec.close_after_stream
+        return reply.keep and chunked and not spec.close_after_stream
 
-    async def _document(
-        self,
-        record: RequestRecord,
-        writer: asyncio.StreamWriter,
-        shape: _Shape,
-        kind: str | None,
-        keep: bool,
-    ) -> bool:
+    async def _document(self, reply: _Reply) -> bool:
         spec = self.spec
         # A non-streamed answer is sent once complete: the generation a stream would show.
         generation = spec.first_token_delay + spec.tokens * spec.token_interval
         if generation > 0:
             await asyncio.sleep(generation)
         words = [_token(i) for i in range(spec.tokens)]
-        if kind == "invalid_utf8" and words:
+        if reply.kind == "invalid_utf8" and words:
             words[spec.tokens // 2] = _PLACEHOLDER
-        shape.deltas = spec.tokens
-        if kind == "error_event":
-            body = shape.error_document(500)
+        reply.shape.deltas = spec.tokens
+        if reply.kind == "error_event":
+            body = reply.shape.error_document(500)
         else:
-            body = shape.document("".join(words)).replace(_PLACEHOLDER.encode(), INVALID_UTF8)
-        if kind == "malformed_sse":
+            body = reply.shape.document("".join(words)).replace(_PLACEHOLDER.encode(), INVALID_UTF8)
+        if reply.kind == "malformed_sse":
             body = body[: len(body) // 2]  # a JSON document that stops half way
-        headers = [("X-Demo-Request", str(record.index)), ("Content-Type", shape.document_type)]
-        if spec.gzip and kind != "bad_gzip":
+        headers = [
+            ("X-Demo-Request", str(reply.record.index)),
+            ("Content-Type", reply.shape.document_type),
+        ]
+        if spec.gzip and reply.kind != "bad_gzip":
             body = gzip.compress(body)
-        if spec.gzip or kind == "bad_gzip":
+        if spec.gzip or reply.kind == "bad_gzip":
             headers.append(("Content-Encoding", "gzip"))
         headers.append(("Content-Length", str(len(body))))
-        record.status = 200
-        sink = _Sink(writer, record, chunked=False)
+        reply.record.status = 200
+        sink = _Sink(reply.writer, reply.record, chunked=False)
         has_tokens = spec.tokens > 0
-        if kind == "cut":
-            head = self.head(200, headers, keep=keep)
+        if reply.kind == "cut":
+            head = self.head(200, headers, keep=reply.keep)
             await sink.raw(head + body[: len(body) // 2], token=has_tokens)
             return False
-        await sink.raw(self.head(200, headers, keep=keep) + body, token=has_tokens)
-        return keep
+        await sink.raw(self.head(200, headers, keep=reply.keep) + body, token=has_tokens)
+        return reply.keep
 
     async def _drip(
         self,
