@@ -12,7 +12,7 @@ import sys
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -125,6 +125,15 @@ class FilePath(click.Path):
         return super().convert(value, param, ctx)
 
 
+_Decorated = TypeVar("_Decorated", bound=Callable[..., Any])
+
+
+def setting_flag(*names: str, help: str) -> Callable[[_Decorated], _Decorated]:
+    """A flag of a setting: None when left out, not click's False, so that a targets file's
+    value or the setting's own default holds."""
+    return click.option(*names, is_flag=True, default=None, help=help)
+
+
 def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
@@ -174,12 +183,7 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             help="The body field for --max-tokens: max_tokens, max_completion_tokens, "
             "max_output_tokens [default: auto, by format and host].",
         ),
-        click.option(
-            "--http2",
-            is_flag=True,
-            default=None,
-            help="Speak HTTP/2 (ALPN over TLS; prior knowledge for http://).",
-        ),
+        setting_flag("--http2", help="Speak HTTP/2 (ALPN over TLS; prior knowledge for http://)."),
         click.option(
             "-x",
             "--proxy",
@@ -190,12 +194,8 @@ def endpoint_options(func: Callable[..., Any]) -> Callable[..., Any]:
             "--timeout", metavar="DURATION", help="Per-call timeout, e.g. 30s [default: 30s]."
         ),
         click.option("--ca-bundle", metavar="FILE", help="PEM file of CA certificates to trust."),
-        click.option(
-            "-k", "--insecure", is_flag=True, default=None, help="Skip TLS certificate checks."
-        ),
-        click.option(
-            "-L", "--follow-redirects", is_flag=True, default=None, help="Follow 3xx redirects."
-        ),
+        setting_flag("-k", "--insecure", help="Skip TLS certificate checks."),
+        setting_flag("-L", "--follow-redirects", help="Follow 3xx redirects."),
     ]
     for option in reversed(options):
         func = option(func)

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 import click
 
-from latency_gate.cli.app import FilePath
+from latency_gate.cli.app import FilePath, setting_flag
 
 __all__ = ["PROBE_OPTION_GROUPS", "probe_options"]
 
@@ -111,6 +111,22 @@ PROBE_OPTION_GROUPS = (
     ),
 )
 
+# The budgets (config/build.py's BUDGET_KEYS): the option, its value, what it holds, its default.
+_BUDGETS = (
+    ("--max-cold-start", "DURATION", "cold start", "not gated"),
+    ("--max-warm-p50", "DURATION", "warm p50", "not gated"),
+    ("--max-warm-p95", "DURATION", "warm p95", "3s"),
+    ("--max-concurrent-p95", "DURATION", "concurrent p95", "3s"),
+    ("--max-error-rate", "SHARE", "the error rate", "0.01"),
+    ("--max-ttft-p95", "DURATION", "first-token p95", "not gated"),
+    (
+        "--max-tpot-p95",
+        "DURATION",
+        "the p95 of warm streamed calls' time per output token",
+        "not gated",
+    ),
+)
+
 # The options in the order they are declared (click lists them so under each heading).
 _PROBE_OPTIONS = (
     click.option(
@@ -128,10 +144,8 @@ _PROBE_OPTIONS = (
         default=None,
         help="Make each call's prompt unique, of the same length [default: vary].",
     ),
-    click.option(
+    setting_flag(
         "--fixed-length",
-        is_flag=True,
-        default=None,
         help="Ask for answers of exactly --max-tokens (ignore_eos and min_tokens, as llama.cpp and "
         "vLLM take them; openai-chat only), and say whether the server obliged.",
     ),
@@ -161,10 +175,8 @@ _PROBE_OPTIONS = (
         help="pass or fail: whether a regression still undecided at the cap fails the run "
         "[default: pass, with a warning].",
     ),
-    click.option(
+    setting_flag(
         "--capacity",
-        is_flag=True,
-        default=None,
         help="After the run, search the most calls at once whose concurrent p95 holds its budget.",
     ),
     click.option(
@@ -193,10 +205,8 @@ _PROBE_OPTIONS = (
         "90 budgets of time after a warm-up of 3, longer at rates too low for 130 calls in them, "
         "at most 1,000 calls].",
     ),
-    click.option(
+    setting_flag(
         "--goodput",
-        is_flag=True,
-        default=None,
         help="After the run, search the highest rate whose p95 from due holds "
         "--max-concurrent-p95: rates doubled, then bisected; levels near the budget make it an "
         "interval.",
@@ -214,35 +224,13 @@ _PROBE_OPTIONS = (
         help="The most time the calls at a rate may take; each level is fitted to it, as to "
         "--max-calls [default: auto: their worst case].",
     ),
-    click.option(
+    setting_flag(
         "--fresh-connections",
-        is_flag=True,
-        default=None,
         help="Open the burst's connections inside the burst (measures handshakes too).",
     ),
-    click.option(
-        "--max-cold-start", metavar="DURATION", help="Budget for cold start [default: not gated]."
-    ),
-    click.option(
-        "--max-warm-p50", metavar="DURATION", help="Budget for warm p50 [default: not gated]."
-    ),
-    click.option("--max-warm-p95", metavar="DURATION", help="Budget for warm p95 [default: 3s]."),
-    click.option(
-        "--max-concurrent-p95", metavar="DURATION", help="Budget for concurrent p95 [default: 3s]."
-    ),
-    click.option(
-        "--max-error-rate", metavar="SHARE", help="Budget for the error rate [default: 0.01]."
-    ),
-    click.option(
-        "--max-ttft-p95",
-        metavar="DURATION",
-        help="Budget for first-token p95 [default: not gated].",
-    ),
-    click.option(
-        "--max-tpot-p95",
-        metavar="DURATION",
-        help="Budget for the p95 of warm streamed calls' time per output token "
-        "[default: not gated].",
+    *(
+        click.option(name, metavar=metavar, help=f"Budget for {what} [default: {default}].")
+        for name, metavar, what, default in _BUDGETS
     ),
     click.option(
         "--name", metavar="NAME", help="A name for the target in reports [default: endpoint]."
