@@ -10,7 +10,7 @@ built on these.
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -105,6 +105,11 @@ class TokenGaps(Frozen):
     mean: float = Field(description="(last - first visible delta) / gaps: aiperf's per-call ITL")
 
 
+# A token count an answer's usage reported: never negative, and strict, so that a file's `true`
+# is not read as 1 token (JSON's true is no count).
+UsageCount = Annotated[int | None, Field(ge=0, strict=True)]
+
+
 class Sample(Frozen):
     """One HTTP call as the probe saw it."""
 
@@ -126,17 +131,13 @@ class Sample(Frozen):
     # strict: a file's `true` is not read as 1 token (JSON's true is no count).
     tokens: int | None = Field(default=None, strict=True)
     tokens_source: Literal["usage", "deltas"] | None = None
-    usage_ignored: int | None = Field(
+    usage_ignored: UsageCount = Field(
         default=None,
-        ge=0,
-        strict=True,
         description="the answer's usage count when it disagreed with the stream (fewer tokens "
         "than the deltas seen, or more than the bytes received) and was not trusted",
     )
-    input_tokens: int | None = Field(
+    input_tokens: UsageCount = Field(
         default=None,
-        ge=0,
-        strict=True,
         description="the prompt's tokens as the answer's usage reported them (prompt_tokens, "
         "input_tokens); None: not reported",
     )
