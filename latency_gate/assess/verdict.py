@@ -11,7 +11,13 @@ from collections.abc import Sequence
 from latency_gate.formatting import fmt_change, fmt_percent, fmt_value
 from latency_gate.models import Check, NumberDelta, Verdict
 
-__all__ = ["interval_level_text", "judge", "regression_reason", "undecided_reason"]
+__all__ = [
+    "interval_level_text",
+    "judge",
+    "regression_reason",
+    "spoken_number",
+    "undecided_reason",
+]
 
 
 def judge(
@@ -83,11 +89,20 @@ def _estimate_within(delta: NumberDelta, relative_limit: float | None) -> bool:
     )
 
 
+# A streamed answer's numbers in words, where their names are jargon ("ttft", "tpot").
+_SPOKEN = {"ttft_p95": "first-token p95", "tpot_p95": "time per token p95"}
+
+
+def spoken_number(number: str) -> str:
+    """ "warm p95", "first-token p95", "time per token p95": a number as a sentence names it."""
+    return _SPOKEN.get(number, number.replace("_", " "))
+
+
 def _movement(delta: NumberDelta) -> tuple[str, str]:
     """("warm p95", "1.00 s → 1.50 s (+50 %), head / base 1.3 to 1.7 (96.8 %)"): the interval
     of the outcome's own test, at its level; against a history the bound it went above
     instead."""
-    label = delta.number.replace("_", " ")
+    label = spoken_number(delta.number)
     change = f" ({fmt_change(delta.relative)})" if delta.relative is not None else ""
     spread = ""
     if delta.interval is not None and None not in delta.interval:

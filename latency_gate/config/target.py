@@ -28,6 +28,7 @@ from latency_gate.config.secrets import (
 __all__ = [
     "HARMLESS_HEADERS",
     "NOT_COMPARED",
+    "STREAM_COMPARED",
     "BaseRequest",
     "Budget",
     "Header",
@@ -65,11 +66,15 @@ class Budget(_Frozen):
         """The numbers a comparison (a baseline, an A/B base, a history) tests for regression:
         those with a budget; with every budget off, the default budget's (warm p95, concurrent
         p95, error rate), so a run that only compares is still asked "slower?" on the numbers
-        whose statistics docs/statistics.md gives."""
+        whose statistics docs/statistics.md gives. A streamed answer's first token and time per
+        token (STREAM_COMPARED) are tested whatever the budget: they are what a model upgrade
+        moves first, and a run that does not stream has no value of them (no row)."""
         gated = {name.removeprefix("max_") for name, value in self if value is not None}
-        return frozenset(gated or _DEFAULT_GATED)
+        return frozenset(gated or _DEFAULT_GATED) | STREAM_COMPARED
 
 
+# Tested in every comparison where both sides streamed, with a budget or without.
+STREAM_COMPARED = frozenset({"ttft_p95", "tpot_p95"})
 _DEFAULT_GATED = frozenset(
     name.removeprefix("max_")
     for name, field in Budget.model_fields.items()

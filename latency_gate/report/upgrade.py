@@ -17,13 +17,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from latency_gate.assess.verdict import regression_reason
+from latency_gate.assess.verdict import regression_reason, spoken_number
 from latency_gate.config.ab import shown_prompt
 from latency_gate.formatting import clean_text, fmt_ratio, fmt_value
 from latency_gate.models import BaselineCheck, NumberDelta, RunResult
 from latency_gate.report.cost import cost_lines
 from latency_gate.report.deltas import no_regression_text, what_changed_sentence
-from latency_gate.report.rows import NUMBER_LABELS
 
 __all__ = ["Upgrade", "upgrade_of"]
 
@@ -150,7 +149,7 @@ def _regressed(check: BaselineCheck, base: str) -> str:
 
 
 def _label(delta: NumberDelta) -> str:
-    return NUMBER_LABELS.get(delta.number, delta.number.replace("_", " "))
+    return spoken_number(delta.number)
 
 
 def _between(delta: NumberDelta) -> str:

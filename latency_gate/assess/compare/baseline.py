@@ -8,7 +8,8 @@ an exact permutation test at the limit (assess/compare/regression.py). Three out
 not regressed, undecided; while one is undecided the run takes more calls (assess/budget/gate.py),
 and one still undecided at the cap is not called a regression unless `on-undecided-regression` is
 fail (a regression is a claim that needs evidence; the budget guards the level), and is said as a
-warning wherever the verdict is. Only numbers with a budget are tested. The error rate: the
+warning wherever the verdict is. Only numbers with a budget are tested, and a streamed answer's
+first token and time per token whatever the budget (`Budget.compared`). The error rate: the
 exact conditional test of two counts against the relative limit. Cold start is one call on each
 side: shown, never called a regression. docs/statistics.md has the methods and the simulated
 error rates.
@@ -41,6 +42,7 @@ from latency_gate.assess.compare.same_work import SameWork, what_changed
 from latency_gate.assess.numbers.stats import numbers as numbers_of
 from latency_gate.config import Target
 from latency_gate.config.regression import RegressionLimit
+from latency_gate.config.target import STREAM_COMPARED
 from latency_gate.errors import ConfigError, InputProblem
 from latency_gate.models import (
     BaselineCheck,
@@ -177,7 +179,7 @@ def compare(
         on_undecided=on_undecided,
         intervals=intervals,
     )
-    names = [n for n in _NUMBERS if _listed(n, numbers, base_numbers, gated)]
+    names = [n for n in _NUMBERS if _listed(n, numbers, base_numbers)]
     deltas = held_against(reference, names, numbers, gated)
     return BaselineCheck(
         status="compared",
@@ -192,16 +194,12 @@ def compare(
     )
 
 
-def _listed(
-    number: str, numbers: Numbers, base_numbers: Numbers, gated: Collection[str] | None
-) -> bool:
-    """Whether `number` has a row: a first-token or per-token number only where a side has it,
-    and the per-token one only with a budget (else it is shown among the parts)."""
-    if number in ("ttft_p95", "tpot_p95") and (
+def _listed(number: str, numbers: Numbers, base_numbers: Numbers) -> bool:
+    """Whether `number` has a row: a first-token or per-token number only where a side has it
+    (a run that does not stream has neither)."""
+    return number not in STREAM_COMPARED or not (
         getattr(base_numbers, number) is None and getattr(numbers, number) is None
-    ):
-        return False
-    return not (number == "tpot_p95" and (gated is None or number not in gated))
+    )
 
 
 class _Base(Reference):
@@ -242,6 +240,13 @@ class _Base(Reference):
         return self.base(number) is None
 
     def no_data(self, number: str, head: float | None, *, tested: bool) -> NumberDelta:
+        if number in STREAM_COMPARED and not any(
+            s.timings.first_token is not None for s in self.base_samples
+        ):
+            # The base did not stream (another format or request): there is no first token
+            # or time per token to compare with, which is no failure of the base's calls.
+            note = "not tested: the base's answers were not streamed"
+            return NumberDelta(number=number, base=None, head=head, note=note)
         if head is not None and tested and number in CALL_KINDS:
             # A comparison with no data on one side is not a comparison: undecided, and the
             # undecided policy says whether that fails the run.

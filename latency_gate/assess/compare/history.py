@@ -5,8 +5,8 @@ the network path, the runner's VM) as a change of the code. A history of K earli
 same target and settings shows how much a run's numbers move from run to run, and the head is
 judged against that spread, drift between runs included.
 
-The rule, for each gated percentile (warm p95 and concurrent p95, and warm p50 and first-token
-p95 when they have a budget):
+The rule, for each gated percentile (warm p95 and concurrent p95, warm p50 when it has a budget,
+and a streamed answer's first-token p95 and time per token p95 whatever the budget):
 
 - x_i = ln(value) of the K runs that have a value (K >= 3), m their mean, s their sample
   standard deviation, h = ln(head's value);
@@ -44,6 +44,7 @@ from latency_gate.assess.maths.student_t import t_quantile
 from latency_gate.config import Target
 from latency_gate.config.parsing import MAX_DURATION
 from latency_gate.config.regression import RegressionLimit
+from latency_gate.config.target import STREAM_COMPARED
 from latency_gate.formatting import plural
 from latency_gate.models import (
     BaselineCheck,
@@ -79,7 +80,7 @@ MAX_RUNS = 1000  # the most --history-size and --history-keep take
 # by seconds; a run dated later is not taken (it would stay "the newest" until that date).
 FUTURE_SLACK = 3600.0
 Judged = Literal["prediction", "newest", "none"]
-_PERCENTILES = ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95")
+_PERCENTILES = ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95", "tpot_p95")
 
 
 @dataclass(frozen=True)
@@ -323,12 +324,10 @@ def history_check(
         )
     names = [
         number
-        for number in ("cold_start", *_PERCENTILES[:3], "error_rate", "ttft_p95")
-        if not (
-            number == "ttft_p95"
-            and numbers.ttft_p95 is None
-            and all(run.numbers.ttft_p95 is None for run in history.runs)
-        )
+        for number in ("cold_start", *_PERCENTILES[:3], "error_rate", *_PERCENTILES[3:])
+        if number not in STREAM_COMPARED
+        or getattr(numbers, number) is not None
+        or any(getattr(run.numbers, number) is not None for run in history.runs)
     ]
     deltas = held_against(_Runs(plan, history, samples), names, numbers, gated)
     return BaselineCheck(
