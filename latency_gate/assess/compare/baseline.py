@@ -44,6 +44,7 @@ from latency_gate.config import Target
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.config.target import STREAM_COMPARED
 from latency_gate.errors import ConfigError, InputProblem
+from latency_gate.formatting import fmt_change, fmt_ratio
 from latency_gate.models import (
     BaselineCheck,
     NumberDelta,
@@ -333,6 +334,9 @@ class _Base(Reference):
                     f"{why}: not called a regression (on-undecided-regression: pass)"
                     + _smallest_caught(judged, self.limit)
                 )
+        by_length = judged is not None and judged.by_length and outcome is Regression.REGRESSED
+        if by_length and not note:
+            note = _longer_note(self.length)
         same_work = judged is not None and judged.same_work
         halved = judged is not None and judged.length_outcome is not None
         tested_at = look or self._look(number)
@@ -355,8 +359,19 @@ class _Base(Reference):
             cause=self.cause if halved or same_work else "",
             estimate=None if judged is None else judged.estimate,
             missing=missing or None,
-            by_length=judged is not None and judged.by_length and outcome is Regression.REGRESSED,
+            by_length=by_length,
         )
+
+
+def _longer_note(length: PartDelta | None) -> str:
+    """ "answers 22 % longer (x1.15 to x1.30)": what regressed a row by its answers' length,
+    in the words its reason leads with (its own p95 may have fallen: the issue's "warm p95
+    1.10 s -> 1.01 s (-8 %)" FAILed a run whose answers were 25 % longer)."""
+    if length is None or length.ratio is None:
+        return "answers longer beyond the limit"
+    low, high = length.interval or (None, None)
+    shown = "" if low is None or high is None else f" ({fmt_ratio(low)} to {fmt_ratio(high)})"
+    return f"answers {fmt_change(length.ratio - 1).lstrip('+')} longer{shown}"
 
 
 def _smallest_caught(judged: Judged | None, limit: RegressionLimit) -> str:
