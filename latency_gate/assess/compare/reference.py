@@ -5,8 +5,9 @@ run (`--baseline`) or a history of earlier runs (`--history`). Each reference ha
 (baseline.py: the permutation tests on the calls; history.py: the prediction bound of the
 runs' spread), but what cannot be compared is the same for the three and is written here once:
 a run of other settings is no reference (`config_differences`); a number with no value on one
-side, cold start (one call a side), a number with no budget, and too few calls or runs are each
-shown beside the reference, said, and not tested (`held_against`).
+side, cold start (one call a side), a number with no budget (a streamed answer's first token and
+time per token are tested whatever the budget: `Budget.compared`), and too few calls or runs
+are each shown beside the reference, said, and not tested (`held_against`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,141 @@
+"""The first token and the time per token as regression-tested numbers (issue 41, item 4):
+simulated A/B runs of two streamed LLM endpoints through the shipped gate (bench/llmsim.py's
+run_llm_ab, budgets at 5 x each kind's true p95 as table k, so that the comparison drives the
+run), docs/statistics.md "The first token and the time per token, tested".
+
+    python bench/stream_regressions.py --runs 100 [--workers 2] [--change time] [--shape rec]
+
+Shapes: the recorded llama.cpp shape (median 38 tokens, sigma 0.85, cut at 96) and natural
+lengths (median 40, sigma 0.6, max_tokens 1024); prompts at temperature 0 (the arms' lengths
+drawn alike, rho 1) and sampled (rho 0). Changes (the head): the same; each token 20 % slower;
+the first token (the prefill) 30 % later. Targets: an unchanged endpoint flagged in at most 2 %
+of runs per number; time per token +20 % caught in at least 90 %; first token +30 % in at
+least 90 %.
+
+Each run is seeded by its cell's labels and its number, so a row's figures do not depend on
+which others are run. Printed: one Markdown row per cell.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from multiprocessing import Pool
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import llmsim
+from gatesim import Outcome
+
+SHAPES = dict(llmsim.SHAPES[:2])  # the recorded shape, natural sigma 0.6
+RHOS = {1.0: "temperature 0 (rho 1)", 0.0: "sampled (rho 0)"}
+CHANGES: dict[str, Callable[[llmsim.Llm], llmsim.Llm]] = {
+    "unchanged": lambda e: e,
+    "time per token +20 %": lambda e: replace(e, per=e.per * 1.20),
+    "first token +30 %": lambda e: replace(e, first=e.first * 1.30),
+}
+STREAM = ("ttft_p95", "tpot_p95")
+WHOLE = ("warm_p95", "concurrent_p95")
+
+
+def one_run(job: tuple[str, float, str, int]) -> dict[str, float]:
+    """One seeded A/B run of `job`'s shape, prompts and change: what its comparison said."""
+    shape, rho, change, i = job
+    base = SHAPES[shape]
+    out: Outcome = llmsim.run_llm_ab(
+        CHANGES[change](base),
+        base,
+        random.Random(f"stream-regressions/{shape}/{rho:g}/{change}/{i}"),
+        rho=rho,
+        budget=llmsim._budget(base),
+    )
+    rows = {} if out.baseline is None else {d.number: d for d in out.baseline.deltas}
+
+    def flagged(number: str) -> bool:
+        return number in rows and rows[number].regressed
+
+    def undecided(number: str) -> bool:
+        return number in rows and rows[number].outcome == "undecided"
+
+    return {
+        "ttft": flagged("ttft_p95"),
+        "tpot": flagged("tpot_p95"),
+        "whole": any(flagged(n) for n in WHOLE),
+        "failed": not out.verdict.passed,
+        "ttft_undecided": undecided("ttft_p95"),
+        "tpot_undecided": undecided("tpot_p95"),
+        "calls": out.calls,
+    }
+
+
+KEYS = ("ttft", "tpot", "whole", "failed", "ttft_undecided", "tpot_undecided")
+HEADER = (
+    "| shape | prompts | head against base | first-token p95 flagged "
+    "| time per token p95 flagged | a whole-call p95 flagged | run FAILed "
+    "| first token undecided | time per token undecided | calls per arm | runs |\n"
+    "|---|---|---|---|---|---|---|---|---|---|---|"
+)
+
+
+def _cell(share: float, runs: int) -> str:
+    """A share with its Monte Carlo error: one binomial standard error, or at 0 % and 100 % the
+    95 % bound of the rule of three (3 / runs)."""
+    if share == 0:
+        return f"0.0 % (≤ {300 / runs:.1f})"
+    if share == 1:
+        return f"100.0 % (≥ {100 - 300 / runs:.1f})"
+    error = math.sqrt(share * (1 - share) / runs)
+    return f"{share * 100:.1f} % (± {error * 100:.1f})"
+
+
+def tally(found: Sequence[dict[str, float]]) -> dict[str, float]:
+    """Each key's share of the runs, and the mean calls of an arm."""
+    runs = len(found)
+    shares = {k: sum(r[k] for r in found) / runs for k in KEYS}
+    return {**shares, "calls": sum(r["calls"] for r in found) / runs}
+
+
+def rows(runs: int, cells: Sequence[tuple[str, float, str]], workers: int) -> list[str]:
+    out = []
+    with Pool(workers) as pool:
+        for shape, rho, change in cells:
+            found = pool.map(one_run, [(shape, rho, change, i) for i in range(runs)], chunksize=4)
+            said = tally(found)
+            cells_ = [
+                shape,
+                RHOS[rho],
+                change,
+                *(_cell(said[k], runs) for k in KEYS),
+                f"{said['calls']:.0f}",
+                str(runs),
+            ]
+            out.append("| " + " | ".join(cells_) + " |")
+            print(out[-1], file=sys.stderr, flush=True)
+    return out
+
+
+if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description="The stream numbers' figures, as rows.")
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--change", action="append", help="a change label's start")
+    parser.add_argument("--shape", action="append", help="a shape label's start")
+    parser.add_argument("--rho", type=float, action="append", help="1 or 0 (default both)")
+    args = parser.parse_args()
+    chosen = [
+        (shape, rho, change)
+        for shape in SHAPES
+        for rho in (args.rho or RHOS)
+        for change in CHANGES
+        if (not args.change or any(change.startswith(c) for c in args.change))
+        and (not args.shape or any(shape.startswith(s) for s in args.shape))
+    ]
+    print(HEADER, flush=True)
+    for line in rows(args.runs, chosen, args.workers):
+        print(line, flush=True)
