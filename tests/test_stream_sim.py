@@ -82,12 +82,8 @@ def test_time_per_token_twenty_percent_slower_is_caught() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="missed target (docs/statistics.md): first-token p95 mixes the warm calls' first "
-    "token with the burst calls', whose wait for a slot it holds; +30 % on the prefill moves "
-    "it little. Testing the warm calls' first token caught it in 50 of 50 runs",
-)
 def test_first_token_thirty_percent_later_is_caught() -> None:
-    """The first token 30 % later: first-token p95 regressed in at least 90 % of runs."""
+    """The first token 30 % later: the warm calls' first-token p95 regressed in at least 90 % of
+    runs (the first token of both kinds together was caught in none: a burst call's holds its
+    wait for a slot)."""
     assert _shares("first token +30 %", 20)["ttft"] >= 0.9

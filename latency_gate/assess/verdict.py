@@ -90,7 +90,11 @@ def _estimate_within(delta: NumberDelta, relative_limit: float | None) -> bool:
 
 
 # A streamed answer's numbers in words, where their names are jargon ("ttft", "tpot").
-_SPOKEN = {"ttft_p95": "first-token p95", "tpot_p95": "time per token p95"}
+_SPOKEN = {
+    "ttft_p95": "first-token p95",
+    "ttft_warm_p95": "warm first-token p95",
+    "tpot_p95": "time per token p95",
+}
 
 
 def spoken_number(number: str) -> str:

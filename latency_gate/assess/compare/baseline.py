@@ -25,6 +25,7 @@ from latency_gate.assess.compare.reference import (
     CALL_KINDS,
     Reference,
     config_differences,
+    has_row,
     held_against,
     no_base_data,
     origin_of,
@@ -84,6 +85,7 @@ _NUMBERS = (
     "warm_p95",
     "concurrent_p95",
     "ttft_p95",
+    "ttft_warm_p95",
     "tpot_p95",
     "error_rate",
 )
@@ -180,7 +182,7 @@ def compare(
         on_undecided=on_undecided,
         intervals=intervals,
     )
-    names = [n for n in _NUMBERS if _listed(n, numbers, base_numbers)]
+    names = [n for n in _NUMBERS if _listed(n, numbers, base_numbers, gated)]
     deltas = held_against(reference, names, numbers, gated)
     return BaselineCheck(
         status="compared",
@@ -195,12 +197,12 @@ def compare(
     )
 
 
-def _listed(number: str, numbers: Numbers, base_numbers: Numbers) -> bool:
-    """Whether `number` has a row: a first-token or per-token number only where a side has it
-    (a run that does not stream has neither)."""
-    return number not in STREAM_COMPARED or not (
-        getattr(base_numbers, number) is None and getattr(numbers, number) is None
-    )
+def _listed(
+    number: str, numbers: Numbers, base_numbers: Numbers, gated: Collection[str] | None
+) -> bool:
+    """Whether `number` has a row (`has_row`)."""
+    present = getattr(numbers, number) is not None or getattr(base_numbers, number) is not None
+    return has_row(number, present, gated)
 
 
 class _Base(Reference):

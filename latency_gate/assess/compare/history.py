@@ -38,13 +38,17 @@ from dataclasses import dataclass
 from typing import Literal
 
 from latency_gate.assess.compare.baseline import BaselinePlan
-from latency_gate.assess.compare.reference import Reference, config_differences, held_against
+from latency_gate.assess.compare.reference import (
+    Reference,
+    config_differences,
+    has_row,
+    held_against,
+)
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, error_rate_regression
 from latency_gate.assess.maths.student_t import t_quantile
 from latency_gate.config import Target
 from latency_gate.config.parsing import MAX_DURATION
 from latency_gate.config.regression import RegressionLimit
-from latency_gate.config.target import STREAM_COMPARED
 from latency_gate.formatting import plural
 from latency_gate.models import (
     BaselineCheck,
@@ -80,7 +84,7 @@ MAX_RUNS = 1000  # the most --history-size and --history-keep take
 # by seconds; a run dated later is not taken (it would stay "the newest" until that date).
 FUTURE_SLACK = 3600.0
 Judged = Literal["prediction", "newest", "none"]
-_PERCENTILES = ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95", "tpot_p95")
+_PERCENTILES = ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95", "ttft_warm_p95", "tpot_p95")
 
 
 @dataclass(frozen=True)
@@ -325,9 +329,12 @@ def history_check(
     names = [
         number
         for number in ("cold_start", *_PERCENTILES[:3], "error_rate", *_PERCENTILES[3:])
-        if number not in STREAM_COMPARED
-        or getattr(numbers, number) is not None
-        or any(getattr(run.numbers, number) is not None for run in history.runs)
+        if has_row(
+            number,
+            getattr(numbers, number) is not None
+            or any(getattr(run.numbers, number) is not None for run in history.runs),
+            gated,
+        )
     ]
     deltas = held_against(_Runs(plan, history, samples), names, numbers, gated)
     return BaselineCheck(

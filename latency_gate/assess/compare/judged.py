@@ -23,7 +23,12 @@ from latency_gate.assess.compare.regression import (
     percentile_regression,
 )
 from latency_gate.assess.compare.same_work import RatioTest, SameWork, combine
-from latency_gate.assess.numbers.stats import first_tokens, latencies, per_token_times
+from latency_gate.assess.numbers.stats import (
+    first_tokens,
+    first_tokens_of,
+    latencies,
+    per_token_times,
+)
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.models import CallPhase, Sample
 
@@ -34,6 +39,7 @@ PERCENTILES: dict[str, tuple[float, Callable[[Sequence[Sample]], list[float]]]] 
     "warm_p95": (95.0, lambda s: latencies(s, CallPhase.WARM)),
     "concurrent_p95": (95.0, lambda s: latencies(s, CallPhase.CONCURRENT)),
     "ttft_p95": (95.0, first_tokens),
+    "ttft_warm_p95": (95.0, lambda s: first_tokens_of(s, CallPhase.WARM)),
     "tpot_p95": (95.0, per_token_times),
 }
 _WHOLE_CALL = frozenset({"warm_p50", "warm_p95", "concurrent_p95"})

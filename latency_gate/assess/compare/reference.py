@@ -18,7 +18,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from latency_gate.config import NOT_COMPARED
-from latency_gate.config.target import comparable_settings
+from latency_gate.config.target import STREAM_COMPARED, comparable_settings
 from latency_gate.formatting import plural
 from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, RunResult, Sample
 
@@ -108,6 +108,7 @@ CALL_KINDS = {
     "warm_p95": (CallPhase.WARM,),
     "concurrent_p95": (CallPhase.CONCURRENT,),
     "ttft_p95": (CallPhase.WARM, CallPhase.CONCURRENT),
+    "ttft_warm_p95": (CallPhase.WARM,),
     "tpot_p95": (CallPhase.WARM,),
 }
 
@@ -172,6 +173,18 @@ class Reference(ABC):
     @abstractmethod
     def too_few(self, number: str, head: float) -> NumberDelta:
         """`number` that `test` could not test for too few calls or runs."""
+
+
+def has_row(number: str, present: bool, gated: Collection[str] | None) -> bool:
+    """Whether a comparison lists `number` (`present`: a side has a value of it): a streamed
+    answer's warm first token and time per token (STREAM_COMPARED) where a side streamed; the
+    first-token p95 of warm and burst calls together only where it has a budget (the warm one is
+    the one compared: a burst call's first token holds its wait for a slot); any other always."""
+    if number in STREAM_COMPARED:
+        return present
+    if number == "ttft_p95":
+        return present and gated is not None and number in gated
+    return True
 
 
 def held_against(
