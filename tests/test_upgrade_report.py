@@ -149,20 +149,28 @@ def test_a_hostile_model_name_is_one_line_in_the_terminal() -> None:
 # --- through the CLI ---------------------------------------------------------------------------
 
 # model -> (first token, time per token): gpt-b 40 % slower per token than gpt-a.
-SPEEDS = {"gpt-a": (0.02, 0.005), "gpt-b": (0.02, 0.007), "gpt-c": (0.02, 0.005)}
+SPEEDS = {
+    "gpt-a": (0.02, 0.005),
+    "gpt-b": (0.02, 0.007),
+    "gpt-c": (0.02, 0.005),
+    "gpt-long": (0.02, 0.005),
+}
+# model -> its answers' length against the others': gpt-long's 60 % longer at gpt-a's speed.
+LENGTHS = {"gpt-long": 1.6}
 
 
 @contextlib.contextmanager
 def _models_server(speeds: dict[str, tuple[float, float]]) -> Iterator[str]:
     """A loopback OpenAI-chat endpoint that streams the model each request names at that model's
-    speed: its first delta after the first token's time, then 20-30 tokens (usage counts them)
-    at the time per token, in five deltas. Yields its URL."""
+    speed: its first delta after the first token's time, then 20-30 tokens (usage counts them;
+    times LENGTHS for a model named there) at the time per token, in five deltas. Yields its
+    URL."""
     count: dict[str, int] = {}
 
     async def answer(writer: asyncio.StreamWriter, model: str) -> None:
         first, per = speeds[model]
         n = count[model] = count.get(model, -1) + 1
-        tokens = 20 + n % 11
+        tokens = round((20 + n % 11) * LENGTHS.get(model, 1.0))
         writer.write(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
             b"Transfer-Encoding: chunked\r\n\r\n"
@@ -265,3 +273,19 @@ def test_cli_a_hostile_model_name_prints_inside_stopped_workflow_commands() -> N
     assert stop is not None, lines[0]
     assert lines[-1] == f"::{stop.group(1)}::"
     assert lines[1].startswith("candidate ::error::pwned: PASS against gpt-a")
+
+
+@pytest.mark.slow  # two arms streamed at their speeds: a few seconds
+def test_cli_a_model_with_longer_answers_fails_on_the_length_not_the_time_per_token() -> None:
+    """gpt-long answers 60 % longer at gpt-a's speed: exit 1, what changed names the answers
+    longer, and neither the time per token nor the first token is called slower or regressed."""
+    with _models_server(SPEEDS) as url:
+        done = _probe(url, "--model", "gpt-long", "--baseline-model", "gpt-a")
+    assert done.exit_code == 1, done.output
+    assert done.stdout.startswith("candidate gpt-long: FAIL: "), done.output
+    changed = next(ln for ln in done.stdout.splitlines() if ln.lstrip().startswith("what changed"))
+    assert re.search(r"answers [5-7]\d % longer", changed), changed
+    assert "time per token" not in changed.split(";")[0]
+    flat = " ".join(done.stdout.split())
+    assert "time per token p95" not in flat.split("what changed")[0], done.output
+    assert "slower" not in changed, changed
