@@ -358,6 +358,17 @@ HEADER = (
 )
 
 
+def share_cell(share: float, runs: int) -> str:
+    """A share with its Monte Carlo error: one binomial standard error, or at 0 % and 100 % the
+    95 % bound of the rule of three (3 / runs)."""
+    if share == 0:
+        return f"0.0 % (≤ {min(100.0, 300 / runs):.1f})"
+    if share == 1:
+        return f"100.0 % (≥ {max(0.0, 100 - 300 / runs):.1f})"
+    error = math.sqrt(share * (1 - share) / runs)
+    return f"{share * 100:.1f} % (± {error * 100:.1f})"
+
+
 def cells(rhos: Sequence[float] = (1.0, 0.0)) -> list[tuple[str, Llm, float, str]]:
     """(shape label, base endpoint, rho, prompts label) of every cell, the whole calls last."""
     out = [(label, llm, rho, said) for label, llm in SHAPES for rho, said in RHOS if rho in rhos]

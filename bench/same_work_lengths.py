@@ -24,7 +24,6 @@ which others are run. Printed: one Markdown row per change.
 
 from __future__ import annotations
 
-import math
 import random
 import sys
 from collections.abc import Callable, Sequence
@@ -111,17 +110,6 @@ HEADER = (
 )
 
 
-def _cell(share: float, runs: int) -> str:
-    """A share with its Monte Carlo error: one binomial standard error, or at 0 % and 100 % the
-    95 % bound of the rule of three (3 / runs)."""
-    if share == 0:
-        return f"0.0 % (≤ {300 / runs:.1f})"
-    if share == 1:
-        return f"100.0 % (≥ {100 - 300 / runs:.1f})"
-    error = math.sqrt(share * (1 - share) / runs)
-    return f"{share * 100:.1f} % (± {error * 100:.1f})"
-
-
 def rows(runs: int, cells: Sequence[tuple[str, str]], workers: int) -> list[str]:
     out = []
     with Pool(workers) as pool:
@@ -129,7 +117,7 @@ def rows(runs: int, cells: Sequence[tuple[str, str]], workers: int) -> list[str]
             jobs = [(shape, change, i) for i in range(runs)]
             found = pool.map(one_run, jobs, chunksize=4)
             shares = [sum(r[k] for r in found) / runs for k in KEYS]
-            cells_ = [shape, change, *(_cell(s, runs) for s in shares), str(runs)]
+            cells_ = [shape, change, *(llmsim.share_cell(s, runs) for s in shares), str(runs)]
             out.append("| " + " | ".join(cells_) + " |")
             print(out[-1], file=sys.stderr, flush=True)
     return out

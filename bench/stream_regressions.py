@@ -18,7 +18,6 @@ which others are run. Printed: one Markdown row per cell.
 
 from __future__ import annotations
 
-import math
 import random
 import sys
 from collections.abc import Callable, Sequence
@@ -86,17 +85,6 @@ HEADER = (
 )
 
 
-def _cell(share: float, runs: int) -> str:
-    """A share with its Monte Carlo error: one binomial standard error, or at 0 % and 100 % the
-    95 % bound of the rule of three (3 / runs)."""
-    if share == 0:
-        return f"0.0 % (≤ {300 / runs:.1f})"
-    if share == 1:
-        return f"100.0 % (≥ {100 - 300 / runs:.1f})"
-    error = math.sqrt(share * (1 - share) / runs)
-    return f"{share * 100:.1f} % (± {error * 100:.1f})"
-
-
 def tally(found: Sequence[dict[str, float]]) -> dict[str, float]:
     """Each key's share of the runs, and the mean calls of an arm."""
     runs = len(found)
@@ -114,7 +102,7 @@ def rows(runs: int, cells: Sequence[tuple[str, float, str]], workers: int) -> li
                 shape,
                 RHOS[rho],
                 change,
-                *(_cell(said[k], runs) for k in KEYS),
+                *(llmsim.share_cell(said[k], runs) for k in KEYS),
                 f"{said['calls']:.0f}",
                 str(runs),
             ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from result_factory import STARTED_AT, make_result, make_target, samples_for
+from result_factory import STARTED_AT, make_result, make_target, ok_sample, samples_for
 
 from latency_gate.assess.compare.baseline import BaselinePlan, compare
 from latency_gate.assess.compare.history import HistoryPlan, TargetHistory
@@ -39,21 +39,9 @@ def _call(phase: CallPhase, i: int, first: float, per: float) -> Sample:
         last_token=latency - 0.0005,
         last_byte=latency,
     )
-    return Sample(
-        phase=phase,
-        index=i,
-        started_at=STARTED_AT + 1 + i * 0.5,
-        ok=True,
-        latency=latency,
-        status=200,
-        timings=timings,
-        bytes_received=512,
-        tokens=TOKENS,
-        tokens_source="usage",
-        token_events=TOKENS,
-        token_reads=TOKENS,
-        stamp_source=StampSource.KERNEL,
-    )
+    call = ok_sample(phase, i, latency, stream=True)
+    assert call.tokens == TOKENS
+    return call.model_copy(update={"timings": timings, "token_events": TOKENS})
 
 
 def _streamed(first: float = 0.200, per: float = 0.010, warm: int = 60) -> tuple[Sample, ...]:
