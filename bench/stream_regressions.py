@@ -36,6 +36,9 @@ SHAPES = dict(llmsim.SHAPES[:2])  # the recorded shape, natural sigma 0.6
 SHAPES["recorded, first token's spread as measured (0.114)"] = replace(
     SHAPES["recorded: cut at 96 tokens"], first_sigma=0.114
 )
+SHAPES["natural sigma 0.6, first token's spread as measured (0.114)"] = replace(
+    SHAPES["natural, sigma 0.6"], first_sigma=0.114
+)
 RHOS = {1.0: "temperature 0 (rho 1)", 0.0: "sampled (rho 0)"}
 CHANGES: dict[str, Callable[[llmsim.Llm], llmsim.Llm]] = {
     "unchanged": lambda e: e,
