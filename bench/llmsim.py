@@ -28,7 +28,9 @@ import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from multiprocessing import Pool
 from pathlib import Path
+from typing import Any, TypeVar
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script from anywhere
@@ -367,6 +369,33 @@ def share_cell(share: float, runs: int) -> str:
         return f"100.0 % (≥ {max(0.0, 100 - 300 / runs):.1f})"
     error = math.sqrt(share * (1 - share) / runs)
     return f"{share * 100:.1f} % (± {error * 100:.1f})"
+
+
+R = TypeVar("R")
+
+
+def pooled_rows(
+    one_run: Callable[[tuple[Any, ...]], R],
+    cells: Sequence[tuple[Any, ...]],
+    runs: int,
+    workers: int,
+    said: Callable[[tuple[Any, ...], list[R]], Sequence[str]],
+) -> list[str]:
+    """A Markdown table row per cell: `runs` seeded runs of it (`one_run((*cell, i))`) on
+    `workers` processes, put in words by `said(cell, found)`; each row printed to stderr as it
+    is made (a table takes minutes)."""
+    out = []
+    with Pool(workers) as pool:
+        for cell in cells:
+            found = pool.map(one_run, [(*cell, i) for i in range(runs)], chunksize=4)
+            out.append("| " + " | ".join(said(cell, found)) + " |")
+            print(out[-1], file=sys.stderr, flush=True)
+    return out
+
+
+def chosen_by_start(label: str, starts: Sequence[str] | None) -> bool:
+    """Whether a cell's label was asked for: any label when none were, else one of `starts`."""
+    return not starts or any(label.startswith(s) for s in starts)
 
 
 def cells(rhos: Sequence[float] = (1.0, 0.0)) -> list[tuple[str, Llm, float, str]]:

@@ -28,8 +28,8 @@ import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from multiprocessing import Pool
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -111,16 +111,11 @@ HEADER = (
 
 
 def rows(runs: int, cells: Sequence[tuple[str, str]], workers: int) -> list[str]:
-    out = []
-    with Pool(workers) as pool:
-        for shape, change in cells:
-            jobs = [(shape, change, i) for i in range(runs)]
-            found = pool.map(one_run, jobs, chunksize=4)
-            shares = [sum(r[k] for r in found) / runs for k in KEYS]
-            cells_ = [shape, change, *(llmsim.share_cell(s, runs) for s in shares), str(runs)]
-            out.append("| " + " | ".join(cells_) + " |")
-            print(out[-1], file=sys.stderr, flush=True)
-    return out
+    def said(cell: tuple[Any, ...], found: list[dict[str, bool]]) -> list[str]:
+        shares = [sum(r[k] for r in found) / runs for k in KEYS]
+        return [*cell, *(llmsim.share_cell(s, runs) for s in shares), str(runs)]
+
+    return llmsim.pooled_rows(one_run, cells, runs, workers, said)
 
 
 if __name__ == "__main__":
@@ -136,8 +131,7 @@ if __name__ == "__main__":
         (shape, change)
         for shape in SHAPES
         for change in CHANGES
-        if (not args.change or any(change.startswith(c) for c in args.change))
-        and (not args.shape or any(shape.startswith(s) for s in args.shape))
+        if llmsim.chosen_by_start(change, args.change) and llmsim.chosen_by_start(shape, args.shape)
     ]
     print(HEADER, flush=True)
     for line in rows(args.runs, chosen, args.workers):

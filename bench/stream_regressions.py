@@ -22,8 +22,8 @@ import random
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from multiprocessing import Pool
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -96,22 +96,19 @@ def tally(found: Sequence[dict[str, float]]) -> dict[str, float]:
 
 
 def rows(runs: int, cells: Sequence[tuple[str, float, str]], workers: int) -> list[str]:
-    out = []
-    with Pool(workers) as pool:
-        for shape, rho, change in cells:
-            found = pool.map(one_run, [(shape, rho, change, i) for i in range(runs)], chunksize=4)
-            said = tally(found)
-            cells_ = [
-                shape,
-                RHOS[rho],
-                change,
-                *(llmsim.share_cell(said[k], runs) for k in KEYS),
-                f"{said['calls']:.0f}",
-                str(runs),
-            ]
-            out.append("| " + " | ".join(cells_) + " |")
-            print(out[-1], file=sys.stderr, flush=True)
-    return out
+    def said(cell: tuple[Any, ...], found: list[dict[str, float]]) -> list[str]:
+        shape, rho, change = cell
+        shares = tally(found)
+        return [
+            shape,
+            RHOS[rho],
+            change,
+            *(llmsim.share_cell(shares[k], runs) for k in KEYS),
+            f"{shares['calls']:.0f}",
+            str(runs),
+        ]
+
+    return llmsim.pooled_rows(one_run, cells, runs, workers, said)
 
 
 if __name__ == "__main__":
@@ -129,8 +126,7 @@ if __name__ == "__main__":
         for shape in SHAPES
         for rho in (args.rho or RHOS)
         for change in CHANGES
-        if (not args.change or any(change.startswith(c) for c in args.change))
-        and (not args.shape or any(shape.startswith(s) for s in args.shape))
+        if llmsim.chosen_by_start(change, args.change) and llmsim.chosen_by_start(shape, args.shape)
     ]
     print(HEADER, flush=True)
     for line in rows(args.runs, chosen, args.workers):
