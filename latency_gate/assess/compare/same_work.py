@@ -29,6 +29,7 @@ named as moved only when the interval lies wholly beyond a margin of half the li
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -350,8 +351,8 @@ def _geometric_mean(values: Sequence[float]) -> float | None:
     it.
     The medians did not: a real llama.cpp A/B of two system prompts said "answers 33 % longer
     (tokens p50 38 to 33)", the pairs' ratios longer where the head's median was shorter."""
-    logs = [math.log(v) for v in values if v > 0]
-    return math.exp(math.fsum(logs) / len(logs)) if logs else None
+    positive = [v for v in values if v > 0]
+    return statistics.geometric_mean(positive) if positive else None
 
 
 def _moved(part: str, found: RatioTest, margin: float) -> str:
