@@ -22,6 +22,7 @@ LATENCY_GATE_REQUIRE_ACT=1.
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -52,7 +53,13 @@ RUN_ELSEWHERE = {
     "latency-history.yml": "tests/test_act_history.py",
     "goodput-nightly.yml": "tests/test_act_nightly.py",
 }
-RUN_HERE = ["baseline-from-main.yml", "http-endpoint.yml", "matrix-merge.yml", "openai-chat.yml"]
+RUN_HERE = [
+    "baseline-from-main.yml",
+    "http-endpoint.yml",
+    "matrix-merge.yml",
+    "model-upgrade.yml",
+    "openai-chat.yml",
+]
 OPENAI_KEY = "sk-act-example-0123456789abcdef"
 
 
@@ -175,6 +182,99 @@ def test_http_workflow_passes_and_reads_its_output(readme_runs: ReadmeRuns) -> N
     assert run.jobs() == {"latency": "success"}, _describe(run)
     assert run.outputs("latency").get("verdict") == "PASS", _describe(run)
     assert "warm p95 was 0." in _said(run, "latency"), _describe(run)
+
+
+# --- a model upgrade: two models at one URL, side by side -----------------------------------
+
+
+@dataclass(frozen=True)
+class UpgradeRun:
+    run: ActRun
+    github: FakeGitHub
+    requests: list[dict[str, object]]
+
+
+@pytest.fixture(scope="module")
+def upgrade_run(
+    act_env: ActEnv,  # noqa: F811 - the fixture imported above
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[UpgradeRun]:
+    """model-upgrade.yml on a pull request: the Docker action asks a demo endpoint on the bridge
+    for the candidate model and for today's (the demo answers both alike), the comment to the
+    fake GitHub API; the demo's log of the requests it got (--log) says which model each asked."""
+    root = tmp_path_factory.mktemp("act-upgrade")
+    repository = _repository_copy(root / "repository")
+    workdir = root / "workdir"
+    workflow = _workflow(
+        workdir,
+        "model-upgrade.yml",
+        {
+            "url: https://api.openai.com/v1/chat/completions # any OpenAI-compatible server": (
+                "url: ${{ env.DEMO_URL }}"
+            )
+        },
+    )
+    _commit_all(workdir)
+    log = root / "requests.jsonl"
+    with FakeGitHub(token=TOKEN, host=act_env.bridge) as github:
+        with demo_server(act_env.bridge, "--log", str(log)) as url:
+            run = run_act(
+                act_env,
+                workdir,
+                "pull_request",
+                workflow,
+                *("-e", _pull_request(root), "-s", f"GITHUB_TOKEN={TOKEN}"),
+                *("-s", f"OPENAI_API_KEY={OPENAI_KEY}", "--env", f"DEMO_URL={url}"),
+                *("--env", f"GITHUB_API_URL={github.url}"),
+                *("--env", f"GITHUB_REPOSITORY={REPOSITORY}"),
+                *("--local-repository", f"latency-gate/latency-gate@main={repository}"),
+            )
+        print(f"model-upgrade.yml under act: {run.seconds:.1f} s")
+        # The server has stopped: its log is whole.
+        requests = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        yield UpgradeRun(run, github, requests)
+
+
+def test_upgrade_workflow_measures_both_models_and_passes(upgrade_run: UpgradeRun) -> None:
+    """The two models, answered alike, are not told apart: PASS, the candidate named against
+    today's model in the log, and the cost of an answer on each at its price."""
+    run = upgrade_run.run
+    assert run.jobs() == {"upgrade": "success"}, _describe(run)
+    assert (run.outputs("upgrade").get("verdict"), run.outputs("upgrade").get("passed")) == (
+        "PASS",
+        "true",
+    ), _describe(run)
+    said = _said(run, "upgrade")
+    assert "candidate gpt-4.1-mini: PASS against gpt-4o-mini" in said, _describe(run)
+    assert "the head costs x" in said, _describe(run)
+
+
+def test_upgrade_workflow_asks_each_model_the_same_prompts(upgrade_run: UpgradeRun) -> None:
+    """The endpoint got calls for both models, as many of each, interleaved: the i-th of each
+    arm with the same prompt."""
+    by_model: dict[object, list[str]] = {}
+    for request in upgrade_run.requests:
+        body = request["body"]
+        assert isinstance(body, dict)
+        messages = body["messages"]
+        assert isinstance(messages, list)
+        by_model.setdefault(body["model"], []).append(str(messages[-1]["content"]))
+    assert set(by_model) == {"gpt-4.1-mini", "gpt-4o-mini"}
+    head, base = by_model["gpt-4.1-mini"], by_model["gpt-4o-mini"]
+    assert len(head) == len(base) > 20
+    assert sorted(head) == sorted(base)  # in a burst, the arrival order is the network's
+
+
+def test_upgrade_workflow_comments_once_naming_both_models(upgrade_run: UpgradeRun) -> None:
+    """Its pull request gets one comment that says the upgrade, without the API key."""
+    comments = list(upgrade_run.github.all_comments())
+    assert len(comments) == 1
+    body = comments[0]["body"]
+    assert "candidate gpt-4.1-mini" in body
+    assert "gpt-4o-mini" in body
+    assert OPENAI_KEY not in body
+    assert OPENAI_KEY[-12:] not in body
+    assert upgrade_run.github.violations == []
 
 
 # --- main's last result as the baseline, the host form on a loopback target -------------------

@@ -18,10 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import click
+import httpx
 import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 from conftest import DemoRun
+from demo_process import demo_server
 from one_look import one_look_args
 
 from latency_gate import __version__, cli
@@ -473,6 +475,32 @@ def test_demo_server_port_zero_prints_its_url() -> None:
         r"serving echo at http://127\.0\.0\.1:\d+/v1/chat/completions for 0\.2 s\n",
         result.stderr,
     )
+
+
+def test_demo_server_log_writes_each_request_without_its_headers(tmp_path: Path) -> None:
+    """--log FILE: once the server stops, one JSON line per request it got (method, path,
+    status, the body as JSON or as text); never its headers, which carry keys."""
+    log = tmp_path / "requests.jsonl"
+    with demo_server("127.0.0.1", "--log", str(log)) as url:
+        headers = {"authorization": "Bearer sk-log-test-0123456789"}
+        body = {"model": "m1", "messages": [{"role": "user", "content": "hi"}]}
+        assert httpx.post(url, json=body, headers=headers, timeout=10).status_code == 200
+        assert httpx.post(url, content=b"not json", timeout=10).status_code == 200
+    lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    path = "/v1/chat/completions"
+    assert lines == [
+        {"method": "POST", "path": path, "status": 200, "body": body},
+        {"method": "POST", "path": path, "status": 200, "body": "not json"},
+    ]
+    assert "sk-log-test" not in log.read_text(encoding="utf-8")
+
+
+def test_demo_server_log_where_no_file_can_be_is_exit_2(tmp_path: Path) -> None:
+    """A --log in a folder that does not exist is refused, naming --log, before serving."""
+    result = invoke("demo-server", "--log", str(tmp_path / "none" / "x.jsonl"), "--port", "0")
+    assert result.exit_code == 2
+    assert "--log" in result.stderr
+    assert "serving" not in result.stderr
 
 
 @pytest.mark.parametrize(("raw", "slots"), [((), None), (("--slots", "2"), 2)])

@@ -118,6 +118,7 @@ def test_workflow_examples_exist() -> None:
         "docs/examples/http-endpoint.yml",
         "docs/examples/latency-history.yml",
         "docs/examples/matrix-merge.yml",
+        "docs/examples/model-upgrade.yml",
         "docs/examples/openai-chat.yml",
     ]
 

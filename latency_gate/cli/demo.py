@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import click
 
@@ -17,6 +19,7 @@ from latency_gate.run import probe
 from latency_gate.signals import run_with_signals
 
 if TYPE_CHECKING:
+    from latency_gate.demo import RequestRecord
     from latency_gate.models import RunResult
 
 __all__ = ["DEMO_DESCRIPTIONS", "demo_command", "demo_server_command"]
@@ -86,6 +89,26 @@ def _write(path: Path, text: str) -> None:
         raise ConfigError.single("--out", f"could not write {str(path)!r}: {reason}") from None
 
 
+def _open_log(path: Path) -> TextIO:
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ConfigError.single("--log", f"could not write {str(path)!r}: {reason}") from None
+
+
+def _write_log(log: TextIO, records: Sequence[RequestRecord]) -> None:
+    """The requests a demo server got, one JSON line each (a body that is not JSON as text)."""
+    for record in records:
+        text = record.body.decode("utf-8", errors="replace")
+        try:
+            body: object = json.loads(text) if text else None
+        except ValueError:
+            body = text
+        line = {"method": record.method, "path": record.path, "status": record.status}
+        log.write(json.dumps({**line, "body": body}) + "\n")
+
+
 @main.command("demo-server")
 @click.option(
     "--preset",
@@ -115,8 +138,16 @@ def _write(path: Path, text: str) -> None:
     "when left out: 1 for free, unlimited for the others): an endpoint whose --capacity and "
     "--goodput have an answer.",
 )
+@click.option(
+    "--log",
+    "log_path",
+    type=FilePath(dir_okay=False, path_type=Path),
+    default=None,
+    help="When it stops, write each request it got to this file, one JSON line each: method, "
+    "path, status and body (not the headers, which may carry keys).",
+)
 def demo_server_command(
-    preset: str, host: str, port: int, duration: float, slots: int | None
+    *, preset: str, host: str, port: int, duration: float, slots: int | None, log_path: Path | None
 ) -> None:
     """Serve one demo endpoint on 127.0.0.1 in the foreground (for workflows and benchmarks)."""
     from latency_gate import demo  # noqa: PLC0415 - only this command starts servers
@@ -127,10 +158,17 @@ def demo_server_command(
     if slots is not None:
         spec = spec.model_copy(update={"parallelism": slots})
 
+    log = None if log_path is None else _open_log(log_path)
+
     async def serve() -> None:
         async with demo.DemoServer(spec, host=host, port=port) as server:
             click.echo(f"serving {preset} at {server.url} for {duration:g} s", err=True)
-            await asyncio.sleep(duration)
+            try:
+                await asyncio.sleep(duration)
+            finally:
+                if log is not None:
+                    with log:
+                        _write_log(log, server.records)
 
     with contextlib.suppress(asyncio.CancelledError):
         run_with_signals(serve())
