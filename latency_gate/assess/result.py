@@ -16,7 +16,7 @@ from latency_gate.assess.compare.creep import creep, creep_note
 from latency_gate.assess.compare.history import HistoryPlan, earlier_runs, history_check
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.findings import find
-from latency_gate.assess.load.regression import base_capacities, capacity_delta, goodput_delta
+from latency_gate.assess.load.regression import capacity_delta, goodput_delta
 from latency_gate.assess.load.verdict import capacity_check, goodput_checks
 from latency_gate.assess.numbers import stats
 from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
@@ -275,20 +275,18 @@ def judge_samples(
     if history is not None and base_arm is None:
         check = history_check(history, target, samples, numbers, gated=gated, newest=check)
     if searched:
-        checks, check = _with_capacity(
-            checks,
+        row = capacity_check(capacity, min_capacity)
+        checks = checks if row is None else (*checks, row)
+    if base_arm is None:  # an A/B run's base arm is not searched
+        check = _with_searches(
             check,
-            capacity,
-            min_capacity=min_capacity,
+            capacity if searched else None,
+            goodput,
+            searched=searched,
             target=target,
             baseline=baseline,
             history=history,
-            earlier=base_arm is None,
             on_undecided=gate.plan.on_undecided_regression,
-        )
-    if goodput is not None and base_arm is None:
-        check = _with_goodput(
-            check, goodput, gate, target=target, baseline=baseline, history=history
         )
     checks = (*checks, *extra)
     verdict = judge(
@@ -318,66 +316,40 @@ def _creeps(history: HistoryPlan, target: str, gated: Collection[str]) -> list[s
     return notes
 
 
-def _with_capacity(
-    checks: tuple[Check, ...],
+def _with_searches(
     check: BaselineCheck | None,
     capacity: Capacity | None,
+    goodput: Goodput | None,
     *,
-    min_capacity: int | None,
+    searched: bool,
     target: str,
     baseline: BaselinePlan | None,
     history: HistoryPlan | None,
-    earlier: bool,
     on_undecided: Literal["fail", "pass"],
-) -> tuple[tuple[Check, ...], BaselineCheck | None]:
-    """The capacity's row among the checks, and against an earlier run or a history, its row
-    among the comparison's (an A/B run's base arm is not searched)."""
-    row = capacity_check(capacity, min_capacity)
-    if row is not None:
-        checks = (*checks, row)
-    bases = base_capacities(target, baseline, history) if earlier else None
-    if check is None or check.status != "compared" or bases is None:
-        return checks, check
-    limit = history.limit if history is not None else baseline.limit if baseline else None
-    delta = capacity_delta(
-        capacity,
-        bases[0],
-        limit or DEFAULT_LIMIT,
-        history=bases[1],
-        on_undecided=on_undecided,
-    )
-    if delta is not None:
-        check = check.model_copy(update={"deltas": (*check.deltas, delta)})
-    return checks, check
-
-
-def _with_goodput(
-    check: BaselineCheck | None,
-    goodput: Goodput,
-    gate: Gate,
-    *,
-    target: str,
-    baseline: BaselinePlan | None,
-    history: HistoryPlan | None,
 ) -> BaselineCheck | None:
-    """The goodput against an earlier run's or a history's searches, a row among the
-    comparison's (assess/load/regression.goodput_delta)."""
+    """The load searches' figures against an earlier run's or a history's, rows among the
+    comparison's (assess/load/regression.py): the capacity's when this run `searched` it, the
+    goodput's when it has one (a search's, or calls at a rate, which say nothing)."""
     earlier = earlier_runs(target, baseline, history)
     if check is None or check.status != "compared" or earlier is None:
         return check
     runs, several = earlier
-    bases = [run.goodput for run in runs if run.goodput is not None and run.goodput.search]
-    limit = history.limit if history is not None else baseline.limit if baseline else None
-    delta = goodput_delta(
-        goodput,
-        bases,
-        limit or DEFAULT_LIMIT,
-        history=several,
-        on_undecided=gate.plan.on_undecided_regression,
+    limit = (history.limit if history is not None else baseline.limit if baseline else None) or (
+        DEFAULT_LIMIT
     )
-    if delta is None:
-        return check
-    return check.model_copy(update={"deltas": (*check.deltas, delta)})
+    deltas = []
+    if searched:
+        bases = [run.capacity for run in runs if run.capacity is not None]
+        deltas.append(
+            capacity_delta(capacity, bases, limit, history=several, on_undecided=on_undecided)
+        )
+    if goodput is not None:
+        rates = [run.goodput for run in runs if run.goodput is not None and run.goodput.search]
+        deltas.append(
+            goodput_delta(goodput, rates, limit, history=several, on_undecided=on_undecided)
+        )
+    found = [delta for delta in deltas if delta is not None]
+    return check.model_copy(update={"deltas": (*check.deltas, *found)}) if found else check
 
 
 def floor_from(

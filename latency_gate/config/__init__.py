@@ -30,18 +30,15 @@ from latency_gate.config.request import (
     unsent_settings,
     with_environment_proxy,
 )
-from latency_gate.config.target import (
+from latency_gate.config.secrets import (
     HARMLESS_HEADERS,
-    NOT_COMPARED,
-    Budget,
-    Header,
-    Target,
     find_secrets,
     scrub_secrets,
     secret_forms,
     url_secrets,
     url_userinfo,
 )
+from latency_gate.config.target import NOT_COMPARED, Budget, Header, Target
 
 __all__ = [
     "BUDGET_KEYS",

@@ -27,7 +27,8 @@ from latency_gate.config.parsing import (
     redact_url,
     token_limit_field,
 )
-from latency_gate.config.target import Header, Target, url_userinfo
+from latency_gate.config.secrets import url_userinfo
+from latency_gate.config.target import Header, Target
 from latency_gate.errors import ConfigError, InputProblem
 
 __all__ = [

@@ -26,7 +26,6 @@ from latency_gate.config.secrets import (
 )
 
 __all__ = [
-    "HARMLESS_HEADERS",
     "NOT_COMPARED",
     "STREAM_COMPARED",
     "BaseRequest",
@@ -35,12 +34,7 @@ __all__ = [
     "Target",
     "body_fingerprint",
     "comparable_settings",
-    "find_secrets",
     "redact_settings",
-    "scrub_secrets",
-    "secret_forms",
-    "url_secrets",
-    "url_userinfo",
 ]
 
 

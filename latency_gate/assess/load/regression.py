@@ -20,14 +20,12 @@ import statistics
 from collections.abc import Sequence
 from typing import Literal
 
-from latency_gate.assess.compare.baseline import BaselinePlan
-from latency_gate.assess.compare.history import HistoryPlan, earlier_runs
 from latency_gate.assess.load.headline import goodput_figure
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.formatting import fmt_duration, fmt_rate
 from latency_gate.models import Capacity, Goodput, NumberDelta
 
-__all__ = ["base_capacities", "capacity_delta", "goodput_delta", "undecided_delta"]
+__all__ = ["capacity_delta", "goodput_delta", "undecided_delta"]
 
 
 def _one_side(
@@ -116,19 +114,6 @@ def capacity_delta(
         outcome="regressed" if regressed else "not regressed",
         note=note if regressed else "",
     )
-
-
-def base_capacities(
-    target: str, baseline: BaselinePlan | None, history: HistoryPlan | None
-) -> tuple[list[Capacity], bool] | None:
-    """The capacities a run's capacity is compared with, and whether they are a history's
-    (several runs): those of `earlier_runs` that searched one. None when there is no base run
-    at all."""
-    earlier = earlier_runs(target, baseline, history)
-    if earlier is None:
-        return None
-    runs, several = earlier
-    return [run.capacity for run in runs if run.capacity is not None], several
 
 
 def undecided_delta(
