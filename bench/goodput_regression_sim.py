@@ -7,7 +7,7 @@ endpoint is unchanged and when it became slower, with nights that drift.
 
 Every search is bench/goodputsim.py's (the shipped `RateSearch`, `start_rate`, `due_times` and
 `OpenLevel`, on endpoints of n slots with lognormal service times), and every comparison is the
-shipped `goodput_delta` (assess/load/regression.py) with the default 10 % limit, so a figure is
+shipped `search_delta` (assess/load/regression.py) with the default 10 % limit, so a figure is
 what a user gets: "FAIL" counts the regressions it decides, and with on-undecided-regression:
 fail the undecided ones too.
 
@@ -48,7 +48,7 @@ from goodputsim import (
 from statsim import pct, progress, table_row, write_tables
 
 from latency_gate.assess.load.levels import LevelLimits
-from latency_gate.assess.load.regression import goodput_delta
+from latency_gate.assess.load.regression import search_delta
 from latency_gate.config.regression import RegressionLimit
 from latency_gate.models import Goodput, NumberDelta
 
@@ -76,7 +76,7 @@ class Row:
 
 
 def as_goodput(found: Found, budget: float) -> Goodput:
-    """The search's figure as RateRun.goodput gives it (the levels left out: goodput_delta reads
+    """The search's figure as RateRun.goodput gives it (the levels left out: search_delta reads
     the figure, its bounds and the budget)."""
     return Goodput(
         search=True,
@@ -133,8 +133,8 @@ def cell(slots: int, sigma: float, drift: float, runs: int) -> list[Row]:
             for limit in LIMITS:
                 for history in (False, True):
                     bases = earlier if history else earlier[-1:]
-                    delta = goodput_delta(
-                        head, bases, RegressionLimit(relative=limit), history=history
+                    delta = search_delta(
+                        "goodput", head, bases, RegressionLimit(relative=limit), history=history
                     )
                     assert delta is not None
                     outcomes.setdefault((slower, limit, history), []).append(delta)

@@ -466,17 +466,17 @@ def test_a_drop_inside_the_interval_is_undecided() -> None:
     """Against a base that held 16, a head between 12 and 16 cannot show a drop past the 10 %
     limit (under 14.5) nor rule one out: undecided, not regressed; a head told apart at 12
     regresses."""
-    from latency_gate.assess.load.regression import capacity_delta
+    from latency_gate.assess.load.regression import search_delta
     from latency_gate.config.regression import RegressionLimit
 
     head = _near_budget()
     base = head.model_copy(update={"found": 16, "upper": None, "breaking": 17})
     limit = RegressionLimit(relative=0.10)
-    delta = capacity_delta(head, [base], limit)
+    delta = search_delta("capacity", head, [base], limit)
     assert delta is not None
     assert (delta.outcome, delta.regressed, delta.decided) == ("undecided", False, False)
     assert "this run's capacity is between 12 and 16" in delta.note
     told_apart = head.model_copy(update={"upper": None, "breaking": 13})
-    dropped = capacity_delta(told_apart, [base], limit)
+    dropped = search_delta("capacity", told_apart, [base], limit)
     assert dropped is not None
     assert dropped.regressed

@@ -23,7 +23,7 @@ from latency_gate.assess.load.levels import (
 )
 from latency_gate.assess.load.open_level import OpenLevel, judged_calls
 from latency_gate.assess.load.per_second import RateRun, RateSearch, start_rates
-from latency_gate.assess.load.regression import goodput_delta
+from latency_gate.assess.load.regression import search_delta
 from latency_gate.assess.load.verdict import goodput_checks
 from latency_gate.assess.maths.sequential import Decision
 from latency_gate.config import Target, build_target
@@ -566,7 +566,9 @@ def test_a_search_stopped_below_the_minimum_is_undecided() -> None:
 def test_a_goodput_held_within_the_limit_of_the_base_s_is_not_a_regression() -> None:
     """Against an earlier search that held 2.1/s, with a 10 % limit, the goodput regresses below
     2.1 / 1.1 = 1.91/s: 2/s held there is NOT REGRESSED, whatever broke above it."""
-    delta = goodput_delta(_goodput(2.0, 2.2), [_goodput(2.1, 2.3)], RegressionLimit(0.10, None))
+    delta = search_delta(
+        "goodput", _goodput(2.0, 2.2), [_goodput(2.1, 2.3)], RegressionLimit(0.10, None)
+    )
     assert delta is not None
     assert (delta.number, delta.base, delta.head) == ("goodput", 2.1, 2.0)
     assert (delta.outcome, delta.regressed, delta.decided) == ("not regressed", False, True)
@@ -577,7 +579,7 @@ def test_a_rate_under_the_threshold_that_broke_is_a_regression() -> None:
     REGRESSED, and the row says the threshold, the base and the rate that broke; a near level
     above the rate held bounds it the same way (`upper`)."""
     limit = RegressionLimit(0.10, None)
-    delta = goodput_delta(_goodput(1.41, 1.6), [_goodput(2.0, 2.2)], limit)
+    delta = search_delta("goodput", _goodput(1.41, 1.6), [_goodput(2.0, 2.2)], limit)
     assert delta is not None
     assert (delta.outcome, delta.regressed, delta.by_policy) == ("regressed", True, False)
     assert delta.note == (
@@ -585,7 +587,7 @@ def test_a_rate_under_the_threshold_that_broke_is_a_regression() -> None:
         "1.6/s broke"
     )
     near = _goodput(1.41, 2.0, upper=1.7)
-    delta = goodput_delta(near, [_goodput(2.0, 2.2)], limit)
+    delta = search_delta("goodput", near, [_goodput(2.0, 2.2)], limit)
     assert delta is not None
     assert delta.regressed
     assert delta.note.endswith("; 1.7/s broke")
@@ -598,17 +600,17 @@ def test_a_threshold_inside_the_search_s_last_step_is_undecided() -> None:
     threshold is undecided the same way."""
     limit = RegressionLimit(0.10, None)
     head, bases = _goodput(1.68, 2.0), [_goodput(2.0, 2.2)]
-    delta = goodput_delta(head, bases, limit)
+    delta = search_delta("goodput", head, bases, limit)
     assert delta is not None
     assert (delta.outcome, delta.decided, delta.regressed) == ("undecided", False, False)
     assert delta.left_undecided
     assert delta.note.endswith("this run's goodput is 1.68/s (held; 2/s broke)")
-    failing = goodput_delta(head, bases, limit, on_undecided="fail")
+    failing = search_delta("goodput", head, bases, limit, on_undecided="fail")
     assert failing is not None
     assert (failing.outcome, failing.regressed, failing.by_policy) == ("undecided", True, True)
     assert failing.note.endswith("(on-undecided-regression: fail)")
     capped = _goodput(1.41, None, complete=False, stopped="max-calls left 12 calls")
-    delta = goodput_delta(capped, bases, limit)
+    delta = search_delta("goodput", capped, bases, limit)
     assert delta is not None
     assert delta.outcome == "undecided"
     assert "this run's search did not end (max-calls left 12 calls): at least 1.41/s" in delta.note
@@ -618,7 +620,9 @@ def test_against_a_history_the_base_is_the_median_of_the_rates_held() -> None:
     """Three earlier searches that held 1.9, 2.1 and 2/s: the base is 2/s, and the row says it
     is the history's median."""
     bases = [_goodput(rate, 2.3) for rate in (1.9, 2.1, 2.0)]
-    delta = goodput_delta(_goodput(1.41, 1.6), bases, RegressionLimit(0.10, None), history=True)
+    delta = search_delta(
+        "goodput", _goodput(1.41, 1.6), bases, RegressionLimit(0.10, None), history=True
+    )
     assert delta is not None
     assert (delta.base, delta.regressed) == (2.0, True)
     assert "the median of the rates the history's runs held" in delta.note
@@ -628,9 +632,9 @@ def test_a_goodput_not_searched_on_both_sides_or_at_another_budget_is_not_compar
     """No search on either side: no row. One side without one (or a run at --rate alone), or a
     base held to another budget: a row that says why it was not compared, never a regression."""
     limit = RegressionLimit(0.10, None)
-    assert goodput_delta(None, [], limit) is None
+    assert search_delta("goodput", None, [], limit) is None
     at_a_rate = _goodput(1.0, None, search=False)
-    assert goodput_delta(at_a_rate, [], limit) is None
+    assert search_delta("goodput", at_a_rate, [], limit) is None
     cases = [
         (None, [_goodput(2.0, 2.2)], "not compared: this run did not search the goodput"),
         (_goodput(2.0, 2.2), [], "not compared: the base did not search the goodput"),
@@ -641,7 +645,7 @@ def test_a_goodput_not_searched_on_both_sides_or_at_another_budget_is_not_compar
         ),
     ]
     for head, bases, said in cases:
-        delta = goodput_delta(head, bases, limit)
+        delta = search_delta("goodput", head, bases, limit)
         assert delta is not None
         assert delta.note.startswith(said), delta.note
         assert (delta.regressed, delta.outcome) == (False, None)

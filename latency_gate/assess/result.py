@@ -16,7 +16,7 @@ from latency_gate.assess.compare.creep import creep, creep_note
 from latency_gate.assess.compare.history import HistoryPlan, earlier_runs, history_check
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, look_alpha
 from latency_gate.assess.findings import find
-from latency_gate.assess.load.regression import capacity_delta, goodput_delta
+from latency_gate.assess.load.regression import search_delta
 from latency_gate.assess.load.verdict import capacity_check, goodput_checks
 from latency_gate.assess.numbers import stats
 from latency_gate.assess.numbers.timeline import chain_stats, stamp_stats
@@ -337,18 +337,18 @@ def _with_searches(
     limit = (history.limit if history is not None else baseline.limit if baseline else None) or (
         DEFAULT_LIMIT
     )
-    deltas = []
+    asked: list[tuple[Literal["capacity", "goodput"], Capacity | Goodput | None]] = []
     if searched:
-        bases = [run.capacity for run in runs if run.capacity is not None]
-        deltas.append(
-            capacity_delta(capacity, bases, limit, history=several, on_undecided=on_undecided)
-        )
+        asked.append(("capacity", capacity))
     if goodput is not None:
-        rates = [run.goodput for run in runs if run.goodput is not None and run.goodput.search]
-        deltas.append(
-            goodput_delta(goodput, rates, limit, history=several, on_undecided=on_undecided)
+        asked.append(("goodput", goodput))
+    found = []
+    for number, figure in asked:
+        bases = [b for run in runs if (b := getattr(run, number)) is not None]
+        delta = search_delta(
+            number, figure, bases, limit, history=several, on_undecided=on_undecided
         )
-    found = [delta for delta in deltas if delta is not None]
+        found += [] if delta is None else [delta]
     return check.model_copy(update={"deltas": (*check.deltas, *found)}) if found else check
 
 
