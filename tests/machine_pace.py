@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["queued_seconds"]
+__all__ = ["Waited", "queued_seconds"]
 
 
 def queued_seconds() -> float:
@@ -22,3 +22,15 @@ def queued_seconds() -> float:
         return int(Path("/proc/thread-self/schedstat").read_text().split()[1]) / 1e9
     except (OSError, IndexError, ValueError):
         return 0.0
+
+
+class Waited:
+    """Seconds this thread has waited for a core since this was made (called: `waited()`): the
+    slack of an upper bound on a wall-clock span that this thread's own loop timed, the
+    loopback servers' included (they run on it). On a quiet machine it is about 0."""
+
+    def __init__(self) -> None:
+        self._start = queued_seconds()
+
+    def __call__(self) -> float:
+        return queued_seconds() - self._start

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 import pytest
-from machine_pace import queued_seconds
+from machine_pace import Waited, queued_seconds
 
 from latency_gate.demo import (
     INVALID_UTF8,
@@ -100,10 +100,21 @@ def stream_request(path: str, *, version: str = "HTTP/1.1") -> bytes:
     ).encode() + body
 
 
+@pytest.fixture
+def waited() -> Waited:
+    """The seconds this test's thread has waited for a core since it began: every upper bound
+    on a span timed here (the client's and the in-process server's loop) allows for them, as
+    the machine's, not the server's (issue 42: beside a loaded suite a 50 ms call's headers came
+    at 102 ms where 100 ms was the bound, stop 47)."""
+    return Waited()
+
+
 # --- timing ----------------------------------------------------------------------------------
 
 
-async def test_fixed_latency_answers_in_50_to_90_ms(client: httpx.AsyncClient) -> None:
+async def test_fixed_latency_answers_in_50_to_90_ms(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """A 50 ms server answers each warm call in 50-90 ms as the client measures it."""
     spec = EndpointSpec(stream_format="raw", latency=0.05, tokens=0)
     async with DemoServer(spec) as server:
@@ -115,16 +126,16 @@ async def test_fixed_latency_answers_in_50_to_90_ms(client: httpx.AsyncClient) -
             durations.append(time.perf_counter() - start)
             assert response.status_code == 200
     assert min(durations) >= 0.05
-    assert statistics.median(durations) <= 0.09
+    assert statistics.median(durations) <= 0.09 + waited()
 
 
-async def test_records_time_service_from_receipt(client: httpx.AsyncClient) -> None:
+async def test_records_time_service_from_receipt(client: httpx.AsyncClient, waited: Waited) -> None:
     """The record's first byte is written `latency` after the request's last byte arrived."""
     spec = EndpointSpec(stream_format="raw", latency=0.05, tokens=0)
     async with DemoServer(spec) as server:
         await client.get(server.url)
     record = server.records[0]
-    assert 0.05 <= seconds(record.received_ns, record.first_byte_sent_ns) <= 0.08
+    assert 0.05 <= seconds(record.received_ns, record.first_byte_sent_ns) <= 0.08 + waited()
     assert (record.method, record.path, record.status, record.stream) == ("GET", "/", 200, False)
 
 
@@ -138,7 +149,9 @@ async def test_jitter_spreads_service_times(client: httpx.AsyncClient) -> None:
     assert max(service) - min(service) > 0.03
 
 
-async def test_cold_start_delays_only_the_first_request(client: httpx.AsyncClient) -> None:
+async def test_cold_start_delays_only_the_first_request(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """A 300 ms cold start adds to the first call and to none of the next three."""
     spec = EndpointSpec(stream_format="raw", latency=0.01, tokens=0, cold_start=0.3)
     async with DemoServer(spec) as server:
@@ -148,10 +161,10 @@ async def test_cold_start_delays_only_the_first_request(client: httpx.AsyncClien
             await client.get(server.url)
             durations.append(time.perf_counter() - start)
     assert durations[0] >= 0.31
-    assert max(durations[1:]) < 0.15
+    assert max(durations[1:]) < 0.15 + waited()
 
 
-async def test_cold_start_returns_after_idle(client: httpx.AsyncClient) -> None:
+async def test_cold_start_returns_after_idle(client: httpx.AsyncClient, waited: Waited) -> None:
     """After `cold_after` seconds without requests the next call is cold again."""
     spec = EndpointSpec(
         stream_format="raw", latency=0.01, tokens=0, cold_start=0.2, cold_after=0.25
@@ -164,19 +177,23 @@ async def test_cold_start_returns_after_idle(client: httpx.AsyncClient) -> None:
             await client.get(server.url)
             durations.append(time.perf_counter() - start)
     assert durations[0] >= 0.21
-    assert durations[1] < 0.1
+    assert durations[1] < 0.1 + waited()
     assert durations[2] >= 0.21
 
 
-async def test_parallelism_one_serves_a_burst_one_at_a_time(client: httpx.AsyncClient) -> None:
+async def test_parallelism_one_serves_a_burst_one_at_a_time(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """With one slot, a burst of 5 is served in turn: queue waits grow by ~one service time."""
     spec = EndpointSpec(stream_format="raw", latency=0.1, tokens=0, parallelism=1)
     async with DemoServer(spec) as server:
         await asyncio.gather(*(client.get(server.url) for _ in range(5)))
     records = sorted(server.records, key=lambda r: r.queued)
     waits = [r.queued for r in records]
-    assert waits[0] < 0.02
-    assert all(0.08 <= later - earlier <= 0.2 for earlier, later in itertools.pairwise(waits))
+    slack = waited()
+    assert waits[0] < 0.02 + slack
+    steps = [later - earlier for earlier, later in itertools.pairwise(waits)]
+    assert all(0.08 <= step <= 0.2 + slack for step in steps)
     for earlier, later in itertools.pairwise(records):
         assert earlier.done_ns is not None
         assert later.first_byte_sent_ns is not None
@@ -184,72 +201,85 @@ async def test_parallelism_one_serves_a_burst_one_at_a_time(client: httpx.AsyncC
     assert server.max_in_flight == 5
 
 
-async def test_unlimited_parallelism_serves_a_burst_together(client: httpx.AsyncClient) -> None:
+async def test_unlimited_parallelism_serves_a_burst_together(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """Without a slot limit, five 100 ms calls at once all finish within ~one service time."""
     spec = EndpointSpec(stream_format="raw", latency=0.1, tokens=0)
     async with DemoServer(spec) as server:
         start = time.perf_counter()
         await asyncio.gather(*(client.get(server.url) for _ in range(5)))
         elapsed = time.perf_counter() - start
-    assert elapsed < 0.25
+    assert elapsed < 0.25 + waited()
     assert [r.queued for r in server.records] == [0.0] * 5
 
 
 # --- streams ---------------------------------------------------------------------------------
 
 
-async def test_honest_stream_spreads_tokens_over_time(client: httpx.AsyncClient) -> None:
+async def test_honest_stream_spreads_tokens_over_time(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """Ten tokens 30 ms apart arrive as they are made: first early, last ~270 ms later."""
     spec = EndpointSpec(latency=0.05, tokens=10, token_interval=0.03)
     async with DemoServer(spec) as server:
         headers_at, pieces = await timed_stream(client, server.url)
-    assert 0.05 <= headers_at <= 0.1
-    assert pieces[0][0] - headers_at < 0.05
+    slack = waited()
+    assert 0.05 <= headers_at <= 0.1 + slack
+    assert pieces[0][0] - headers_at < 0.05 + slack
     assert pieces[-1][0] >= 0.05 + 0.27
     record = server.records[0]
-    assert seconds(record.first_byte_sent_ns, record.first_token_sent_ns) < 0.02
+    assert seconds(record.first_byte_sent_ns, record.first_token_sent_ns) < 0.02 + slack
 
 
-async def test_buffered_stream_sends_the_body_at_the_end(client: httpx.AsyncClient) -> None:
+async def test_buffered_stream_sends_the_body_at_the_end(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """Buffered: headers at ~latency, then every body byte at once when the stream is done."""
     spec = EndpointSpec(latency=0.05, tokens=10, token_interval=0.03, buffered=True)
     async with DemoServer(spec) as server:
         headers_at, pieces = await timed_stream(client, server.url)
-    assert 0.05 <= headers_at <= 0.1
+    slack = waited()
+    assert 0.05 <= headers_at <= 0.1 + slack
     # A late stamp of the headers shortens a gap read on this side: the lower bound is read
     # from the request's start (no byte can arrive before it was sent) and the server's record.
     assert pieces[0][0] >= 0.3
-    assert pieces[-1][0] - pieces[0][0] < 0.03
+    assert pieces[-1][0] - pieces[0][0] < 0.03 + slack
     record = server.records[0]
     assert seconds(record.first_byte_sent_ns, record.first_token_sent_ns) >= 0.25
-    assert seconds(record.first_token_sent_ns, record.done_ns) < 0.02
+    assert seconds(record.first_token_sent_ns, record.done_ns) < 0.02 + slack
 
 
-async def test_hold_headers_sends_headers_with_first_token(client: httpx.AsyncClient) -> None:
+async def test_hold_headers_sends_headers_with_first_token(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """Held headers leave in the same write as the first content delta, 300 ms late."""
     spec = EndpointSpec(latency=0.05, tokens=3, first_token_delay=0.3, hold_headers=True)
     async with DemoServer(spec) as server:
         headers_at, pieces = await timed_stream(client, server.url)
     assert headers_at >= 0.35
     first_content = next(at for at, piece in pieces if b'"content":"Latency "' in piece)
-    assert first_content - headers_at < 0.02
+    assert first_content - headers_at < 0.02 + waited()
     record = server.records[0]
     assert record.first_byte_sent_ns == record.first_token_sent_ns
 
 
-async def test_first_token_delay_follows_the_role_chunk(client: httpx.AsyncClient) -> None:
+async def test_first_token_delay_follows_the_role_chunk(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """The role chunk comes with the headers; the first content delta 300 ms after."""
     spec = EndpointSpec(latency=0.05, tokens=3, first_token_delay=0.3)
     async with DemoServer(spec) as server:
         headers_at, pieces = await timed_stream(client, server.url)
-    assert headers_at < 0.15
+    slack = waited()
+    assert headers_at < 0.15 + slack
     assert b'"role":"assistant","content":null' in pieces[0][1]
     assert b'"content":"Latency "' not in pieces[0][1]
     first_content = next(at for at, piece in pieces if b'"content":"Latency "' in piece)
     # The gap's lower bound from the server's record and the request's start: a late stamp of
     # the headers on this side shortened it to 0.2995 s in CI (stop 45).
     assert first_content >= 0.35
-    assert first_content - headers_at <= 0.4
+    assert first_content - headers_at <= 0.4 + slack
     record = server.records[0]
     assert seconds(record.first_byte_sent_ns, record.first_token_sent_ns) >= 0.3
 
@@ -666,23 +696,26 @@ def test_classic_three_are_local_free_and_paid() -> None:
     assert (paid.buffered, paid.parallelism) == (True, None)
 
 
-async def test_classic_paid_buffers_its_stream_in_budget(client: httpx.AsyncClient) -> None:
+async def test_classic_paid_buffers_its_stream_in_budget(
+    client: httpx.AsyncClient, waited: Waited
+) -> None:
     """paid answers in under a second, but its first token comes with its last byte."""
     async with DemoServer(classic_three()[2]) as server:
         headers_at, pieces = await timed_stream(client, server.url)
-    assert headers_at < 0.2
-    assert 0.5 <= pieces[-1][0] <= 1.0
-    assert pieces[-1][0] - pieces[0][0] < 0.03
+    slack = waited()
+    assert headers_at < 0.2 + slack
+    assert 0.5 <= pieces[-1][0] <= 1.0 + slack
+    assert pieces[-1][0] - pieces[0][0] < 0.03 + slack
 
 
-async def test_classic_local_answers_fast(client: httpx.AsyncClient) -> None:
+async def test_classic_local_answers_fast(client: httpx.AsyncClient, waited: Waited) -> None:
     """local answers a warm streamed call within 40-150 ms."""
     async with DemoServer(classic_three()[0]) as server:
         await client.post(server.url, json={"stream": True})
         start = time.perf_counter()
         await client.post(server.url, json={"stream": True})
         elapsed = time.perf_counter() - start
-    assert 0.04 <= elapsed <= 0.15
+    assert 0.04 <= elapsed <= 0.15 + waited()
 
 
 @pytest.mark.slow

@@ -30,6 +30,10 @@ SLOW = EndpointSpec(name="slow", latency=0.1, tokens=2, token_interval=0.001)
 CALLS_BEFORE_SIGNAL = 4
 WAIT_FOR_CALLS = 30.0
 WAIT_FOR_EXIT = 20.0
+# STOPPED: a run signalled stops calling; the ~150 calls left (over 15 s) are not made. That is
+# read from the server's records, the calls it got after the signal: the time the run then takes
+# to write its reports is the machine's (5.6 s beside a loaded suite, stop 47, where 5 s was
+# once the bound), and WAIT_FOR_EXIT bounds it.
 SIGNALS = [pytest.param(signal.SIGTERM, id="SIGTERM"), pytest.param(signal.SIGINT, id="SIGINT")]
 
 
@@ -47,8 +51,9 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 def _interrupt(
     command: list[str], cwd: Path, env: dict[str, str], server: DemoServer, sig: signal.Signals
-) -> tuple[int, str, str, float]:
-    """Start command, signal it once the server has answered a few calls; (code, out, err, s)."""
+) -> tuple[int, str, str, int]:
+    """Start command, signal it once the server has answered a few calls; (code, out, err, the
+    calls the server got after the signal)."""
     process = subprocess.Popen(
         command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
@@ -59,10 +64,11 @@ def _interrupt(
             time.sleep(0.05)
         assert process.poll() is None, "the run ended before the signal"
         time.sleep(0.3)  # in the middle of a call, not between two
-        signalled = time.monotonic()
+        signalled = time.time_ns()  # the clock of the server's records
         process.send_signal(sig)
         out, err = process.communicate(timeout=WAIT_FOR_EXIT)
-        return process.returncode, out, err, time.monotonic() - signalled
+        after = sum(record.received_ns > signalled for record in list(server.records))
+        return process.returncode, out, err, after
     finally:
         if process.poll() is None:
             process.kill()
@@ -76,7 +82,7 @@ def test_cli_interrupted_writes_the_calls_so_far(
     """The CLI, signalled mid-run: JSON and Markdown with the calls made, interrupted, exit 1."""
     command = [sys.executable, "-m", "latency_gate", "probe", slow_server.url, "--prompt", "hi"]
     command += ["--warm-calls", "200", "--json", "r.json", "--markdown", "r.md"]
-    code, out, err, seconds = _interrupt(command, tmp_path, _env(), slow_server, sig)
+    code, out, err, after = _interrupt(command, tmp_path, _env(), slow_server, sig)
     assert code == 1, err
     assert "Traceback" not in err
     assert "warning: the run was interrupted" in err
@@ -88,7 +94,7 @@ def test_cli_interrupted_writes_the_calls_so_far(
     assert "the run was interrupted" in result.verdict.reasons
     assert "**Interrupted**" in (tmp_path / "r.md").read_text()
     assert "interrupted" in out
-    assert seconds < 5.0
+    assert after <= 1  # the call in flight at the signal, at most: see STOPPED
 
 
 @pytest.mark.parametrize("sig", SIGNALS)
@@ -119,7 +125,7 @@ def test_action_interrupted_writes_the_calls_so_far(
         }
     )
     command = [sys.executable, str(REPO_ROOT / "entrypoint.py")]
-    code, out, err, seconds = _interrupt(command, workspace, env, slow_server, sig)
+    code, out, err, after = _interrupt(command, workspace, env, slow_server, sig)
     assert code == 1, out + err
     assert "Traceback" not in out + err
     result = RunResult.model_validate_json(
@@ -131,4 +137,4 @@ def test_action_interrupted_writes_the_calls_so_far(
     assert "**Interrupted**" in (workspace / "latency-gate-report" / "report.md").read_text()
     assert "::warning title=latency-gate::the run was interrupted" in out
     assert "verdict=FAIL" in output.read_text()
-    assert seconds < 5.0
+    assert after <= 1  # the call in flight at the signal, at most: see STOPPED

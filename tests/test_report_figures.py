@@ -193,6 +193,9 @@ async def test_two_endpoints_of_the_same_behaviour_are_not_called_faster() -> No
 
 
 @pytest.mark.slow
+# The two probes are one after another: other tests' load moved the 50 ms endpoint's p95 and
+# not the 150 ms one's alike (x1.88 to x2.48 where 3 is the truth, stop 47's first run).
+@pytest.mark.alone
 async def test_a_slower_endpoint_is_called_slower_with_its_interval() -> None:
     """50 ms against 150 ms (jitter 0.1): "b is ... slower at warm p95 (p95s x2.6 to x3.4,
     97.5 %)", the difference with the interval of the ratio of the two p95s (97.5 %: the 5 %
