@@ -77,16 +77,22 @@ async def test_first_call_penalty_shows_in_cold_start_only() -> None:
 
 
 async def test_one_at_a_time_server_makes_concurrent_p95_several_times_warm_p50() -> None:
-    """Parallelism 1: the burst queues, concurrent p95 is several times warm p50."""
+    """Parallelism 1: the burst queues, concurrent p95 is several times warm p50.
+
+    200 ms a call, so that the queue is read only when the client sent its burst together
+    within a tenth of what the queue added (about 75 ms here): at 60 ms a call that tenth was
+    24 ms, and beside `stress-ng --cpu 2` the client's sends spread past it (stop 47), which
+    the gate rightly names `client-behind`, not a queue."""
+    service = 0.2
     result, server = await _probe(
-        EndpointSpec(latency=0.06, parallelism=1, tokens=1, token_interval=0)
+        EndpointSpec(latency=service, parallelism=1, tokens=1, token_interval=0)
     )
     warm, burst = result.numbers.warm_p50, result.numbers.concurrent_p95
     assert warm is not None
     assert burst is not None
     assert burst >= 3.5 * warm
     waits = sorted(r.queued for r in server.records[-5:])
-    assert waits[-1] >= 3 * 0.06
+    assert waits[-1] >= 3 * service
     assert "serialized" in [f.code for f in result.findings]
 
 
