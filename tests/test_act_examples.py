@@ -61,6 +61,12 @@ RUN_HERE = [
     "openai-chat.yml",
 ]
 OPENAI_KEY = "sk-act-example-0123456789abcdef"
+# The OpenAI-compatible examples' endpoint, as act's runs reach a demo instead.
+OPENAI_TO_DEMO = {
+    "url: https://api.openai.com/v1/chat/completions # any OpenAI-compatible server": (
+        "url: ${{ env.DEMO_URL }}"
+    )
+}
 
 
 def _workflow(workdir: Path, name: str, changes: dict[str, str]) -> str:
@@ -120,11 +126,7 @@ def readme_runs(
     openai = _workflow(
         workdir,
         "openai-chat.yml",
-        {
-            "url: https://api.openai.com/v1/chat/completions # any OpenAI-compatible server": (
-                "url: ${{ env.DEMO_URL }}"
-            )
-        },
+        OPENAI_TO_DEMO,
     )
     http = _workflow(
         workdir,
@@ -208,11 +210,7 @@ def upgrade_run(
     workflow = _workflow(
         workdir,
         "model-upgrade.yml",
-        {
-            "url: https://api.openai.com/v1/chat/completions # any OpenAI-compatible server": (
-                "url: ${{ env.DEMO_URL }}"
-            )
-        },
+        OPENAI_TO_DEMO,
     )
     _commit_all(workdir)
     log = root / "requests.jsonl"
