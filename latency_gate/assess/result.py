@@ -280,7 +280,7 @@ def judge_samples(
     if base_arm is None:  # an A/B run's base arm is not searched
         check = _with_searches(
             check,
-            capacity if searched else None,
+            capacity,
             goodput,
             searched=searched,
             target=target,
