@@ -234,9 +234,12 @@ def test_unreachable_base_leaves_the_head_judged_alone(how: str) -> None:
     def silent(_: bytes) -> list[bytes]:
         return []  # reads the request and never answers
 
+    # The timeout is the head's too: at 0.5 s (five of its calls) a loaded first pass once cut
+    # the head's one concurrent call (stop 47's quiet run, five workers on two cores), and the
+    # head, not the base, failed the run. At 2 s the hanging base costs its three calls 6 s.
     with paced(_answer) as (head, _), paced(silent) as (hanging, _):
         base = f"http://127.0.0.1:{free_port()}" if how == "refused" else hanging
-        args = [head + CHAT, "--prompt", "hi", "--baseline-url", base + CHAT, "--timeout", "0.5s"]
+        args = [head + CHAT, "--prompt", "hi", "--baseline-url", base + CHAT, "--timeout", "2s"]
         result = judged(run_cli("probe", *args, *FAST))
     flat = " ".join(result.output.split())
     assert result.exit_code == 0, result.output
