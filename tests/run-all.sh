@@ -25,6 +25,10 @@ workers=${LATENCY_GATE_TEST_WORKERS:-5}
 
 python -m pytest -q -n "$workers" --dist loadgroup --durations=15 -m "not (llm or alone)" "$@"
 spread=$?
+# What else runs as the second pass begins: its tests time the machine, and a one-slot goodput
+# search came out at half its pace there once on a quiet machine (stop 47), cause not seen.
+echo "before the llama.cpp and alone pass: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null) (load 1, 5, 15 min)"
+ps -eo stat=,pid=,args= 2>/dev/null | awk '$1 ~ /^R/ {print "running:", substr($0, 1, 120)}' || true
 python -m pytest -q --durations=15 -m "llm or alone" "$@"
 alone=$?
 
