@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pytest
 from click.testing import CliRunner
@@ -18,7 +18,7 @@ from latency_gate.assess.load.open_level import CLIENT_FLOOR_TIMES, near_rates
 from latency_gate.cli import main as cli_main
 from latency_gate.config import build_target
 from latency_gate.demo import DemoServer, EndpointSpec, RequestRecord
-from latency_gate.measure.engine import Progress
+from latency_gate.measure.engine import Progress, ProgressCallback
 from latency_gate.models import CallPhase, RunResult, StampSource
 from latency_gate.report.progress import ProgressLog
 from latency_gate.report.terminal import render_terminal
@@ -40,8 +40,14 @@ SHORT = {
 
 
 async def _probe(url: str, **raw: str) -> RunResult:
+    return await _probed(url, raw)
+
+
+async def _probed(
+    url: str, raw: Mapping[str, str], progress: ProgressCallback | None = None
+) -> RunResult:
     settings: dict[str, str | list[str] | None] = {"url": url, **SHORT, **raw}
-    return await probe(build_target(settings), measure_floor=True)
+    return await probe(build_target(settings), measure_floor=True, progress=progress)
 
 
 def _most_at_once(records: Sequence[RequestRecord]) -> int:
@@ -145,8 +151,7 @@ async def _with_a_busy_loop(url: str, **raw: str) -> RunResult:
 
     task = asyncio.create_task(hog())
     try:
-        settings: dict[str, str | list[str] | None] = {"url": url, **SHORT, **raw}
-        return await probe(build_target(settings), measure_floor=True, progress=after_floor)
+        return await _probed(url, raw, after_floor)
     finally:
         stop.set()
         floor_done.set()
