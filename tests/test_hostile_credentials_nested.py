@@ -30,7 +30,7 @@ from hostile_kit import (
     sse_pieces,
 )
 
-from latency_gate.config import scrub_secrets, secret_forms
+from latency_gate.config.secrets import scrub_secrets, secret_forms
 
 KEY = "sk-h3/Key+ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from latency_gate.config import (
+from latency_gate.config.secrets import (
     find_secrets,
     scrub_secrets,
     secret_forms,

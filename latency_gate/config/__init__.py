@@ -1,5 +1,6 @@
 """What to probe and the budget: the models, the string parsers, the builder, targets files,
-and what a run will spend before its first call (plan/).
+and what a run will spend before its first call (plan/). What counts as a secret and how it is
+kept out of what a run writes is config.secrets, imported from there by name.
 
 The first layer of the flow (config -> measure -> assess -> report): nothing here measures,
 judges or reads the environment; the edges hand it raw strings (and a targets file's text).
@@ -30,19 +31,10 @@ from latency_gate.config.request import (
     unsent_settings,
     with_environment_proxy,
 )
-from latency_gate.config.secrets import (
-    HARMLESS_HEADERS,
-    find_secrets,
-    scrub_secrets,
-    secret_forms,
-    url_secrets,
-    url_userinfo,
-)
 from latency_gate.config.target import NOT_COMPARED, Budget, Header, Target
 
 __all__ = [
     "BUDGET_KEYS",
-    "HARMLESS_HEADERS",
     "NOT_COMPARED",
     "REDACTED",
     "TARGET_KEYS",
@@ -58,7 +50,6 @@ __all__ = [
     "chat_body",
     "default_prompt_note",
     "detect_format",
-    "find_secrets",
     "fixed_length_of",
     "header_text_problem",
     "parse_bool",
@@ -72,10 +63,6 @@ __all__ = [
     "read_body",
     "redact_url",
     "same_origin",
-    "scrub_secrets",
-    "secret_forms",
     "unsent_settings",
-    "url_secrets",
-    "url_userinfo",
     "with_environment_proxy",
 ]

@@ -17,7 +17,8 @@ from typing import Literal
 
 import httpx
 
-from latency_gate.config import Target, redact_url, scrub_secrets, url_userinfo
+from latency_gate.config import Target, redact_url
+from latency_gate.config.secrets import scrub_secrets, url_userinfo
 from latency_gate.measure import transport
 from latency_gate.measure.culprit import name_the_part
 from latency_gate.measure.failures import classify, hop_failure, proxy_refusal

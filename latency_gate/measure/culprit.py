@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-from latency_gate.config import Target, redact_url, url_userinfo
+from latency_gate.config import Target, redact_url
+from latency_gate.config.secrets import url_userinfo
 from latency_gate.models import ErrorKind
 
 __all__ = ["PROXY_OPTIONS", "name_the_part"]

@@ -21,9 +21,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from latency_gate.config import HARMLESS_HEADERS, Target
+from latency_gate.config import Target
 from latency_gate.config.ab import origin_text, same_origin
-from latency_gate.config.secrets import credential_fields
+from latency_gate.config.secrets import HARMLESS_HEADERS, credential_fields
 
 __all__ = ["REDIRECTED_BY", "CredentialRule", "RedirectRefused", "unusable_location"]
 

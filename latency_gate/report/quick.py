@@ -12,17 +12,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from latency_gate.assess.numbers.timeline import CURL_TIMES, curl_times
-from latency_gate.config import (
+from latency_gate.config import REDACTED, Format, Target, default_prompt_note, redact_url
+from latency_gate.config.json_data import dump_json, load_json
+from latency_gate.config.secrets import (
     HARMLESS_HEADERS,
-    REDACTED,
-    Format,
-    Target,
-    default_prompt_note,
-    redact_url,
+    credential_field,
+    credential_fields,
     scrub_secrets,
 )
-from latency_gate.config.json_data import dump_json, load_json
-from latency_gate.config.secrets import credential_field, credential_fields
 from latency_gate.formatting import clean_text
 from latency_gate.measure.quick import QuickCall, QuickResult
 
