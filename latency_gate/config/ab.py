@@ -35,8 +35,9 @@ from pydantic import SecretStr
 
 from latency_gate.config.draft import Draft
 from latency_gate.config.parsing import redact_url
+from latency_gate.config.redacted import body_fingerprint
 from latency_gate.config.secrets import credential_fields, url_userinfo
-from latency_gate.config.target import Header, Target, body_fingerprint
+from latency_gate.config.target import Header, Target
 from latency_gate.errors import InputProblem
 
 __all__ = [

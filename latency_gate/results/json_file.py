@@ -17,8 +17,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from latency_gate.config.json_data import load_json
+from latency_gate.config.redacted import redact_settings
 from latency_gate.config.secrets import scrub_secrets, secret_forms
-from latency_gate.config.target import redact_settings
 from latency_gate.errors import ConfigError
 from latency_gate.models import SCHEMA_VERSION, RunResult
 from latency_gate.results.checks import check_run
