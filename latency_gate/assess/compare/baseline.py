@@ -23,9 +23,10 @@ from dataclasses import dataclass
 from latency_gate.assess.compare.judged import Judged, Look, judge_number
 from latency_gate.assess.compare.reference import (
     CALL_KINDS,
+    LATENCIES,
+    STREAMED,
     Reference,
     config_differences,
-    has_row,
     held_against,
     no_base_data,
     origin_of,
@@ -78,16 +79,6 @@ SAME_WORK_TEST_NAME = (
     "the pairs of the same prompt (Welch's against an earlier run), each at half the number's "
     f"one-sided alpha {REGRESSION_ALPHA:g} for a regression; {WITHIN_ALPHA:g} for 'not "
     "regressed', spent over the looks"
-)
-_NUMBERS = (
-    "cold_start",
-    "warm_p50",
-    "warm_p95",
-    "concurrent_p95",
-    "ttft_p95",
-    "ttft_warm_p95",
-    "tpot_p95",
-    "error_rate",
 )
 
 
@@ -182,8 +173,7 @@ def compare(
         on_undecided=on_undecided,
         intervals=intervals,
     )
-    names = [n for n in _NUMBERS if _listed(n, numbers, base_numbers, gated)]
-    deltas = held_against(reference, names, numbers, gated)
+    deltas = held_against(reference, numbers, gated)
     return BaselineCheck(
         status="compared",
         kind="side-by-side" if side_by_side else "earlier-run",
@@ -197,20 +187,13 @@ def compare(
     )
 
 
-def _listed(
-    number: str, numbers: Numbers, base_numbers: Numbers, gated: Collection[str] | None
-) -> bool:
-    """Whether `number` has a row (`has_row`)."""
-    present = getattr(numbers, number) is not None or getattr(base_numbers, number) is not None
-    return has_row(number, present, gated)
-
-
 class _Base(Reference):
     """A base's calls as the reference: the base arm of an A/B run, or an earlier run's. Each
     number is tested by `judge_number` on the calls of the look that decided it (`looks`), else
     on every call at `final`; one still undecided follows `on_undecided`."""
 
     one_call = "one call each"
+    order = (*LATENCIES, *STREAMED, "error_rate")
 
     def __init__(
         self,
@@ -241,6 +224,9 @@ class _Base(Reference):
 
     def lacks(self, number: str) -> bool:
         return self.base(number) is None
+
+    def holds(self, number: str) -> bool:
+        return not self.lacks(number)
 
     def no_data(self, number: str, head: float | None, *, tested: bool) -> NumberDelta:
         if number in STREAM_COMPARED and not any(

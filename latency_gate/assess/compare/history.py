@@ -39,9 +39,10 @@ from typing import Literal
 
 from latency_gate.assess.compare.baseline import BaselinePlan
 from latency_gate.assess.compare.reference import (
+    LATENCIES,
+    STREAMED,
     Reference,
     config_differences,
-    has_row,
     held_against,
 )
 from latency_gate.assess.compare.regression import DEFAULT_RELATIVE, error_rate_regression
@@ -84,7 +85,6 @@ MAX_RUNS = 1000  # the most --history-size and --history-keep take
 # by seconds; a run dated later is not taken (it would stay "the newest" until that date).
 FUTURE_SLACK = 3600.0
 Judged = Literal["prediction", "newest", "none"]
-_PERCENTILES = ("warm_p50", "warm_p95", "concurrent_p95", "ttft_p95", "ttft_warm_p95", "tpot_p95")
 
 
 @dataclass(frozen=True)
@@ -326,17 +326,7 @@ def history_check(
                 "history": _evidence(plan, history, "newest"),
             }
         )
-    names = [
-        number
-        for number in ("cold_start", *_PERCENTILES[:3], "error_rate", *_PERCENTILES[3:])
-        if has_row(
-            number,
-            getattr(numbers, number) is not None
-            or any(getattr(run.numbers, number) is not None for run in history.runs),
-            gated,
-        )
-    ]
-    deltas = held_against(_Runs(plan, history, samples), names, numbers, gated)
+    deltas = held_against(_Runs(plan, history, samples), numbers, gated)
     return BaselineCheck(
         status="compared",
         source=plan.source,
@@ -354,6 +344,8 @@ class _Runs(Reference):
     their values, the error rate against their pooled calls."""
 
     one_call = "one call a run"
+    # The five first, as the history table reads, then a stream's.
+    order = (*LATENCIES, "error_rate", *STREAMED)
 
     def __init__(
         self, plan: HistoryPlan, history: TargetHistory, samples: Sequence[Sample]
@@ -368,6 +360,9 @@ class _Runs(Reference):
         calls = sum(len(run.samples) for run in self.history.runs)
         failed = sum(not s.ok for run in self.history.runs for s in run.samples)
         return failed, calls
+
+    def holds(self, number: str) -> bool:
+        return any(getattr(run.numbers, number) is not None for run in self.history.runs)
 
     def base(self, number: str) -> float | None:
         center = _center(self._values(number), self.plan.limit)

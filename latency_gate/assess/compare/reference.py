@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from urllib.parse import urlsplit
 
 from latency_gate.config import NOT_COMPARED
@@ -24,7 +24,9 @@ from latency_gate.models import BaselineCheck, CallPhase, NumberDelta, Numbers, 
 
 __all__ = [
     "CALL_KINDS",
+    "LATENCIES",
     "NOT_TESTED",
+    "STREAMED",
     "Reference",
     "config_differences",
     "held_against",
@@ -34,6 +36,11 @@ __all__ = [
     "with_origins",
 ]
 
+# The numbers a reference is held against, in the order the reports list them: the latencies
+# of the five, a stream's, and the error rate after the latencies (baseline.py) or after the
+# five's latencies (history.py, whose table reads as the five first).
+LATENCIES = ("cold_start", "warm_p50", "warm_p95", "concurrent_p95")
+STREAMED = ("ttft_p95", "ttft_warm_p95", "tpot_p95")
 NOT_TESTED = "not tested: it has no budget (only gated numbers are tested)"
 
 
@@ -148,9 +155,15 @@ def too_few_calls(number: str, samples: Sequence[Sample], base_samples: Sequence
 class Reference(ABC):
     """What the head is held against: its value of each number, its test, and its words for a
     number it cannot compare. `one_call` says how many calls a cold start is on each side
-    ("one call each", "one call a run")."""
+    ("one call each", "one call a run"); `order` is the numbers it lists, in the report's order."""
 
     one_call: str
+    order: tuple[str, ...]
+
+    @abstractmethod
+    def holds(self, number: str) -> bool:
+        """Whether the reference has a value of `number` anywhere (a row is listed where either
+        side has one: `_has_row`)."""
 
     @abstractmethod
     def base(self, number: str) -> float | None:
@@ -175,7 +188,7 @@ class Reference(ABC):
         """`number` that `test` could not test for too few calls or runs."""
 
 
-def has_row(number: str, present: bool, gated: Collection[str] | None) -> bool:
+def _has_row(number: str, present: bool, gated: Collection[str] | None) -> bool:
     """Whether a comparison lists `number` (`present`: a side has a value of it): a streamed
     answer's warm first token and time per token (STREAM_COMPARED) where a side streamed; the
     first-token p95 of warm and burst calls together only where it has a budget (the warm one is
@@ -188,14 +201,16 @@ def has_row(number: str, present: bool, gated: Collection[str] | None) -> bool:
 
 
 def held_against(
-    reference: Reference,
-    names: Iterable[str],
-    numbers: Numbers,
-    gated: Collection[str] | None,
+    reference: Reference, numbers: Numbers, gated: Collection[str] | None
 ) -> tuple[NumberDelta, ...]:
-    """Each of `names` of the head's `numbers` against `reference`, in that order: a number
+    """The head's `numbers` against `reference`, each of its `order` that has a row: a number
     with no value on one side, cold start, and a number not in `gated` (those with a budget;
     every number when None) are shown and not tested; any other is the reference's to test."""
+    names = [
+        number
+        for number in reference.order
+        if _has_row(number, getattr(numbers, number) is not None or reference.holds(number), gated)
+    ]
     deltas = []
     for number in names:
         head: float | None = getattr(numbers, number)
