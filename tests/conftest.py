@@ -165,11 +165,19 @@ def llama_server_one_slot() -> Iterator[str]:
     yield from _serve_llama(n_parallel=1)
 
 
+# One thread, not one per core: llama.cpp's threads spin-wait on each other at every step, so
+# two of them on two cores that something else also wants (a CPU burner, the runner's other
+# jobs) stall (beside `stress-ng --cpu 2`: median call 864 ms, max 33.7 s, against 191 ms
+# quiet); one thread is slower on a quiet machine (299 ms) and steady beside the burner
+# (223 ms, max 642 ms). docs/testing.md, "The llama.cpp tier beside a burner".
+LLAMA_THREADS = 1
+
+
 def _serve_llama(*, n_parallel: int, n_predict: int = -1) -> Iterator[str]:
-    """A llama.cpp server with `n_parallel` slots and two threads (both cores of these
-    machines), in a process of its own (tests/llama_process.py says why); `n_predict` is the
-    answer length in tokens for a request that names none (-1: until the model stops or the
-    context is full). Stopped by its PID."""
+    """A llama.cpp server with `n_parallel` slots and LLAMA_THREADS threads, in a process of its
+    own (tests/llama_process.py says why); `n_predict` is the answer length in tokens for a
+    request that names none (-1: until the model stops or the context is full). Stopped by its
+    PID."""
     require = "LATENCY_GATE_REQUIRE_LLM"
     # Only its presence here: the server's process loads it (and the model), not pytest's.
     if importlib.util.find_spec("xllamacpp") is None:
@@ -183,7 +191,7 @@ def _serve_llama(*, n_parallel: int, n_predict: int = -1) -> Iterator[str]:
 
     port = free_port()
     script = Path(__file__).with_name("llama_process.py")
-    arguments = [str(model), str(port), str(n_parallel), "2", str(n_predict)]
+    arguments = [str(model), str(port), str(n_parallel), str(LLAMA_THREADS), str(n_predict)]
     process = subprocess.Popen(
         [sys.executable, str(script), *arguments],
         stdout=subprocess.DEVNULL,
