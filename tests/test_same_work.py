@@ -483,3 +483,8 @@ def test_a_row_regressed_by_its_answers_length_says_so() -> None:
     assert regression_reason(warm).startswith(
         "regression by its answers' length: warm p95: answers "
     )
+    # A result file's row with no note (written by hand, or before the note): the sentence
+    # names the limit once.
+    bare = regression_reason(warm.model_copy(update={"note": ""}))
+    assert bare.startswith("regression by its answers' length: warm p95: answers longer, beyond")
+    assert bare.count("beyond the limit") == 1

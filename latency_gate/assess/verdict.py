@@ -157,7 +157,7 @@ def regression_reason(delta: NumberDelta) -> str:
         # The length regressed the row, not its latency at the same work: the reason says the
         # length first, and the p95 as it is (it may have fallen) without the latency test's
         # interval, which did not call it a regression.
-        longer = delta.note or "answers longer beyond the limit"
+        longer = delta.note or "answers longer"  # a file with no note: the sentence says the limit
         change = f", {fmt_change(delta.relative)}" if delta.relative is not None else ""
         itself = f"{fmt_value(delta.base, delta.number)} → {fmt_value(delta.head, delta.number)}"
         return (
