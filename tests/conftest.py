@@ -15,13 +15,14 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
 import httpx
 import pytest
+from machine_pace import BesideTest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -244,6 +245,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             group = "demo"
         if group is not None:
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+_BESIDE = pytest.StashKey[BesideTest]()
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("alone") is not None:
+        item.stash[_BESIDE] = BesideTest()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A test marked `alone` (its assertion rests on the machine's pace) that fails says what
+    used the cores while it ran (tests/machine_pace.py, `BesideTest`), in a section of its
+    report."""
+    report = yield
+    beside = item.stash.get(_BESIDE, None)
+    if call.when == "call" and beside is not None:
+        report.sections.append(("what ran beside it", beside.said()))
+    return report
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -10,9 +10,10 @@ what it asked for.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
-__all__ = ["Waited", "queued_seconds"]
+__all__ = ["BesideTest", "Waited", "queued_seconds"]
 
 
 def queued_seconds() -> float:
@@ -34,3 +35,58 @@ class Waited:
 
     def __call__(self) -> float:
         return queued_seconds() - self._start
+
+
+def _cpu_by_process() -> dict[int, tuple[str, float]]:
+    """Every process's name and CPU seconds (user + system) so far, from /proc/PID/stat; {}
+    where there is no /proc."""
+    tick = 100.0  # USER_HZ: 100 on every Linux this runs on (sysconf(SC_CLK_TCK))
+    seen: dict[int, tuple[str, float]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:  # gone between the listing and the read
+            continue
+        name = text[text.find("(") + 1 : text.rfind(")")]
+        fields = text[text.rfind(")") + 2 :].split()
+        try:
+            seen[int(stat.parent.name)] = (name, (int(fields[11]) + int(fields[12])) / tick)
+        except (IndexError, ValueError):
+            continue
+    return seen
+
+
+class BesideTest:
+    """What used the machine's cores while a test ran: the processes that took the most CPU
+    seconds over it (this one included), and the load average at its start and end. Read for the
+    tests whose assertions rest on the machine's pace (marked `alone`): when one of them comes out
+    slow, its failure says what ran beside it (stop 47's one-slot goodput search at half its pace
+    on a machine said to be quiet, cause not seen)."""
+
+    def __init__(self) -> None:
+        self._load = _load()
+        self._cpu = _cpu_by_process()
+
+    def said(self, most: int = 6) -> str:
+        now = _cpu_by_process()
+        used = sorted(
+            (
+                (seconds - self._cpu.get(pid, (name, 0.0))[1], pid, name)
+                for pid, (name, seconds) in now.items()
+            ),
+            reverse=True,
+        )[:most]
+        top = ", ".join(f"{name} (pid {pid}) {cpu:.1f} s" for cpu, pid, name in used if cpu >= 0.05)
+        threads = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+        return (
+            f"beside this test: load {self._load} at its start, {_load()} at its end; CPU used "
+            f"over it: {top or 'none counted'}; this process's other threads at its end: "
+            f"{', '.join(threads) or 'none'}"
+        )
+
+
+def _load() -> str:
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "unknown"
