@@ -251,7 +251,7 @@ _BESIDE = pytest.StashKey[BesideTest]()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    if item.get_closest_marker("alone") is not None:
+    if any(item.get_closest_marker(name) is not None for name in ("alone", "slow")):
         item.stash[_BESIDE] = BesideTest()
 
 
@@ -259,9 +259,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A test marked `alone` (its assertion rests on the machine's pace) that fails says what
-    used the cores while it ran (tests/machine_pace.py, `BesideTest`), in a section of its
-    report."""
+    """A test marked `alone` (its assertion rests on the machine's pace) or `slow` (most of them
+    time real calls) that fails says what used the cores while it ran, and the threads its
+    process still had (tests/machine_pace.py, `BesideTest`), in a section of its report: stop
+    48's run beside a burner failed two such tests that 14 runs of each afterwards, beside two
+    and five CPU hogs, did not (about 7 ms a test, read at its start)."""
     report = yield
     beside = item.stash.get(_BESIDE, None)
     if call.when == "call" and beside is not None:

@@ -610,9 +610,13 @@ ALIKE = EndpointSpec(
 
 @pytest.mark.slow
 def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None:
-    """The head answering in twice its base's time: exit 1, the warm numbers named as
-    regressions (the run stops there: it fails whatever more calls show), both arms in the
-    JSON result, the reports saying side by side."""
+    """The head answering in twice its base's time: exit 1, the latency first decided named as
+    a regression (the run stops there: it fails whatever more calls show), both arms in the
+    JSON result, the reports saying side by side.
+
+    The warm p95 is decided first on a quiet machine; beside a CPU burner and the suite's other
+    workers (stop 48) the burst's p95 was decided first once (67 ms -> 118 ms) and the run
+    stopped there, which is the gate working: either names the slower head."""
     slower = ALIKE.model_copy(update={"latency": 0.080, "seed": 6})
     with serve_in_thread(slower, ALIKE) as (head, base):
         base_url = base.url
@@ -628,11 +632,15 @@ def test_cli_head_clearly_slower_than_its_base_regresses(tmp_path: Path) -> None
             str(tmp_path / "r.md"),
         )
     assert done.exit_code == 1, done.output
-    assert done.stdout.startswith("FAIL: regression: warm p95 ")
+    first = done.stdout.split(" ", 4)[:4]
+    assert first[:2] == ["FAIL:", "regression:"], done.stdout
+    assert " ".join(first[2:]) in ("warm p95", "concurrent p95"), done.stdout
     result = RunResult.model_validate_json((tmp_path / "r.json").read_text())
     assert result.baseline is not None
     assert result.baseline.kind == "side-by-side"
-    assert "warm_p95" in {d.number for d in result.baseline.regressions}
+    regressed = {d.number for d in result.baseline.regressions}
+    assert regressed & {"warm_p95", "concurrent_p95"}, regressed
+    assert regressed <= {"warm_p50", "warm_p95", "concurrent_p95"}, regressed
     assert len(result.base_samples) == len(result.samples)
     markdown = (tmp_path / "r.md").read_text()
     assert (
