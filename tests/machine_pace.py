@@ -10,6 +10,7 @@ what it asked for.
 
 from __future__ import annotations
 
+import os
 import threading
 from pathlib import Path
 
@@ -40,7 +41,7 @@ class Waited:
 def _cpu_by_process() -> dict[int, tuple[str, float]]:
     """Every process's name and CPU seconds (user + system) so far, from /proc/PID/stat; {}
     where there is no /proc."""
-    tick = 100.0  # USER_HZ: 100 on every Linux this runs on (sysconf(SC_CLK_TCK))
+    tick = os.sysconf("SC_CLK_TCK")  # the unit of /proc's CPU times (USER_HZ)
     seen: dict[int, tuple[str, float]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -58,10 +59,10 @@ def _cpu_by_process() -> dict[int, tuple[str, float]]:
 
 class BesideTest:
     """What used the machine's cores while a test ran: the processes that took the most CPU
-    seconds over it (this one included), and the load average at its start and end. Read for the
-    tests whose assertions rest on the machine's pace (marked `alone`): when one of them comes out
-    slow, its failure says what ran beside it (stop 47's one-slot goodput search at half its pace
-    on a machine said to be quiet, cause not seen)."""
+    seconds over it (this one included), the load average at its start and end, and this
+    process's other threads. Read for the tests marked `alone` or `slow` (tests/conftest.py): when
+    one of them fails, its report says what ran beside it (stop 47's one-slot goodput search at
+    half its pace on a machine said to be quiet, cause not seen)."""
 
     def __init__(self) -> None:
         self._load = _load()
